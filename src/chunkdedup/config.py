@@ -1,0 +1,152 @@
+"""Configuration as data: one frozen dataclass per stage, validated on construction.
+
+A TOML file maps onto it section by section::
+
+    [boilerplate]
+    share = 0.2
+    always_keep = ["Three Months Ended"]
+
+    [chunk]
+    target_words = 300
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from chunkdedup.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class ParseConfig:
+    """Which files are read, and how."""
+
+    suffixes: tuple[str, ...] = (".pdf", ".html", ".htm", ".md", ".markdown", ".txt", ".jsonl")
+    max_file_bytes: int = 512 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if self.max_file_bytes <= 0:
+            raise ConfigError(f"parse.max_file_bytes must be > 0, got {self.max_file_bytes}")
+        for s in self.suffixes:
+            if not s.startswith("."):
+                raise ConfigError(f"parse.suffixes entries start with a dot, got {s!r}: write '.{s}'")
+
+
+@dataclass(frozen=True, slots=True)
+class BoilerplateConfig:
+    """Statistical boilerplate detection.
+
+    ``edge_lines``: how many non-blank lines at each end of a page form its edge band.
+    ``running_share``/``running_min_pages``: a page-edge line recurring on at least this share of a
+    document's pages (and on at least this many pages) is a running header or footer.
+    ``share``/``min_units``: a block found in strictly more than ``share`` of documents (families when
+    known), and in at least ``min_units`` of them, is corpus chrome.
+    ``min_block_words``: body blocks shorter than this are not counted (table headers are content).
+    """
+
+    enabled: bool = True
+    edge_lines: int = 3
+    running_share: float = 0.5
+    running_min_pages: int = 3
+    share: float = 0.2
+    min_units: int = 5
+    min_block_words: int = 6
+    always_keep: tuple[str, ...] = ()
+    always_strip: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.share < 1.0:
+            raise ConfigError(f"boilerplate.share must be in (0, 1), got {self.share}")
+        if not 0.0 < self.running_share <= 1.0:
+            raise ConfigError(f"boilerplate.running_share must be in (0, 1], got {self.running_share}")
+        if self.edge_lines < 1:
+            raise ConfigError(f"boilerplate.edge_lines must be >= 1, got {self.edge_lines}")
+        if self.running_min_pages < 2:
+            raise ConfigError(f"boilerplate.running_min_pages must be >= 2, got {self.running_min_pages}")
+        if self.min_units < 2:
+            raise ConfigError(f"boilerplate.min_units must be >= 2, got {self.min_units}")
+        if self.min_block_words < 1:
+            raise ConfigError(f"boilerplate.min_block_words must be >= 1, got {self.min_block_words}")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkConfig:
+    """Sentence-aware chunking: a word target, a hard maximum, and whether chunks may cross pages."""
+
+    target_words: int = 300
+    max_words: int = 450
+
+    def __post_init__(self) -> None:
+        if self.target_words < 1:
+            raise ConfigError(f"chunk.target_words must be >= 1, got {self.target_words}")
+        if self.max_words < self.target_words:
+            raise ConfigError(
+                f"chunk.max_words ({self.max_words}) must be >= chunk.target_words ({self.target_words})"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class DedupConfig:
+    """Which dedup tiers run."""
+
+    exact: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The whole configuration; ``Config()`` is the documented default."""
+
+    parse: ParseConfig = field(default_factory=ParseConfig)
+    boilerplate: BoilerplateConfig = field(default_factory=BoilerplateConfig)
+    chunk: ChunkConfig = field(default_factory=ChunkConfig)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Config:
+        """Read a TOML file; unknown sections or keys are errors that name them."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {p} does not exist: check the --config path") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"config file {p} is not valid TOML: {e}") from None
+        return cls.from_dict(data, source=str(p))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "config") -> Config:
+        sections: dict[str, Any] = {}
+        known = {f.name: f for f in fields(cls)}
+        for name, value in data.items():
+            if name not in known:
+                raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(sorted(known))}")
+            if not isinstance(value, dict):
+                raise ConfigError(f"{source}: [{name}] must be a table of keys")
+            sections[name] = _build(_SECTION_TYPES[name], value, f"{source} [{name}]")
+        return cls(**sections)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_SECTION_TYPES: dict[str, type] = {
+    "parse": ParseConfig,
+    "boilerplate": BoilerplateConfig,
+    "chunk": ChunkConfig,
+    "dedup": DedupConfig,
+}
+
+
+def _build(kind: type, values: dict[str, Any], where: str) -> Any:
+    names = {f.name for f in fields(kind)}
+    unknown = set(values) - names
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
+    converted = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    try:
+        return kind(**converted)
+    except TypeError as e:
+        raise ConfigError(f"{where}: {e}") from None

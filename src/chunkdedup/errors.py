@@ -1,0 +1,64 @@
+"""The one exception tree of chunkdedup.
+
+    ChunkdedupError
+    ├── ConfigError          a config value is out of range or a config file is malformed
+    ├── InputError           an input path, manifest or golden file cannot be used
+    │   └── DuplicateDocumentError   two inputs give the same document id
+    ├── ParseError           one file cannot be parsed (reported per file, never stops a run)
+    ├── IndexError_          the index file cannot be used
+    │   ├── IndexBusyError   another process is writing to the index
+    │   └── SchemaError      the index was written by a newer chunkdedup or is not an index
+    └── MissingExtraError    an optional dependency is not installed
+
+Every message names the input and says how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class ChunkdedupError(Exception):
+    """Base class of every error chunkdedup raises on purpose."""
+
+
+class ConfigError(ChunkdedupError):
+    """A configuration value is invalid."""
+
+
+class InputError(ChunkdedupError):
+    """An input path, manifest or golden file cannot be used."""
+
+
+class DuplicateDocumentError(InputError):
+    """Two inputs map to the same document id."""
+
+
+class ParseError(ChunkdedupError):
+    """One file cannot be parsed; the pipeline reports it and goes on."""
+
+    def __init__(self, reason: str, *, skipped: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        #: True when the file is unusable by nature (empty, binary), False when parsing broke.
+        self.skipped = skipped
+
+
+class IndexError_(ChunkdedupError):  # noqa: N801 - avoid shadowing the builtin IndexError
+    """The index file cannot be used."""
+
+
+class IndexBusyError(IndexError_):
+    """Another process holds the index's write lock."""
+
+
+class SchemaError(IndexError_):
+    """The file is not a chunkdedup index, or its schema is newer than this version."""
+
+
+class MissingExtraError(ChunkdedupError):
+    """An optional dependency is missing."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        super().__init__(
+            f"{feature} needs the optional module {module!r}: pip install 'chunkdedup[{extra}]'"
+        )
+        self.extra = extra

@@ -1,0 +1,74 @@
+"""Pure text normalisation: the two keys and the hashes built on them.
+
+Two keys, two purposes:
+
+* the **exact key** keeps digits, because numbers make versions distinct ("30 days" vs "45 days");
+* the **boilerplate key** masks each run of digits, so page numbers do not hide a repeated footer.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import xxhash
+
+_WS = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
+_LETTER = re.compile(r"[^\W\d_]")
+# Tokens generated per copy (a template's document GUID, a long hex id): removed from the exact key.
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+_HEX_ID = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{16,}\b")
+
+
+def collapse_ws(text: str) -> str:
+    """Collapse every whitespace run to one space and strip the ends."""
+    return _WS.sub(" ", text).strip()
+
+
+def exact_key(text: str) -> str:
+    """The exact-dedup key: NFKC, casefold, identifier-like tokens removed, whitespace collapsed.
+
+    Example:
+        >>> exact_key("Refunds  within\\n30 days. Ref 123e4567-e89b-12d3-a456-426614174000")
+        'refunds within 30 days. ref'
+    """
+    t = unicodedata.normalize("NFKC", text).casefold()
+    t = _UUID.sub(" ", t)
+    t = _HEX_ID.sub(" ", t)
+    return collapse_ws(t)
+
+
+def boilerplate_key(text: str) -> str:
+    """The boilerplate key: NFKC, casefold, whitespace collapsed, each digit run masked as ``#``.
+
+    Example:
+        >>> boilerplate_key("Apple Inc. | Q3 2022 Form 10-Q | 17")
+        'apple inc. | q# # form #-q | #'
+    """
+    t = unicodedata.normalize("NFKC", text).casefold()
+    return collapse_ws(_DIGITS.sub("#", t))
+
+
+def has_letters(text: str) -> bool:
+    """True when the text holds at least one letter (a bare number or ``$#,#`` is never chrome)."""
+    return _LETTER.search(text) is not None
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def key_hash(key: str) -> str:
+    """A stable 128-bit hex digest of a key (xxh3)."""
+    return xxhash.xxh3_128_hexdigest(key.encode("utf-8"))
+
+
+def canonical_id(key: str) -> str:
+    """The id of the canonical chunk holding ``key``: stable across runs and indexes."""
+    return "c" + key_hash(key)[:24]
+
+
+def bytes_hash(data: bytes) -> str:
+    """A content hash of raw file bytes."""
+    return xxhash.xxh3_128_hexdigest(data)

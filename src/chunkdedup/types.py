@@ -1,0 +1,149 @@
+"""Frozen, slotted records that flow through the pipeline.
+
+files --parse--> Document(pages) --boilerplate--> CleanDocument --chunk--> Chunk
+      --exact--> CanonicalChunk(text, sources=(ChunkRef, ...))
+
+Provenance is a typed field (``CanonicalChunk.sources``), never a metadata key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from enum import StrEnum
+from typing import Literal
+
+MetaValue = str | int | float | bool | None
+Relation = Literal["exact", "near", "semantic"]
+Scope = Literal["running", "chrome"]
+
+
+class FileStatus(StrEnum):
+    """The one outcome every input file ends in."""
+
+    INGESTED = "ingested"
+    UNCHANGED = "unchanged"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of extracted text; ``number`` counts from 1."""
+
+    number: int
+    text: str
+    has_text_layer: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A parsed input document.
+
+    ``department``, ``family`` and ``effective_date`` are the recognised metadata keys; every
+    other key lives in ``metadata`` (the recognised ones are repeated there so filters see all).
+    """
+
+    doc_id: str
+    path: str
+    pages: tuple[Page, ...]
+    content_hash: str
+    metadata: Mapping[str, MetaValue] = field(default_factory=dict)
+    department: str | None = None
+    family: str | None = None
+    effective_date: date | None = None
+
+    @property
+    def unit(self) -> str:
+        """The unit boilerplate document frequency counts: the family when known, else the document."""
+        return f"family:{self.family}" if self.family else f"doc:{self.doc_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFile:
+    """What parsing one input file gave: documents, or a reason it gave none.
+
+    A JSONL file gives one document per line; other formats give at most one.
+    ``status`` is ``ingested`` when documents were produced (``notes`` may still name pages
+    without a text layer), else ``skipped`` or ``failed`` with a ``reason``.
+    """
+
+    path: str
+    documents: tuple[Document, ...]
+    status: FileStatus
+    reason: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FileResult:
+    """The report line of one input file after an ingest run."""
+
+    path: str
+    status: FileStatus
+    doc_ids: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StrippedLine:
+    """One line removed from one page, with the reason (scope) and its boilerplate key."""
+
+    page: int
+    line: str
+    key: str
+    scope: Scope
+
+
+@dataclass(frozen=True, slots=True)
+class BoilerplateKey:
+    """A key that is stripped: example text, how many units and pages carry it, and why."""
+
+    key: str
+    example: str
+    scope: Scope
+    doc_count: int
+    page_count: int
+    forced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A span of a cleaned page: ``text == clean_page_text[start:end]``."""
+
+    doc_id: str
+    page: int
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRef:
+    """Where a canonical chunk's text occurs, and how it was matched to the canonical."""
+
+    doc_id: str
+    page: int
+    start: int
+    end: int
+    relation: Relation = "exact"
+    similarity: float = 1.0
+
+    @property
+    def order(self) -> tuple[str, int, int]:
+        """The tie rule: the smallest (doc_id, page, start) represents a canonical."""
+        return (self.doc_id, self.page, self.start)
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalChunk:
+    """One indexed text with every place it came from."""
+
+    id: str
+    text: str
+    sources: tuple[ChunkRef, ...]
+
+    @property
+    def copies(self) -> int:
+        return len(self.sources)
