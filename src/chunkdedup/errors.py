@@ -42,7 +42,7 @@ class ParseError(ChunkdedupError):
         self.skipped = skipped
 
 
-class IndexError_(ChunkdedupError):  # noqa: N801 - avoid shadowing the builtin IndexError
+class IndexError_(ChunkdedupError):
     """The index file cannot be used."""
 
 
@@ -58,7 +58,5 @@ class MissingExtraError(ChunkdedupError):
     """An optional dependency is missing."""
 
     def __init__(self, feature: str, extra: str, module: str) -> None:
-        super().__init__(
-            f"{feature} needs the optional module {module!r}: pip install 'chunkdedup[{extra}]'"
-        )
+        super().__init__(f"{feature} needs the optional module {module!r}: pip install 'chunkdedup[{extra}]'")
         self.extra = extra

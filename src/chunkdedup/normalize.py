@@ -3,7 +3,9 @@
 Two keys, two purposes:
 
 * the **exact key** keeps digits, because numbers make versions distinct ("30 days" vs "45 days");
-* the **boilerplate key** masks each run of digits, so page numbers do not hide a repeated footer.
+* the **boilerplate key** masks every token that holds a digit, and merges adjacent masks, so page
+  numbers and per-document case ids ("Page 2 of 4 NYC08CA055", "Page 1 of 4") do not hide a
+  repeated footer.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import unicodedata
 import xxhash
 
 _WS = re.compile(r"\s+")
-_DIGITS = re.compile(r"\d+")
+_DIGIT_TOKENS = re.compile(r"\S*\d\S*(?:\s+\S*\d\S*)*")
 _LETTER = re.compile(r"[^\W\d_]")
 # Tokens generated per copy (a template's document GUID, a long hex id): removed from the exact key.
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
@@ -40,14 +42,17 @@ def exact_key(text: str) -> str:
 
 
 def boilerplate_key(text: str) -> str:
-    """The boilerplate key: NFKC, casefold, whitespace collapsed, each digit run masked as ``#``.
+    """The boilerplate key: NFKC, casefold, whitespace collapsed, each run of tokens holding a digit
+    masked as one ``#``.
 
     Example:
         >>> boilerplate_key("Apple Inc. | Q3 2022 Form 10-Q | 17")
-        'apple inc. | q# # form #-q | #'
+        'apple inc. | # form # | #'
+        >>> boilerplate_key("Page 2 of 4 NYC08CA055") == boilerplate_key("Page 1 of 4")
+        True
     """
     t = unicodedata.normalize("NFKC", text).casefold()
-    return collapse_ws(_DIGITS.sub("#", t))
+    return collapse_ws(_DIGIT_TOKENS.sub("#", t))
 
 
 def has_letters(text: str) -> bool:

@@ -1,0 +1,174 @@
+"""Statistical boilerplate detection: running headers/footers and corpus chrome.
+
+No hand-written patterns. Two detectors work on boilerplate keys (digits masked):
+
+1. **Running lines** (per document): a line in a page's edge band (its first or last
+   ``edge_lines`` non-blank lines) whose key recurs on at least ``running_share`` of the
+   document's pages, and on at least ``running_min_pages`` pages, is stripped from that document.
+   Lines in the middle of a page are never stripped by this rule.
+2. **Corpus chrome** (across documents): every block (consecutive non-blank lines) of at least
+   ``min_block_words`` words and every page-edge line yields a key; a key found in strictly more
+   than ``share`` of the units (families when documents carry one, else documents), and in at
+   least ``min_units`` of them, is chrome. Short body lines are not counted: table headers such
+   as "Three Months Ended" are content. A key with no letters is never chrome.
+
+The corpus statistics are kept by the caller (the store keeps them so incremental ingest can
+re-decide them); this module gives the pure parts: :func:`candidate_keys`, :func:`is_chrome`
+and :func:`strip`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+
+import xxhash
+
+from chunkdedup.config import BoilerplateConfig
+from chunkdedup.normalize import boilerplate_key, has_letters, word_count
+from chunkdedup.types import Page, StrippedLine
+
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+def key_id(key: str) -> int:
+    """A signed 64-bit id of a boilerplate key (fits an SQLite INTEGER)."""
+    return xxhash.xxh3_64_intdigest(key.encode("utf-8")) - (1 << 63)
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    index: int
+    text: str
+    key: str
+    edge: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    lines: tuple[_Line, ...]
+    key: str
+    counted: bool
+
+
+def _page_blocks(page: Page, config: BoilerplateConfig) -> list[_Block]:
+    """Split a page into blocks of consecutive non-blank lines, marking edge lines."""
+    raw = page.text.split("\n")
+    nonblank = [i for i, line in enumerate(raw) if line.strip()]
+    n = config.edge_lines
+    edge = set(nonblank[:n]) | set(nonblank[-n:])
+    blocks: list[_Block] = []
+    current: list[_Line] = []
+
+    def close() -> None:
+        if current:
+            text = " ".join(ln.text for ln in current)
+            key = boilerplate_key(text)
+            counted = word_count(text) >= config.min_block_words and has_letters(key)
+            blocks.append(_Block(tuple(current), key, counted))
+            current.clear()
+
+    for i, line in enumerate(raw):
+        if line.strip():
+            current.append(_Line(i, line, boilerplate_key(line), i in edge))
+        else:
+            close()
+    close()
+    return blocks
+
+
+def _edge_lines(blocks: Sequence[_Block]) -> Iterator[_Line]:
+    for block in blocks:
+        for line in block.lines:
+            if line.edge and has_letters(line.key):
+                yield line
+
+
+def _edge_key_pages(pages: Sequence[Page], config: BoilerplateConfig) -> tuple[int, dict[str, int]]:
+    """The number of pages with text, and on how many of them each edge-line key stands."""
+    text_pages = [p for p in pages if p.text.strip()]
+    seen: dict[str, int] = {}
+    for page in text_pages:
+        for key in {ln.key for ln in _edge_lines(_page_blocks(page, config))}:
+            seen[key] = seen.get(key, 0) + 1
+    return len(text_pages), seen
+
+
+def running_keys(pages: Sequence[Page], config: BoilerplateConfig) -> set[str]:
+    """Keys of page-edge lines that recur on enough of this document's pages."""
+    n, seen = _edge_key_pages(pages, config)
+    if n < config.running_min_pages:
+        return set()
+    need = max(config.running_min_pages, math.ceil(config.running_share * n))
+    return {k for k, c in seen.items() if c >= need}
+
+
+def candidate_keys(pages: Sequence[Page], config: BoilerplateConfig) -> set[str]:
+    """The keys this document contributes to corpus document frequency.
+
+    Counted blocks, and edge lines that stand on the edge of at least ``running_share`` of the
+    document's pages (every page of a one-page document). A heading that happens to open a few
+    pages of a long filing ("Three Months Ended") is not a page-edge line of that filing; a
+    footer on every page is, and so is the last line of a one-page policy.
+    """
+    n, seen = _edge_key_pages(pages, config)
+    need = math.ceil(config.running_share * n)
+    keys = {k for k, c in seen.items() if c >= need}
+    for page in pages:
+        keys.update(b.key for b in _page_blocks(page, config) if b.counted)
+    return keys
+
+
+def is_chrome(unit_count: int, total_units: int, config: BoilerplateConfig) -> bool:
+    """The corpus-chrome rule: strictly more than ``share`` of units, and at least ``min_units``."""
+    return unit_count >= config.min_units and unit_count > config.share * total_units
+
+
+@dataclass(frozen=True, slots=True)
+class StripResult:
+    """Cleaned pages and every line removed, with its scope."""
+
+    pages: tuple[Page, ...]
+    stripped: tuple[StrippedLine, ...]
+
+
+def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateConfig) -> StripResult:
+    """Remove running lines and chrome from one document's pages.
+
+    ``chrome`` holds the :func:`key_id` of each corpus-chrome key. ``always_keep`` keys are never
+    stripped; lines and blocks of ``always_strip`` keys are removed wherever they stand.
+    """
+    keep = {boilerplate_key(k) for k in config.always_keep}
+    forced = {boilerplate_key(k) for k in config.always_strip} - keep
+    running = running_keys(pages, config) - keep
+    keep_ids = {key_id(k) for k in keep}
+    chrome_ids = set(chrome) - keep_ids
+
+    def is_chrome_key(key: str) -> bool:
+        return key_id(key) in chrome_ids
+
+    out_pages: list[Page] = []
+    stripped: list[StrippedLine] = []
+    for page in pages:
+        drop: dict[int, StrippedLine] = {}
+        for block in _page_blocks(page, config):
+            if (block.counted and is_chrome_key(block.key)) or block.key in forced:
+                for ln in block.lines:
+                    drop[ln.index] = StrippedLine(page.number, ln.text, block.key, "chrome")
+                continue
+            for ln in block.lines:
+                if ln.key in forced or (ln.edge and has_letters(ln.key) and is_chrome_key(ln.key)):
+                    drop[ln.index] = StrippedLine(page.number, ln.text, ln.key, "chrome")
+                elif ln.edge and ln.key in running:
+                    drop[ln.index] = StrippedLine(page.number, ln.text, ln.key, "running")
+        if drop:
+            lines = page.text.split("\n")
+            text = "\n".join(line for i, line in enumerate(lines) if i not in drop)
+            text = _BLANK_RUNS.sub("\n\n", text).strip("\n")
+            out_pages.append(Page(page.number, text, page.has_text_layer))
+            stripped.extend(drop[i] for i in sorted(drop))
+        else:
+            out_pages.append(page)
+    return StripResult(tuple(out_pages), tuple(stripped))

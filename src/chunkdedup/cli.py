@@ -1,0 +1,347 @@
+"""The ``chunkdedup`` command: a thin layer over the library.
+
+Each command builds the config, calls one library function, prints the result, and turns the
+library's own errors into a one-line message with a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from chunkdedup.config import Config
+from chunkdedup.errors import ChunkdedupError
+from chunkdedup.index import Index
+from chunkdedup.pipeline import IngestReport, ingest, remove_documents
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+index_option = click.option(
+    "--index",
+    "index_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The index file (one SQLite file).",
+)
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary."
+)
+
+
+def _stdout() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except ChunkdedupError as e:
+        raise click.ClickException(str(e)) from None
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A rich progress bar on a terminal (stderr), nothing otherwise."""
+    err = Console(stderr=True)
+    if not enabled or not err.is_terminal:
+        yield None
+        return
+    columns = (TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def tick(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield tick
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="chunkdedup")
+def main() -> None:
+    """Clean RAG corpora before they are indexed: strip boilerplate, merge copies, keep provenance.
+
+    Example:
+
+        chunkdedup ingest docs/ --index corpus.sqlite --manifest docs/manifest.jsonl
+    """
+
+
+@main.command("ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@index_option
+@click.option(
+    "--manifest",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="JSONL or CSV with a `path` column; other columns become metadata.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A TOML config file.",
+)
+@click.option("--prune", is_flag=True, help="Remove indexed files that are no longer among the inputs.")
+@click.option("--dry-run", is_flag=True, help="Show what would be stripped and merged; write nothing.")
+@json_option
+def ingest_cmd(
+    paths: tuple[Path, ...],
+    index_path: Path,
+    manifest: Path | None,
+    config_path: Path | None,
+    prune: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Parse, strip boilerplate, chunk and deduplicate PATHS into an index.
+
+    Example:
+
+        chunkdedup ingest ../shared/data/site-policy --index policies.sqlite \\
+            --manifest ../shared/data/site-policy/manifest.jsonl
+    """
+    with _errors():
+        cfg = Config.load(config_path) if config_path else Config()
+        with _progress(not as_json) as tick:
+            report = ingest(
+                list(paths),
+                index_path,
+                manifest=manifest,
+                config=cfg,
+                prune=prune,
+                dry_run=dry_run,
+                progress=tick,
+            )
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
+    else:
+        _print_report(report, index_path)
+
+
+def _print_report(report: IngestReport, index_path: Path) -> None:
+    out = _stdout()
+    t = report.totals
+    files = t["files"]
+    title = "Dry run (nothing written)" if report.dry_run else f"Ingested into {index_path}"
+    out.print(f"[bold]{title}[/bold]")
+    out.print("files: " + ", ".join(f"{n} {s}" for s, n in files.items() if n))
+    out.print(f"documents: {t['documents']}  pages: {t['pages']}  (without text: {t['pages_without_text']})")
+    ls = t["lines_stripped"]
+    out.print(
+        f"boilerplate: {ls['running']} running header/footer lines, {ls['chrome']} chrome lines stripped "
+        f"({t['boilerplate_keys']} keys)"
+    )
+    out.print(
+        f"chunks: {t['raw_chunks']} raw -> {t['canonical_chunks']} canonical "
+        f"(exact dedup removed {t['exact_share_removed']:.1%})"
+    )
+    if report.top_stripped:
+        table = Table(
+            "docs", "pages", "scope", "example", title="top stripped boilerplate", title_justify="left"
+        )
+        for b in report.top_stripped[:5]:
+            table.add_row(str(b.doc_count), str(b.page_count), b.scope, _trim(b.example, 70))
+        out.print(table)
+    bad = [f for f in report.files if f.status in ("skipped", "failed")]
+    for f in bad:
+        out.print(f"[yellow]{f.status}[/yellow] {f.path}: {f.reason}")
+    noted = [f for f in report.files if f.status == "ingested" and f.reason]
+    for f in noted:
+        out.print(f"note {f.path}: {f.reason}")
+
+
+def _trim(text: str, n: int) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
+@main.command("stats")
+@index_option
+@json_option
+def stats_cmd(index_path: Path, as_json: bool) -> None:
+    """Show what the index holds.
+
+    Example:
+
+        chunkdedup stats --index corpus.sqlite --json
+    """
+    with _errors(), Index.open(index_path) as ix:
+        stats = ix.stats()
+    if as_json:
+        click.echo(json.dumps(stats, indent=2, sort_keys=True))
+        return
+    for key, value in stats.items():
+        click.echo(f"{key}: {value}")
+
+
+@main.command("show")
+@click.argument("chunk_id")
+@index_option
+@json_option
+def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
+    """Print a canonical chunk's text and every source it came from.
+
+    Example:
+
+        chunkdedup show c0123456789abcdef01234567 --index corpus.sqlite
+    """
+    with _errors(), Index.open(index_path) as ix:
+        chunk = ix.canonical(chunk_id)
+        if chunk is None:
+            raise click.ClickException(f"no chunk {chunk_id!r} in {index_path}: ids are listed by `export`")
+        record = {
+            "id": chunk.id,
+            "text": chunk.text,
+            "copies": chunk.copies,
+            "sources": [
+                {
+                    "doc": s.doc_id,
+                    "page": s.page,
+                    "start": s.start,
+                    "end": s.end,
+                    "relation": s.relation,
+                    "similarity": s.similarity,
+                }
+                for s in chunk.sources
+            ],
+        }
+    if as_json:
+        click.echo(json.dumps(record, indent=2))
+        return
+    click.echo(f"{chunk.id}  ({chunk.copies} source{'s' if chunk.copies != 1 else ''})\n")
+    click.echo(chunk.text)
+    click.echo("\nsources:")
+    for s in chunk.sources:
+        click.echo(f"  {s.doc_id} p.{s.page} [{s.start}:{s.end}] {s.relation} {s.similarity!r}")
+
+
+@main.command("boilerplate")
+@index_option
+@click.option("--limit", default=50, show_default=True, help="How many keys to list.")
+@json_option
+def boilerplate_cmd(index_path: Path, limit: int, as_json: bool) -> None:
+    """List the stripped boilerplate keys with their counts.
+
+    Example:
+
+        chunkdedup boilerplate --index corpus.sqlite --limit 20
+    """
+    with _errors(), Index.open(index_path) as ix:
+        keys = ix.boilerplate(limit=limit)
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "key": k.key,
+                        "example": k.example,
+                        "scope": k.scope,
+                        "documents": k.doc_count,
+                        "pages": k.page_count,
+                    }
+                    for k in keys
+                ],
+                indent=2,
+            )
+        )
+        return
+    table = Table("docs", "pages", "scope", "key", "example")
+    for k in keys:
+        table.add_row(str(k.doc_count), str(k.page_count), k.scope, _trim(k.key, 40), _trim(k.example, 60))
+    _stdout().print(table)
+
+
+@main.command("remove")
+@click.argument("doc_ids", nargs=-1, required=True)
+@index_option
+def remove_cmd(doc_ids: tuple[str, ...], index_path: Path) -> None:
+    """Remove documents; text another document still holds stays indexed.
+
+    Example:
+
+        chunkdedup remove current/privacy/github-privacy-statement.md --index policies.sqlite
+    """
+    with _errors():
+        summary = remove_documents(index_path, list(doc_ids))
+    click.echo(
+        f"removed {len(doc_ids)} document(s); {summary['canonicals_touched']} canonical chunk(s) touched, "
+        f"{summary['documents_rechunked']} document(s) re-chunked"
+    )
+
+
+@main.command("export")
+@index_option
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl", show_default=True)
+@click.option(
+    "--out", type=click.Path(dir_okay=False, path_type=Path), help="Output file (default: stdout, jsonl)."
+)
+@click.option(
+    "--changes-since",
+    type=int,
+    metavar="RUN",
+    help="Only what changed after ingest run RUN: records to upsert and ids to delete.",
+)
+def export_cmd(index_path: Path, fmt: str, out: Path | None, changes_since: int | None) -> None:
+    """Export the clean, deduplicated chunks for your own vector store.
+
+    Example:
+
+        chunkdedup export --index corpus.sqlite --out chunks.jsonl
+        chunkdedup export --index corpus.sqlite --changes-since 3 --out delta.jsonl
+    """
+    from chunkdedup.export import write_export
+
+    with _errors(), Index.open(index_path) as ix:
+        if fmt == "parquet" and out is None:
+            raise click.UsageError("--format parquet needs --out FILE")
+        counts = write_export(ix, out if out is not None else sys.stdout, fmt, changes_since)
+    if out is not None:
+        click.echo(
+            f"wrote {counts['upserts']} chunk(s) and {counts['deletes']} deletion(s) to {out}", err=True
+        )
+
+
+@main.command("demo")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--index",
+    "index_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Index file (default: FOLDER/index.sqlite).",
+)
+@json_option
+def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
+    """Write a generated policy corpus to FOLDER, ingest it and print the summary.
+
+    Example:
+
+        chunkdedup demo /tmp/chunkdedup-demo
+    """
+    from chunkdedup.demo import write_demo_corpus
+
+    with _errors():
+        corpus = write_demo_corpus(folder / "corpus")
+        target = index_path or folder / "index.sqlite"
+        with _progress(not as_json) as tick:
+            report = ingest([corpus.folder], target, manifest=corpus.manifest, progress=tick)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
+        return
+    click.echo(
+        f"wrote {corpus.documents} documents ({corpus.pdfs} PDFs, {corpus.families} families) "
+        f"to {corpus.folder}"
+    )
+    _print_report(report, target)
+    click.echo(f"\nnext: chunkdedup boilerplate --index {target}   |   chunkdedup export --index {target}")

@@ -1,0 +1,99 @@
+"""Export canonical chunks as JSONL or Parquet, streaming, for a user's own vector store.
+
+With ``changes_since`` the export holds only what changed after that ingest run: each record to
+upsert (``"op": "upsert"``) and each id to delete (``"op": "delete"``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from chunkdedup.errors import MissingExtraError
+from chunkdedup.index import Index
+
+_PARQUET_BATCH = 2048
+
+
+def records(index: Index, changes_since: int | None) -> Iterator[dict[str, Any]]:
+    """Export records; with ``changes_since`` upserts then deletions, each with an ``op``."""
+    if changes_since is None:
+        yield from index.export()
+        return
+    for rec in index.export(since_run=changes_since):
+        yield {"op": "upsert", **rec}
+    for cid in index.deleted_since(changes_since):
+        yield {"op": "delete", "id": cid}
+
+
+def write_export(index: Index, out: Path | IO[str], fmt: str, changes_since: int | None) -> dict[str, int]:
+    """Write the export to a path or text stream; returns counts of upserts and deletes."""
+    counts = {"upserts": 0, "deletes": 0}
+
+    def counted() -> Iterator[dict[str, Any]]:
+        for rec in records(index, changes_since):
+            counts["deletes" if rec.get("op") == "delete" else "upserts"] += 1
+            yield rec
+
+    if fmt == "parquet":
+        assert isinstance(out, Path)
+        _write_parquet(counted(), out)
+    elif isinstance(out, Path):
+        tmp = out.with_name(out.name + ".partial")
+        with tmp.open("w", encoding="utf-8") as fh:
+            _write_jsonl(counted(), fh)
+        tmp.replace(out)  # nothing half-written under the final name
+    else:
+        _write_jsonl(counted(), out)
+    return counts
+
+
+def _write_jsonl(recs: Iterator[dict[str, Any]], fh: IO[str]) -> None:
+    for rec in recs:
+        fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True))
+        fh.write("\n")
+
+
+def _write_parquet(recs: Iterator[dict[str, Any]], out: Path) -> None:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingExtraError("export --format parquet", "parquet", "pyarrow") from None
+    source = pa.struct(
+        [
+            ("doc", pa.string()),
+            ("page", pa.int32()),
+            ("start", pa.int64()),
+            ("end", pa.int64()),
+            ("relation", pa.string()),
+            ("similarity", pa.float64()),
+            ("metadata", pa.string()),
+        ]
+    )
+    schema = pa.schema(
+        [("op", pa.string()), ("id", pa.string()), ("text", pa.string()), ("sources", pa.list_(source))]
+    )
+    tmp = out.with_name(out.name + ".partial")
+    with pq.ParquetWriter(tmp, schema) as writer:
+        batch: list[dict[str, Any]] = []
+        for rec in recs:
+            # Metadata keys differ between documents: stored as a JSON object string.
+            row = {
+                "op": rec.get("op", "upsert"),
+                "id": rec["id"],
+                "text": rec.get("text"),
+                "sources": [
+                    {**s, "metadata": json.dumps(s["metadata"], sort_keys=True)}
+                    for s in rec.get("sources", [])
+                ],
+            }
+            batch.append(row)
+            if len(batch) >= _PARQUET_BATCH:
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                batch = []
+        if batch:
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+    tmp.replace(out)

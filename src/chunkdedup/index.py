@@ -1,0 +1,156 @@
+"""Reading an index: stats, one canonical with its sources, stripped boilerplate, and export."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from chunkdedup.store import Store
+from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef
+
+
+class Index:
+    """A read view over a :class:`Store`.
+
+    Example:
+        >>> with Index.open("index.sqlite") as ix:  # doctest: +SKIP
+        ...     print(ix.stats()["canonical_chunks"])
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    @classmethod
+    def open(cls, path: str | Path) -> Index:
+        return cls(Store.open(path, readonly=True))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _one(self, sql: str, *args: Any) -> Any:
+        return self.store.conn.execute(sql, args).fetchone()[0]
+
+    def stats(self) -> dict[str, Any]:
+        """Counts a person can act on: documents, pages, stripped lines, chunks before and after dedup."""
+        raw = int(self._one("SELECT COUNT(*) FROM sources"))
+        canonical = int(self._one("SELECT COUNT(*) FROM canonicals"))
+        stripped = dict(
+            self.store.conn.execute("SELECT scope, SUM(lines) FROM stripped GROUP BY scope").fetchall()
+        )
+        pages = int(self._one("SELECT COUNT(*) FROM pages"))
+        last_run = self.store.conn.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+        return {
+            "documents": int(self._one("SELECT COUNT(*) FROM documents")),
+            "pending_documents": int(self._one("SELECT COUNT(*) FROM documents WHERE state='pending'")),
+            "pages": pages,
+            "pages_without_text": int(self._one("SELECT COUNT(*) FROM pages WHERE has_text=0")),
+            "lines_stripped": {
+                "running": int(stripped.get("running") or 0),
+                "chrome": int(stripped.get("chrome") or 0),
+            },
+            "boilerplate_keys": int(self._one("SELECT COUNT(DISTINCT khash) FROM stripped")),
+            "raw_chunks": raw,
+            "canonical_chunks": canonical,
+            "exact_merged": raw - canonical,
+            "exact_share_removed": round((raw - canonical) / raw, 6) if raw else 0.0,
+            "index_bytes": self.store.path.stat().st_size + _wal_size(self.store.path),
+            "last_run": last_run,
+        }
+
+    def documents(self) -> list[dict[str, Any]]:
+        rows = self.store.conn.execute(
+            "SELECT doc_id, file_path, n_pages, state, metadata FROM documents ORDER BY doc_id"
+        )
+        return [
+            {"doc": r[0], "path": r[1], "pages": r[2], "state": r[3], "metadata": json.loads(r[4])}
+            for r in rows
+        ]
+
+    def boilerplate(self, limit: int | None = None) -> list[BoilerplateKey]:
+        """Stripped keys, most widespread first, each with an example from the first document."""
+        rows = self.store.conn.execute(
+            """
+            SELECT k.key, s.scope, COUNT(*) AS docs, SUM(s.pages) AS pages,
+                   (SELECT example FROM stripped e WHERE e.khash = s.khash AND e.scope = s.scope
+                    ORDER BY e.doc_id LIMIT 1)
+            FROM stripped s JOIN bp_keys k USING(khash)
+            GROUP BY s.khash, s.scope ORDER BY docs DESC, pages DESC, k.key, s.scope
+            LIMIT ?
+            """,
+            (-1 if limit is None else limit,),
+        )
+        return [BoilerplateKey(r[0], r[4], r[1], r[2], r[3]) for r in rows]
+
+    def canonical(self, chunk_id: str) -> CanonicalChunk | None:
+        row = self.store.conn.execute("SELECT text FROM canonicals WHERE id=?", (chunk_id,)).fetchone()
+        if row is None:
+            return None
+        return CanonicalChunk(chunk_id, row[0], tuple(self._sources(chunk_id)))
+
+    def _sources(self, chunk_id: str) -> Iterator[ChunkRef]:
+        rows = self.store.conn.execute(
+            'SELECT doc_id, page, start, "end", relation, similarity FROM sources WHERE canonical_id=?'
+            " ORDER BY doc_id, page, start",
+            (chunk_id,),
+        )
+        for r in rows:
+            yield ChunkRef(r[0], r[1], r[2], r[3], r[4], r[5])
+
+    def metadata(self, doc_id: str) -> dict[str, Any]:
+        row = self.store.conn.execute("SELECT metadata FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        return {} if row is None else dict(json.loads(row[0]))
+
+    def export(self, *, since_run: int | None = None) -> Iterator[dict[str, Any]]:
+        """Stream export records, ordered by id; with ``since_run`` only canonicals changed after it.
+
+        Each record: ``id``, ``text``, ``sources`` (``doc``, ``page``, ``start``, ``end``, ``relation``,
+        ``similarity``, ``metadata``). Uses its own cursor; document metadata is cached per document.
+        """
+        meta: dict[str, dict[str, Any]] = {}
+        conn = self.store.conn
+        sql = "SELECT id, text FROM canonicals"
+        args: tuple[Any, ...] = ()
+        if since_run is not None:
+            sql += " WHERE updated_run > ?"
+            args = (since_run,)
+        cursor = conn.execute(sql + " ORDER BY id", args)
+        while batch := cursor.fetchmany(512):
+            for cid, text in batch:
+                sources = []
+                for ref in self._sources(cid):
+                    if ref.doc_id not in meta:
+                        meta[ref.doc_id] = self.metadata(ref.doc_id)
+                    sources.append(
+                        {
+                            "doc": ref.doc_id,
+                            "page": ref.page,
+                            "start": ref.start,
+                            "end": ref.end,
+                            "relation": ref.relation,
+                            "similarity": ref.similarity,
+                            "metadata": meta[ref.doc_id],
+                        }
+                    )
+                yield {"id": cid, "text": text, "sources": sources}
+
+    def deleted_since(self, run: int) -> list[str]:
+        """Ids of canonicals deleted after ``run`` and not present now."""
+        rows = self.store.conn.execute(
+            "SELECT canonical_id FROM tombstones WHERE run_id > ? AND canonical_id NOT IN"
+            " (SELECT id FROM canonicals) ORDER BY canonical_id",
+            (run,),
+        )
+        return [r[0] for r in rows]
+
+
+def _wal_size(path: Path) -> int:
+    wal = path.with_name(path.name + "-wal")
+    return wal.stat().st_size if wal.exists() else 0

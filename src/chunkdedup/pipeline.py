@@ -1,0 +1,308 @@
+"""``ingest``: the stages, readable top to bottom.
+
+1. discover inputs; parse new and changed files; store their pages and boilerplate candidate keys;
+2. prune files gone from the input (``prune=True``);
+3. decide corpus chrome from the document frequencies kept in the store;
+4. strip, chunk and exact-dedup every document that is new, changed, chunked under another config,
+   or whose chrome keys changed, one transaction per batch.
+
+Because every decision is a rule on the stored data (never on arrival order), ingesting a corpus in
+batches, removing documents, or ingesting it at once give the same index.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chunkdedup import boilerplate
+from chunkdedup.chunk import chunk_document
+from chunkdedup.config import Config
+from chunkdedup.dedup.exact import KeyedChunk, key_chunk
+from chunkdedup.errors import InputError
+from chunkdedup.index import Index
+from chunkdedup.normalize import canonical_id, key_hash
+from chunkdedup.parse import InputFile, discover, file_hash, parse_file
+from chunkdedup.store import Store
+from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, ParsedFile
+
+#: progress(stage, done, total)
+Progress = Callable[[str, int, int], None]
+
+_BATCH = 32
+
+
+@dataclass(frozen=True, slots=True)
+class IngestReport:
+    """What one ingest run did: every input file's outcome, totals, and the top stripped keys."""
+
+    run_id: int | None
+    files: tuple[FileResult, ...]
+    totals: dict[str, Any]
+    top_stripped: tuple[BoilerplateKey, ...] = ()
+    dry_run: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "dry_run": self.dry_run,
+            "files": [
+                {
+                    "path": f.path,
+                    "doc": f.doc_ids[0] if len(f.doc_ids) == 1 else list(f.doc_ids),
+                    "status": str(f.status),
+                    "reason": f.reason,
+                }
+                for f in self.files
+            ],
+            "totals": self.totals,
+            "boilerplate": [
+                {
+                    "key": b.key,
+                    "example": b.example,
+                    "scope": b.scope,
+                    "documents": b.doc_count,
+                    "pages": b.page_count,
+                }
+                for b in self.top_stripped
+            ],
+        }
+
+
+def config_fingerprint(config: Config) -> str:
+    """A hash of the settings that decide a document's chunks (so a change re-chunks it)."""
+    relevant = {
+        "boilerplate": config.to_dict()["boilerplate"],
+        "chunk": config.to_dict()["chunk"],
+        "dedup": config.to_dict()["dedup"],
+    }
+    return key_hash(json.dumps(relevant, sort_keys=True))
+
+
+def ingest(
+    paths: Sequence[str | Path],
+    index: str | Path,
+    *,
+    manifest: str | Path | None = None,
+    config: Config | None = None,
+    prune: bool = False,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+    lock_timeout: float = 30.0,
+) -> IngestReport:
+    """Ingest files into an index; with ``dry_run`` nothing is written to ``index``.
+
+    Example:
+        >>> report = ingest(["docs/"], "index.sqlite", manifest="docs/manifest.jsonl")  # doctest: +SKIP
+        >>> report.totals["canonical_chunks"]  # doctest: +SKIP
+    """
+    cfg = config or Config()
+    inputs = discover(paths, manifest, cfg.parse)
+    if not dry_run:
+        return _run(inputs, Path(index), paths, manifest, cfg, prune, progress, lock_timeout, dry_run=False)
+    # A dry run does the real work on a scratch copy, so it shows exactly what a run would do.
+    with tempfile.TemporaryDirectory(prefix="chunkdedup-dry-") as tmp:
+        scratch = Path(tmp) / "dry-run.sqlite"
+        if Path(index).exists():
+            _copy_index(Path(index), scratch)
+        return _run(inputs, scratch, paths, manifest, cfg, prune, progress, lock_timeout, dry_run=True)
+
+
+def _copy_index(src: Path, dst: Path) -> None:
+    source = Store.open(src, readonly=True)
+    try:
+        target = sqlite3.connect(dst)
+        source.conn.backup(target)
+        target.close()
+    finally:
+        source.close()
+
+
+def _run(
+    inputs: list[InputFile],
+    index: Path,
+    paths: Sequence[str | Path],
+    manifest: str | Path | None,
+    cfg: Config,
+    prune: bool,
+    progress: Progress | None,
+    lock_timeout: float,
+    *,
+    dry_run: bool,
+) -> IngestReport:
+    tick = progress or (lambda stage, done, total: None)
+    with Store.open(index, create=True) as store, store.writer(lock_timeout):
+        run_id = store.begin_run(
+            [str(Path(p).resolve()) for p in paths],
+            str(Path(manifest).resolve()) if manifest else None,
+            cfg.to_dict(),
+        )
+        results = _parse_phase(store, inputs, cfg, run_id, tick)
+        if prune:
+            keep = {str(i.path) for i in inputs}
+            for path in store.file_paths():
+                if path not in keep:
+                    with store.transaction():
+                        store.remove_file(path, run_id)
+        fingerprint = config_fingerprint(cfg)
+        _refresh_stale_keys(store, fingerprint, cfg, tick)
+        _decide_chrome(store, cfg)
+        chunked = _chunk_phase(store, fingerprint, cfg, run_id, tick)
+        view = Index(store)
+        totals = _totals(results, view.stats(), chunked)
+        report = IngestReport(
+            None if dry_run else run_id, tuple(results), totals, tuple(view.boilerplate(limit=10)), dry_run
+        )
+        store.finish_run(run_id, totals)
+    return report
+
+
+def _parse_phase(
+    store: Store, inputs: list[InputFile], cfg: Config, run_id: int, tick: Progress
+) -> list[FileResult]:
+    results: list[FileResult] = []
+    for i in range(0, len(inputs), _BATCH):
+        batch = inputs[i : i + _BATCH]
+        parsed: list[tuple[InputFile, str | None, ParsedFile | None]] = []
+        for inp in batch:
+            path = str(inp.path)
+            try:
+                h: str | None = file_hash(inp.path)
+            except OSError as e:
+                parsed.append((inp, None, ParsedFile(path, (), FileStatus.FAILED, f"cannot read: {e}")))
+                continue
+            if h == store.file_hash(path) and store.docs_of_file(path):
+                parsed.append((inp, h, None))
+            else:
+                parsed.append((inp, h, parse_file(inp, cfg.parse)))
+        with store.transaction():
+            for inp, h, pf in parsed:
+                results.append(_store_file(store, inp, h, pf, cfg, run_id))
+        tick("parse", min(i + _BATCH, len(inputs)), len(inputs))
+    return results
+
+
+def _store_file(
+    store: Store, inp: InputFile, h: str | None, pf: ParsedFile | None, cfg: Config, run_id: int
+) -> FileResult:
+    path = str(inp.path)
+    if pf is None:
+        return FileResult(path, FileStatus.UNCHANGED, tuple(store.docs_of_file(path)))
+    if pf.status != FileStatus.INGESTED:
+        kept = store.docs_of_file(path)
+        reason: str = pf.reason or "unknown reason"
+        if kept:
+            reason += "; the previous version stays in the index"
+        store.put_file(path, None, str(pf.status), reason, run_id)
+        return FileResult(path, pf.status, tuple(kept), reason)
+    for doc in pf.documents:
+        owner = store.doc_owner(doc.doc_id)
+        if owner is not None and owner != path:
+            taken = (
+                f"document id {doc.doc_id!r} is already taken by {owner}: rename one of them, "
+                f"or remove the other with `chunkdedup remove` / --prune"
+            )
+            store.put_file(path, None, str(FileStatus.FAILED), taken, run_id)
+            return FileResult(path, FileStatus.FAILED, (), taken)
+    new_ids = {d.doc_id for d in pf.documents}
+    for old in store.docs_of_file(path):
+        if old not in new_ids:
+            store.remove_document(old, run_id)
+    for doc in pf.documents:
+        store.put_document(doc, boilerplate.candidate_keys(doc.pages, cfg.boilerplate), run_id)
+    notes = "; ".join(pf.notes) or None
+    store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
+    return FileResult(path, FileStatus.INGESTED, tuple(d.doc_id for d in pf.documents), notes)
+
+
+def _refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progress) -> None:
+    """Documents chunked under another config get their candidate keys recomputed first."""
+    stale = store.doc_ids(stale_config=fingerprint)
+    for i in range(0, len(stale), _BATCH):
+        with store.transaction():
+            for doc_id in stale[i : i + _BATCH]:
+                store.set_doc_keys(
+                    doc_id, boilerplate.candidate_keys(store.load_pages(doc_id), cfg.boilerplate)
+                )
+        tick("boilerplate", min(i + _BATCH, len(stale)), len(stale))
+
+
+def _decide_chrome(store: Store, cfg: Config) -> None:
+    bp = cfg.boilerplate
+    chrome: dict[int, int] = {}
+    if bp.enabled:
+        total = store.unit_total()
+        counts = store.key_unit_counts(bp.min_units)
+        chrome = {k: n for k, n in counts.items() if boilerplate.is_chrome(n, total, bp)}
+    with store.transaction():
+        store.set_chrome(chrome)
+
+
+def _chunk_phase(store: Store, fingerprint: str, cfg: Config, run_id: int, tick: Progress) -> int:
+    todo = store.docs_to_chunk(fingerprint)
+    chrome = store.chrome_ids()
+    for i in range(0, len(todo), _BATCH):
+        with store.transaction():
+            for doc_id in todo[i : i + _BATCH]:
+                pages = store.load_pages(doc_id)
+                if cfg.boilerplate.enabled:
+                    result = boilerplate.strip(pages, chrome, cfg.boilerplate)
+                    clean, stripped = result.pages, result.stripped
+                else:
+                    clean, stripped = pages, ()
+                keyed = [k for k in map(key_chunk, chunk_document(doc_id, clean, cfg.chunk)) if k is not None]
+                if not cfg.dedup.exact:
+                    keyed = [_unique(k) for k in keyed]
+                store.replace_chunks(doc_id, clean, keyed, stripped, fingerprint, run_id)
+        tick("chunk", min(i + _BATCH, len(todo)), len(todo))
+    return len(todo)
+
+
+def _unique(k: KeyedChunk) -> KeyedChunk:
+    """With exact dedup off (a baseline index), every chunk is its own canonical."""
+    c = k.chunk
+    return KeyedChunk(c, k.key, canonical_id(f"{c.doc_id}\x00{c.page}\x00{c.start}\x00{k.key}"))
+
+
+def _totals(results: list[FileResult], stats: dict[str, Any], chunked: int) -> dict[str, Any]:
+    by_status = {str(s): 0 for s in FileStatus}
+    for r in results:
+        by_status[str(r.status)] += 1
+    return {"files": by_status, "documents_chunked": chunked, **stats}
+
+
+def remove_documents(
+    index: str | Path, doc_ids: Sequence[str], *, lock_timeout: float = 30.0
+) -> dict[str, Any]:
+    """Remove documents (only their sources) and re-decide boilerplate for the rest.
+
+    The config of the index's last ingest run is used, so the other documents keep their chunking.
+    """
+    with Store.open(index) as store, store.writer(lock_timeout):
+        cfg = store.last_config() or Config()
+        missing = [d for d in doc_ids if store.doc_owner(d) is None]
+        if missing:
+            raise InputError(f"no such document(s) in {index}: {missing}; `chunkdedup stats` lists documents")
+        run_id = store.begin_run([], None, cfg.to_dict())
+        touched = 0
+        with store.transaction():
+            for doc_id in doc_ids:
+                path = store.doc_owner(doc_id)
+                touched += store.remove_document(doc_id, run_id)
+                if path is not None and not store.docs_of_file(path):
+                    store.conn.execute("DELETE FROM files WHERE path=?", (path,))
+        fingerprint = config_fingerprint(cfg)
+        _decide_chrome(store, cfg)
+        rechunked = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None)
+        summary = {"removed": list(doc_ids), "canonicals_touched": touched, "documents_rechunked": rechunked}
+        store.finish_run(run_id, summary)
+    return summary
+
+
+__all__ = ["IngestReport", "Progress", "config_fingerprint", "ingest", "remove_documents"]

@@ -1,0 +1,70 @@
+"""The index schema as named migrations, applied in order and recorded in ``migrations``.
+
+An index that records a migration this version does not know was written by a newer chunkdedup
+and is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE runs(
+            id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT, status TEXT NOT NULL,
+            paths TEXT NOT NULL, manifest TEXT, config TEXT NOT NULL, summary TEXT);
+        CREATE TABLE files(
+            path TEXT PRIMARY KEY, content_hash TEXT, status TEXT NOT NULL, reason TEXT,
+            run_id INTEGER NOT NULL);
+        CREATE TABLE documents(
+            doc_id TEXT PRIMARY KEY, file_path TEXT NOT NULL, content_hash TEXT NOT NULL,
+            unit TEXT NOT NULL, metadata TEXT NOT NULL, department TEXT, family TEXT,
+            effective_date TEXT, n_pages INTEGER NOT NULL, state TEXT NOT NULL,
+            config_hash TEXT, run_id INTEGER NOT NULL);
+        CREATE INDEX documents_file ON documents(file_path);
+        CREATE INDEX documents_state ON documents(state);
+        CREATE TABLE pages(
+            doc_id TEXT NOT NULL, page INTEGER NOT NULL, has_text INTEGER NOT NULL,
+            raw_text TEXT NOT NULL, clean_text TEXT,
+            PRIMARY KEY(doc_id, page)) WITHOUT ROWID;
+        -- boilerplate candidate keys per document (hashes), for corpus document frequency
+        CREATE TABLE doc_keys(khash INTEGER NOT NULL, doc_id TEXT NOT NULL,
+            PRIMARY KEY(khash, doc_id)) WITHOUT ROWID;
+        CREATE INDEX doc_keys_doc ON doc_keys(doc_id);
+        -- the corpus-chrome decision of the last completed run, with unit counts
+        CREATE TABLE chrome(khash INTEGER PRIMARY KEY, units INTEGER NOT NULL);
+        -- the chrome keys each document was last stripped with
+        CREATE TABLE doc_chrome(doc_id TEXT NOT NULL, khash INTEGER NOT NULL,
+            PRIMARY KEY(doc_id, khash)) WITHOUT ROWID;
+        CREATE TABLE bp_keys(khash INTEGER PRIMARY KEY, key TEXT NOT NULL);
+        CREATE TABLE stripped(
+            doc_id TEXT NOT NULL, khash INTEGER NOT NULL, scope TEXT NOT NULL,
+            pages INTEGER NOT NULL, lines INTEGER NOT NULL, example TEXT NOT NULL,
+            PRIMARY KEY(doc_id, khash, scope)) WITHOUT ROWID;
+        CREATE INDEX stripped_key ON stripped(khash);
+        CREATE TABLE canonicals(
+            rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL,
+            n_sources INTEGER NOT NULL, signature TEXT NOT NULL, updated_run INTEGER NOT NULL);
+        CREATE TABLE sources(
+            doc_id TEXT NOT NULL, page INTEGER NOT NULL, start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL, canonical_id TEXT NOT NULL, relation TEXT NOT NULL,
+            similarity REAL NOT NULL,
+            PRIMARY KEY(doc_id, page, start)) WITHOUT ROWID;
+        CREATE INDEX sources_canonical ON sources(canonical_id, doc_id, page, start);
+        CREATE TABLE tombstones(canonical_id TEXT PRIMARY KEY, run_id INTEGER NOT NULL);
+        CREATE VIRTUAL TABLE canonicals_fts USING fts5(
+            text, content='canonicals', content_rowid='rowid', tokenize='porter unicode61');
+        CREATE TRIGGER canonicals_ai AFTER INSERT ON canonicals BEGIN
+            INSERT INTO canonicals_fts(rowid, text) VALUES (new.rowid, new.text);
+        END;
+        CREATE TRIGGER canonicals_ad AFTER DELETE ON canonicals BEGIN
+            INSERT INTO canonicals_fts(canonicals_fts, rowid, text) VALUES('delete', old.rowid, old.text);
+        END;
+        CREATE TRIGGER canonicals_au AFTER UPDATE OF text ON canonicals BEGIN
+            INSERT INTO canonicals_fts(canonicals_fts, rowid, text) VALUES('delete', old.rowid, old.text);
+            INSERT INTO canonicals_fts(rowid, text) VALUES (new.rowid, new.text);
+        END;
+        """,
+    ),
+)

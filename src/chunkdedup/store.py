@@ -1,0 +1,426 @@
+"""The index: one SQLite file (WAL) holding documents, pages, boilerplate statistics, canonical
+chunks with their sources, ingest runs, and an FTS5 table kept in sync by triggers.
+
+Readers work while an ingest runs (WAL). Writers take an exclusive ``flock`` on the index file for
+the whole run: a second writer waits up to ``lock_timeout`` seconds, then fails with a clear message.
+Every write happens inside :meth:`Store.transaction`, so a run killed at any moment leaves the last
+committed state, and re-running completes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from chunkdedup.boilerplate import key_id
+from chunkdedup.config import Config
+from chunkdedup.dedup.exact import KeyedChunk
+from chunkdedup.errors import IndexBusyError, SchemaError
+from chunkdedup.normalize import key_hash
+from chunkdedup.schema import MIGRATIONS
+from chunkdedup.types import Document, Page, StrippedLine
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Store:
+    """An open index file. Use :meth:`open`; close it (or use ``with``) when done."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, lock_fd: int | None) -> None:
+        self.path = path
+        self.conn = conn
+        self._lock_fd = lock_fd
+        self._locked = False
+
+    # -- opening -------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, *, create: bool = False, readonly: bool = False) -> Store:
+        """Open (or with ``create=True`` create) an index file and bring its schema up to date."""
+        p = Path(path)
+        if not p.exists() and not create:
+            raise SchemaError(f"index {p} does not exist: run `chunkdedup ingest PATH --index {p}` first")
+        if p.exists() and p.is_dir():
+            raise SchemaError(f"index {p} is a folder: give the path of an index file")
+        if readonly:
+            conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, isolation_level=None)
+        else:
+            conn = sqlite3.connect(p, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 30000")
+        try:
+            if not readonly:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            store = cls(p, conn, None if readonly else os.open(p, os.O_RDONLY))
+            store._migrate(readonly)
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise SchemaError(f"{p} is not a chunkdedup index ({e}): give another --index path") from None
+        return store
+
+    def _migrate(self, readonly: bool) -> None:
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if tables and "migrations" not in tables:
+            raise SchemaError(
+                f"{self.path} is an SQLite file but not a chunkdedup index: give another --index path"
+            )
+        if not tables and readonly:
+            raise SchemaError(f"index {self.path} is empty: run `chunkdedup ingest` first")
+        known = [name for name, _ in MIGRATIONS]
+        applied: list[str] = []
+        if "migrations" in tables:
+            applied = [r[0] for r in self.conn.execute("SELECT name FROM migrations ORDER BY name")]
+        newer = sorted(set(applied) - set(known))
+        if newer:
+            raise SchemaError(
+                f"index {self.path} was written by a newer chunkdedup (migrations {newer}): "
+                "upgrade chunkdedup"
+            )
+        pending = [(n, sql) for n, sql in MIGRATIONS if n not in applied]
+        if pending and readonly:
+            raise SchemaError(
+                f"index {self.path} needs migrations {[n for n, _ in pending]}: open it writable"
+            )
+        for name, sql in pending:
+            with self.transaction():
+                self.conn.execute(
+                    "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied TEXT)"
+                )
+                for statement in _statements(sql):
+                    self.conn.execute(statement)
+                self.conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, _now()))
+
+    def close(self) -> None:
+        self.conn.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # after the connection, so SQLite's own locks are never dropped early
+            self._lock_fd = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- locking and transactions --------------------------------------------------------------
+    @contextlib.contextmanager
+    def writer(self, timeout: float = 30.0) -> Iterator[None]:
+        """Hold the index's single-writer lock; wait up to ``timeout`` seconds for it."""
+        if self._lock_fd is None:
+            raise SchemaError(f"index {self.path} was opened read-only: it cannot be written")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise IndexBusyError(
+                        f"index {self.path} is being written by another process (waited {timeout:g} s): "
+                        "wait for that ingest to finish, then run again"
+                    ) from None
+                time.sleep(0.05)
+        self._locked = True
+        try:
+            yield
+        finally:
+            self._locked = False
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- runs ----------------------------------------------------------------------------------
+    def begin_run(self, paths: Sequence[str], manifest: str | None, config: dict[str, Any]) -> int:
+        with self.transaction() as c:
+            cur = c.execute(
+                "INSERT INTO runs(started, status, paths, manifest, config) VALUES (?, 'running', ?, ?, ?)",
+                (_now(), json.dumps(list(paths)), manifest, json.dumps(config, sort_keys=True)),
+            )
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+    def finish_run(self, run_id: int, summary: dict[str, Any]) -> None:
+        with self.transaction() as c:
+            c.execute(
+                "UPDATE runs SET finished=?, status='done', summary=? WHERE id=?",
+                (_now(), json.dumps(summary, sort_keys=True), run_id),
+            )
+
+    def last_config(self) -> Config | None:
+        """The config of the last ingest run that finished, if any."""
+        row = self.conn.execute(
+            "SELECT config FROM runs WHERE status='done' AND paths != '[]' ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else Config.from_dict(json.loads(row[0]), source=f"{self.path} (last run)")
+
+    def runs(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT id, started, finished, status, paths, manifest FROM runs ORDER BY id"
+        )
+        return [
+            {
+                "id": r[0],
+                "started": r[1],
+                "finished": r[2],
+                "status": r[3],
+                "paths": json.loads(r[4]),
+                "manifest": r[5],
+            }
+            for r in rows
+        ]
+
+    # -- files and documents -------------------------------------------------------------------
+    def file_hash(self, path: str) -> str | None:
+        row = self.conn.execute("SELECT content_hash FROM files WHERE path=?", (path,)).fetchone()
+        return None if row is None else row[0]
+
+    def put_file(
+        self, path: str, content_hash: str | None, status: str, reason: str | None, run_id: int
+    ) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO files(path, content_hash, status, reason, run_id) VALUES (?, ?, ?, ?, ?)",
+            (path, content_hash, status, reason, run_id),
+        )
+
+    def file_paths(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT path FROM files ORDER BY path")]
+
+    def docs_of_file(self, path: str) -> list[str]:
+        rows = self.conn.execute("SELECT doc_id FROM documents WHERE file_path=? ORDER BY doc_id", (path,))
+        return [r[0] for r in rows]
+
+    def doc_owner(self, doc_id: str) -> str | None:
+        row = self.conn.execute("SELECT file_path FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def put_document(self, doc: Document, keys: Iterable[str], run_id: int) -> None:
+        """Store a parsed document (pages and boilerplate candidate keys) as pending chunking."""
+        c = self.conn
+        c.execute(
+            "INSERT OR REPLACE INTO documents(doc_id, file_path, content_hash, unit, metadata, department,"
+            " family, effective_date, n_pages, state, config_hash, run_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)",
+            (
+                doc.doc_id,
+                doc.path,
+                doc.content_hash,
+                doc.unit,
+                json.dumps(dict(doc.metadata), sort_keys=True),
+                doc.department,
+                doc.family,
+                doc.effective_date.isoformat() if doc.effective_date else None,
+                len(doc.pages),
+                run_id,
+            ),
+        )
+        c.execute("DELETE FROM pages WHERE doc_id=?", (doc.doc_id,))
+        c.executemany(
+            "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, NULL)",
+            [(doc.doc_id, p.number, int(p.has_text_layer), p.text) for p in doc.pages],
+        )
+        self.set_doc_keys(doc.doc_id, keys)
+
+    def set_doc_keys(self, doc_id: str, keys: Iterable[str]) -> None:
+        self.conn.execute("DELETE FROM doc_keys WHERE doc_id=?", (doc_id,))
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO doc_keys(khash, doc_id) VALUES (?, ?)", [(key_id(k), doc_id) for k in keys]
+        )
+
+    def remove_document(self, doc_id: str, run_id: int) -> int:
+        """Remove a document and only its sources; returns how many canonicals it touched."""
+        c = self.conn
+        affected = [
+            r[0] for r in c.execute("SELECT DISTINCT canonical_id FROM sources WHERE doc_id=?", (doc_id,))
+        ]
+        c.execute("DELETE FROM sources WHERE doc_id=?", (doc_id,))
+        for table in ("pages", "doc_keys", "doc_chrome", "stripped", "documents"):
+            c.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
+        self._refresh_canonicals(affected, run_id)
+        return len(affected)
+
+    def remove_file(self, path: str, run_id: int) -> list[str]:
+        docs = self.docs_of_file(path)
+        for doc_id in docs:
+            self.remove_document(doc_id, run_id)
+        self.conn.execute("DELETE FROM files WHERE path=?", (path,))
+        return docs
+
+    def load_pages(self, doc_id: str, *, clean: bool = False) -> tuple[Page, ...]:
+        column = "clean_text" if clean else "raw_text"
+        rows = self.conn.execute(
+            f"SELECT page, {column}, has_text FROM pages WHERE doc_id=? ORDER BY page",
+            (doc_id,),
+        )
+        return tuple(Page(r[0], r[1] or "", bool(r[2])) for r in rows)
+
+    def doc_ids(self, *, stale_config: str | None = None) -> list[str]:
+        """All document ids, or the indexed ones chunked under another config than ``stale_config``."""
+        if stale_config is None:
+            rows = self.conn.execute("SELECT doc_id FROM documents ORDER BY doc_id")
+        else:
+            rows = self.conn.execute(
+                "SELECT doc_id FROM documents WHERE state='indexed' AND config_hash IS NOT ? ORDER BY doc_id",
+                (stale_config,),
+            )
+        return [r[0] for r in rows]
+
+    # -- boilerplate statistics ----------------------------------------------------------------
+    def unit_total(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(DISTINCT unit) FROM documents").fetchone()[0])
+
+    def key_unit_counts(self, min_units: int) -> dict[int, int]:
+        """Units (families or documents) per candidate key, for keys in at least ``min_units``."""
+        rows = self.conn.execute(
+            "SELECT k.khash, COUNT(DISTINCT d.unit) AS n FROM doc_keys k JOIN documents d USING(doc_id)"
+            " GROUP BY k.khash HAVING n >= ?",
+            (min_units,),
+        )
+        return {r[0]: r[1] for r in rows}
+
+    def set_chrome(self, chrome: dict[int, int]) -> None:
+        self.conn.execute("DELETE FROM chrome")
+        self.conn.executemany("INSERT INTO chrome(khash, units) VALUES (?, ?)", sorted(chrome.items()))
+
+    def chrome_ids(self) -> set[int]:
+        return {r[0] for r in self.conn.execute("SELECT khash FROM chrome")}
+
+    def docs_to_chunk(self, config_hash: str) -> list[str]:
+        """Pending documents, documents chunked under another config, and documents whose chrome
+        keys (candidate keys that are chrome now) differ from those they were stripped with."""
+        rows = self.conn.execute(
+            """
+            SELECT doc_id FROM documents WHERE state='pending' OR config_hash IS NOT ?
+            UNION
+            SELECT k.doc_id FROM doc_keys k JOIN chrome USING(khash)
+              LEFT JOIN doc_chrome dc ON dc.doc_id=k.doc_id AND dc.khash=k.khash WHERE dc.doc_id IS NULL
+            UNION
+            SELECT dc.doc_id FROM doc_chrome dc LEFT JOIN chrome c USING(khash) WHERE c.khash IS NULL
+            ORDER BY 1
+            """,
+            (config_hash,),
+        )
+        return [r[0] for r in rows]
+
+    # -- chunks and canonicals -----------------------------------------------------------------
+    def replace_chunks(
+        self,
+        doc_id: str,
+        clean_pages: Sequence[Page],
+        chunks: Sequence[KeyedChunk],
+        stripped: Sequence[StrippedLine],
+        config_hash: str,
+        run_id: int,
+    ) -> None:
+        """Replace one document's cleaned text, sources and stripped lines; refresh its canonicals."""
+        c = self.conn
+        affected = {r[0] for r in c.execute("SELECT canonical_id FROM sources WHERE doc_id=?", (doc_id,))}
+        c.execute("DELETE FROM sources WHERE doc_id=?", (doc_id,))
+        c.executemany(
+            "UPDATE pages SET clean_text=? WHERE doc_id=? AND page=?",
+            [(p.text, doc_id, p.number) for p in clean_pages],
+        )
+        c.executemany(
+            'INSERT INTO sources(doc_id, page, start, "end", canonical_id, relation, similarity)'
+            " VALUES (?, ?, ?, ?, ?, 'exact', 1.0)",
+            [(k.chunk.doc_id, k.chunk.page, k.chunk.start, k.chunk.end, k.canonical_id) for k in chunks],
+        )
+        affected.update(k.canonical_id for k in chunks)
+        self._put_stripped(doc_id, stripped)
+        c.execute("DELETE FROM doc_chrome WHERE doc_id=?", (doc_id,))
+        c.execute(
+            "INSERT INTO doc_chrome(doc_id, khash)"
+            " SELECT doc_id, khash FROM doc_keys JOIN chrome USING(khash)"
+            " WHERE doc_id=?",
+            (doc_id,),
+        )
+        c.execute(
+            "UPDATE documents SET state='indexed', config_hash=?, run_id=? WHERE doc_id=?",
+            (config_hash, run_id, doc_id),
+        )
+        self._refresh_canonicals(sorted(affected), run_id)
+
+    def _put_stripped(self, doc_id: str, stripped: Sequence[StrippedLine]) -> None:
+        self.conn.execute("DELETE FROM stripped WHERE doc_id=?", (doc_id,))
+        groups: dict[tuple[str, str], list[StrippedLine]] = {}
+        for s in stripped:
+            groups.setdefault((s.key, s.scope), []).append(s)
+        rows = []
+        for (key, scope), lines in sorted(groups.items()):
+            first_page = lines[0].page
+            example = "\n".join(ln.line for ln in lines if ln.page == first_page)
+            rows.append((doc_id, key_id(key), scope, len({ln.page for ln in lines}), len(lines), example))
+            self.conn.execute("INSERT OR IGNORE INTO bp_keys(khash, key) VALUES (?, ?)", (key_id(key), key))
+        self.conn.executemany(
+            "INSERT INTO stripped(doc_id, khash, scope, pages, lines, example) VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def _refresh_canonicals(self, ids: Sequence[str], run_id: int) -> None:
+        """Re-derive each canonical from its sources: representative text, count, signature."""
+        c = self.conn
+        for cid in ids:
+            rows = c.execute(
+                'SELECT doc_id, page, start, "end", relation, similarity FROM sources WHERE canonical_id=?'
+                " ORDER BY doc_id, page, start",
+                (cid,),
+            ).fetchall()
+            if not rows:
+                if c.execute("DELETE FROM canonicals WHERE id=?", (cid,)).rowcount:
+                    c.execute(
+                        "INSERT OR REPLACE INTO tombstones(canonical_id, run_id) VALUES (?, ?)", (cid, run_id)
+                    )
+                continue
+            doc_id, page, start, end = rows[0][:4]
+            page_text = c.execute(
+                "SELECT clean_text FROM pages WHERE doc_id=? AND page=?", (doc_id, page)
+            ).fetchone()[0]
+            text = page_text[start:end]
+            signature = key_hash(json.dumps([text, rows]))
+            old = c.execute("SELECT signature FROM canonicals WHERE id=?", (cid,)).fetchone()
+            if old is None:
+                c.execute(
+                    "INSERT INTO canonicals(id, text, n_sources, signature, updated_run)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (cid, text, len(rows), signature, run_id),
+                )
+                c.execute("DELETE FROM tombstones WHERE canonical_id=?", (cid,))
+            elif old[0] != signature:
+                c.execute(
+                    "UPDATE canonicals SET text=?, n_sources=?, signature=?, updated_run=? WHERE id=?",
+                    (text, len(rows), signature, run_id, cid),
+                )
+
+
+def _statements(sql: str) -> Iterator[str]:
+    """Split a migration script into statements, keeping trigger bodies whole."""
+    buf: list[str] = []
+    for line in sql.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        buf.append(line)
+        joined = "\n".join(buf).strip()
+        if joined.endswith(";") and sqlite3.complete_statement(joined):
+            yield joined
+            buf = []
+    rest = "\n".join(buf).strip()
+    if rest:
+        yield rest
