@@ -62,21 +62,28 @@ def _page_blocks(page: Page, config: BoilerplateConfig) -> list[_Block]:
     blocks: list[_Block] = []
     current: list[_Line] = []
 
+    limit = config.max_block_chars
+
     def close() -> None:
         if current:
             text = " ".join(ln.text for ln in current)
-            key = boilerplate_key(text)
-            counted = word_count(text) >= config.min_block_words and has_letters(key)
+            # Boilerplate is short: a longer block gets no key (and is never counted or stripped).
+            key = boilerplate_key(text) if len(text) <= limit else ""
+            counted = bool(key) and word_count(text) >= config.min_block_words and has_letters(key)
             blocks.append(_Block(tuple(current), key, counted))
             current.clear()
 
     for i, line in enumerate(raw):
         if line.strip():
-            current.append(_Line(i, line, boilerplate_key(line), i in edge))
+            current.append(_Line(i, line, boilerplate_key(line) if len(line) <= limit else "", i in edge))
         else:
             close()
     close()
     return blocks
+
+
+def _layout(pages: Sequence[Page], config: BoilerplateConfig) -> list[list[_Block]]:
+    return [_page_blocks(page, config) for page in pages]
 
 
 def _edge_lines(blocks: Sequence[_Block]) -> Iterator[_Line]:
@@ -86,19 +93,25 @@ def _edge_lines(blocks: Sequence[_Block]) -> Iterator[_Line]:
                 yield line
 
 
-def _edge_key_pages(pages: Sequence[Page], config: BoilerplateConfig) -> tuple[int, dict[str, int]]:
+def _edge_key_pages(layout: list[list[_Block]]) -> tuple[int, dict[str, int]]:
     """The number of pages with text, and on how many of them each edge-line key stands."""
-    text_pages = [p for p in pages if p.text.strip()]
     seen: dict[str, int] = {}
-    for page in text_pages:
-        for key in {ln.key for ln in _edge_lines(_page_blocks(page, config))}:
+    n = 0
+    for blocks in layout:
+        if blocks:
+            n += 1
+        for key in {ln.key for ln in _edge_lines(blocks)}:
             seen[key] = seen.get(key, 0) + 1
-    return len(text_pages), seen
+    return n, seen
 
 
 def running_keys(pages: Sequence[Page], config: BoilerplateConfig) -> set[str]:
     """Keys of page-edge lines that recur on enough of this document's pages."""
-    n, seen = _edge_key_pages(pages, config)
+    return _running(_layout(pages, config), config)
+
+
+def _running(layout: list[list[_Block]], config: BoilerplateConfig) -> set[str]:
+    n, seen = _edge_key_pages(layout)
     if n < config.running_min_pages:
         return set()
     need = max(config.running_min_pages, math.ceil(config.running_share * n))
@@ -113,11 +126,12 @@ def candidate_keys(pages: Sequence[Page], config: BoilerplateConfig) -> set[str]
     pages of a long filing ("Three Months Ended") is not a page-edge line of that filing; a
     footer on every page is, and so is the last line of a one-page policy.
     """
-    n, seen = _edge_key_pages(pages, config)
+    layout = _layout(pages, config)
+    n, seen = _edge_key_pages(layout)
     need = math.ceil(config.running_share * n)
     keys = {k for k, c in seen.items() if c >= need}
-    for page in pages:
-        keys.update(b.key for b in _page_blocks(page, config) if b.counted)
+    for blocks in layout:
+        keys.update(b.key for b in blocks if b.counted)
     return keys
 
 
@@ -142,7 +156,8 @@ def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateCon
     """
     keep = {boilerplate_key(k) for k in config.always_keep}
     forced = {boilerplate_key(k) for k in config.always_strip} - keep
-    running = running_keys(pages, config) - keep
+    layout = _layout(pages, config)
+    running = _running(layout, config) - keep
     keep_ids = {key_id(k) for k in keep}
     chrome_ids = set(chrome) - keep_ids
 
@@ -151,9 +166,9 @@ def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateCon
 
     out_pages: list[Page] = []
     stripped: list[StrippedLine] = []
-    for page in pages:
+    for page, blocks in zip(pages, layout, strict=True):
         drop: dict[int, StrippedLine] = {}
-        for block in _page_blocks(page, config):
+        for block in blocks:
             if (block.counted and is_chrome_key(block.key)) or block.key in forced:
                 for ln in block.lines:
                     drop[ln.index] = StrippedLine(page.number, ln.text, block.key, "chrome")

@@ -45,6 +45,8 @@ class BoilerplateConfig:
     ``share``/``min_units``: a block found in strictly more than ``share`` of documents (families when
     known), and in at least ``min_units`` of them, is corpus chrome.
     ``min_block_words``: body blocks shorter than this are not counted (table headers are content).
+    ``max_block_chars``: longer lines and blocks get no key: boilerplate is short, and hashing a
+    50 MB single-line file four times is not.
     """
 
     enabled: bool = True
@@ -54,6 +56,7 @@ class BoilerplateConfig:
     share: float = 0.2
     min_units: int = 5
     min_block_words: int = 6
+    max_block_chars: int = 2000
     always_keep: tuple[str, ...] = ()
     always_strip: tuple[str, ...] = ()
 
@@ -68,6 +71,8 @@ class BoilerplateConfig:
             raise ConfigError(f"boilerplate.running_min_pages must be >= 2, got {self.running_min_pages}")
         if self.min_units < 2:
             raise ConfigError(f"boilerplate.min_units must be >= 2, got {self.min_units}")
+        if self.max_block_chars < 10:
+            raise ConfigError(f"boilerplate.max_block_chars must be >= 10, got {self.max_block_chars}")
         if self.min_block_words < 1:
             raise ConfigError(f"boilerplate.min_block_words must be >= 1, got {self.min_block_words}")
 

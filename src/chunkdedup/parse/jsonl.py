@@ -1,0 +1,78 @@
+"""JSON Lines: one document per line, from its ``text``, ``id`` and other fields."""
+
+from __future__ import annotations
+
+import json
+
+from chunkdedup.errors import ParseError
+from chunkdedup.normalize import bytes_hash
+from chunkdedup.parse.registry import Extracted, Extraction, parse_date
+from chunkdedup.parse.text import decode_text
+from chunkdedup.types import Page
+
+
+def parse_record(line: str, number: int) -> Extracted:
+    """One JSONL line as a record; its id is the ``id`` field, else the 1-based line number.
+
+    Raises ``ParseError`` naming what is wrong with the line.
+
+    Example:
+        >>> parse_record('{"text": "Refunds within 30 days.", "lang": "en"}', 7).record_id
+        '7'
+    """
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ParseError(f"not valid JSON: {e.msg} at column {e.colno}") from None
+    if not isinstance(record, dict):
+        raise ParseError(f"a JSON {type(record).__name__}, not an object with a 'text' field")
+    text = record.get("text")
+    if not isinstance(text, str):
+        raise ParseError("no string 'text' field")
+    if not text.strip():
+        raise ParseError("'text' is empty")
+    raw_id = record.get("id")
+    if raw_id is None or raw_id == "":
+        record_id = str(number)
+    elif isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool)):
+        record_id = str(raw_id)
+    else:
+        raise ParseError(f"'id' must be a string or an integer, got {raw_id!r}")
+    # Checked here so that one record with a bad date is skipped, not the whole file.
+    parse_date(record.get("effective_date"))
+    metadata = {k: v for k, v in record.items() if k not in ("id", "text")}
+    return Extracted(
+        pages=(Page(number=1, text=text.replace("\r\n", "\n").replace("\r", "\n")),),
+        metadata=metadata,
+        record_id=record_id,
+        content_hash=bytes_hash(line.encode("utf-8")),
+    )
+
+
+class JsonlParser:
+    """JSONL files; unusable lines are skipped with a note, duplicate ids fail the file."""
+
+    def parse(self, data: bytes) -> Extraction:
+        """Parse every non-blank line into a record."""
+        records: list[Extracted] = []
+        notes: list[str] = []
+        seen: dict[str, int] = {}
+        for number, line in enumerate(decode_text(data).split("\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = parse_record(line, number)
+            except ParseError as e:
+                notes.append(f"line {number}: {e.reason}")
+                continue
+            rid = record.record_id or ""
+            if rid in seen:
+                raise ParseError(
+                    f"record id {rid!r} is used on lines {seen[rid]} and {number}: "
+                    "give each record a unique 'id'"
+                )
+            seen[rid] = number
+            records.append(record)
+        if not records:
+            raise ParseError(f"no usable record; first problem: {notes[0]}" if notes else "no records")
+        return Extraction(documents=tuple(records), notes=tuple(notes))

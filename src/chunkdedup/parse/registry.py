@@ -1,0 +1,216 @@
+"""The parser contract, the suffix -> parser map, and ``parse_file`` built on them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import xxhash
+
+from chunkdedup.config import ParseConfig
+from chunkdedup.errors import ParseError
+from chunkdedup.normalize import bytes_hash
+from chunkdedup.types import Document, FileStatus, MetaValue, Page, ParsedFile
+
+if TYPE_CHECKING:
+    from chunkdedup.parse.discover import InputFile
+
+_HASH_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """One document as a parser found it, before ids and manifest metadata are applied.
+
+    ``record_id`` is set for records of a multi-record file (JSONL); ``content_hash`` when the hash
+    covers less than the whole file.
+    """
+
+    pages: tuple[Page, ...]
+    metadata: Mapping[str, object] = field(default_factory=dict)
+    record_id: str | None = None
+    content_hash: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What a parser returns: documents, plus notes about parts it could not use."""
+
+    documents: tuple[Extracted, ...]
+    notes: tuple[str, ...] = ()
+
+
+class Parser(Protocol):
+    """Turns one file's bytes into documents; raises ``ParseError`` when it cannot."""
+
+    def parse(self, data: bytes) -> Extraction:
+        """Extract the documents of a file from its bytes."""
+        ...
+
+
+def parser_for(suffix: str) -> Parser:
+    """The parser for a file suffix; an unknown suffix is read as plain text.
+
+    Example:
+        >>> type(parser_for(".MD")).__name__
+        'MarkdownParser'
+    """
+    # Imports are local so that reading text files never loads pdfium or BeautifulSoup.
+    match suffix.lower():
+        case ".pdf":
+            from chunkdedup.parse.pdf import PdfParser
+
+            return PdfParser()
+        case ".html" | ".htm" | ".xhtml":
+            from chunkdedup.parse.html import HtmlParser
+
+            return HtmlParser()
+        case ".md" | ".markdown":
+            from chunkdedup.parse.markdown import MarkdownParser
+
+            return MarkdownParser()
+        case ".jsonl" | ".ndjson" | ".json-lines":
+            from chunkdedup.parse.jsonl import JsonlParser
+
+            return JsonlParser()
+        case _:
+            from chunkdedup.parse.text import TextParser
+
+            return TextParser()
+
+
+def meta_value(value: object) -> MetaValue:
+    """A metadata value as a JSON scalar: dates as ISO strings, lists and mappings as JSON text."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, date):
+        return value.isoformat()
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def parse_date(value: object) -> date | None:
+    """An ``effective_date`` value as a date: an ISO date or datetime string, or a date object."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return date.fromisoformat(text)
+        except ValueError:
+            pass
+        try:
+            return datetime.fromisoformat(text).date()
+        except ValueError:
+            pass
+    raise ParseError(f"effective_date {value!r} is not a date: write it as YYYY-MM-DD")
+
+
+@dataclass(frozen=True, slots=True)
+class TypedMetadata:
+    """Metadata as JSON scalars, with the recognised keys also as typed values."""
+
+    metadata: dict[str, MetaValue]
+    department: str | None = None
+    family: str | None = None
+    effective_date: date | None = None
+
+
+def typed_metadata(raw: Mapping[str, object]) -> TypedMetadata:
+    """Convert metadata to JSON scalars and type the recognised keys; a bad date raises ``ParseError``."""
+    meta = {str(k): meta_value(v) for k, v in raw.items()}
+    when = parse_date(raw.get("effective_date"))
+    if when is not None:
+        meta["effective_date"] = when.isoformat()
+    department = raw.get("department")
+    family = raw.get("family")
+    return TypedMetadata(
+        metadata=meta,
+        department=None if department is None else str(meta["department"]),
+        family=None if family is None else str(meta["family"]),
+        effective_date=when,
+    )
+
+
+def file_hash(path: Path) -> str:
+    """``normalize.bytes_hash`` of a file's bytes, read in blocks so large files are not held in memory."""
+    digest = xxhash.xxh3_128()
+    with path.open("rb") as f:
+        while block := f.read(_HASH_BLOCK):
+            digest.update(block)
+    return str(digest.hexdigest())
+
+
+def parse_file(inp: InputFile, config: ParseConfig) -> ParsedFile:
+    """Parse one input file; bad content gives a ``skipped`` or ``failed`` result, never an exception.
+
+    Example:
+        >>> result = parse_file(inp, ParseConfig())  # doctest: +SKIP
+        >>> result.status, [d.doc_id for d in result.documents]  # doctest: +SKIP
+        ('ingested', ['policies/refunds.md'])
+    """
+    path = str(inp.path)
+    try:
+        size = inp.path.stat().st_size
+        if size > config.max_file_bytes:
+            return ParsedFile(
+                path,
+                (),
+                FileStatus.SKIPPED,
+                f"file is {size:,} bytes, over parse.max_file_bytes ({config.max_file_bytes:,}); "
+                "raise parse.max_file_bytes in the config to read it",
+            )
+        data = inp.path.read_bytes()
+    except OSError as e:
+        return ParsedFile(path, (), FileStatus.FAILED, f"cannot read the file: {e}")
+    if not data or data.isspace():
+        return ParsedFile(path, (), FileStatus.SKIPPED, "empty file")
+    try:
+        extraction = parser_for(inp.path.suffix).parse(data)
+        whole = bytes_hash(data)
+        documents = tuple(_document(inp, ex, whole) for ex in extraction.documents)
+    except ParseError as e:
+        return ParsedFile(path, (), FileStatus.SKIPPED if e.skipped else FileStatus.FAILED, e.reason)
+    except RecursionError:
+        return ParsedFile(path, (), FileStatus.FAILED, "the file is nested too deeply to parse")
+    except Exception as e:
+        # One odd file must not stop a run over thousands; the reason keeps the error for a bug report.
+        return ParsedFile(
+            path, (), FileStatus.FAILED, f"unexpected {type(e).__name__} while parsing: {e} (please report)"
+        )
+    if not any(page.text.strip() for doc in documents for page in doc.pages):
+        return ParsedFile(path, (), FileStatus.SKIPPED, "no text found in the file")
+    notes = extraction.notes + _no_text_layer_notes(documents)
+    return ParsedFile(path, documents, FileStatus.INGESTED, notes=notes)
+
+
+def _document(inp: InputFile, ex: Extracted, whole_hash: str) -> Document:
+    # The manifest is the operator's explicit statement about a file, so it wins over the file itself.
+    typed = typed_metadata({**ex.metadata, **inp.metadata})
+    return Document(
+        doc_id=inp.doc_id if ex.record_id is None else f"{inp.doc_id}#{ex.record_id}",
+        path=str(inp.path),
+        pages=ex.pages,
+        content_hash=ex.content_hash or whole_hash,
+        metadata=typed.metadata,
+        department=typed.department,
+        family=typed.family,
+        effective_date=typed.effective_date,
+    )
+
+
+def _no_text_layer_notes(documents: tuple[Document, ...]) -> tuple[str, ...]:
+    notes = []
+    for doc in documents:
+        missing = [str(p.number) for p in doc.pages if not p.has_text_layer]
+        if missing:
+            which = f"page {missing[0]} has" if len(missing) == 1 else f"pages {', '.join(missing)} have"
+            notes.append(f"{which} no text layer (OCR is out of scope)")
+    return tuple(notes)

@@ -1,0 +1,53 @@
+"""Shared fixtures: the real corpora in ../shared/data, ingested once per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chunkdedup import Index, ingest
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SEC = DATA / "sec-10q" / "docs"
+NTSB = DATA / "ntsb" / "docs"
+POLICY = DATA / "site-policy"
+POLICY_MANIFEST = POLICY / "manifest.jsonl"
+
+
+def _need(path: Path) -> Path:
+    if not path.exists():
+        pytest.fail(f"real corpus missing at {path}: the repo must sit beside shared/ (see README)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def sec_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sec") / "sec.sqlite"
+    ingest([_need(SEC)], path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def ntsb_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("ntsb") / "ntsb.sqlite"
+    ingest([_need(NTSB)], path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def policy_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("policy") / "policy.sqlite"
+    ingest([_need(POLICY)], path, manifest=POLICY_MANIFEST)
+    return path
+
+
+def clean_pages(index: Path) -> list[tuple[str, int, str]]:
+    with Index.open(index) as ix:
+        rows = ix.store.conn.execute("SELECT doc_id, page, clean_text FROM pages ORDER BY doc_id, page")
+        return [(r[0], r[1], r[2] or "") for r in rows]
+
+
+def chunk_texts(index: Path) -> list[str]:
+    with Index.open(index) as ix:
+        return [r["text"] for r in ix.export()]

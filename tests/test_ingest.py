@@ -1,0 +1,219 @@
+"""The ingest pipeline end to end: provenance, incremental equals fresh, bad input, safety."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import POLICY, POLICY_MANIFEST
+
+from chunkdedup import Config, FileStatus, Index, exact_key, ingest, remove_documents
+from chunkdedup.config import BoilerplateConfig
+from chunkdedup.errors import IndexBusyError, SchemaError
+from chunkdedup.store import Store
+
+
+def snapshot(index: Path) -> dict[str, Any]:
+    """Everything a user can see of an index, minus run ids and timestamps."""
+    with Index.open(index) as ix:
+        records = list(ix.export())
+        bp = sorted((b.key, b.scope, b.doc_count, b.page_count) for b in ix.boilerplate())
+        docs = [(d["doc"], d["pages"], d["state"], json.dumps(d["metadata"], sort_keys=True)) for d in ix.documents()]
+    return {"records": records, "boilerplate": bp, "documents": docs}
+
+
+def test_site_policy_metadata_ids_and_provenance(policy_index: Path) -> None:
+    with Index.open(policy_index) as ix:
+        docs = {d["doc"]: d for d in ix.documents()}
+        stats = ix.stats()
+        records = list(ix.export())
+        pages = {(r[0], r[1]): r[2] for r in ix.store.conn.execute("SELECT doc_id, page, clean_text FROM pages")}
+    current = docs["current/acceptable-use-policies/github-acceptable-use-policies.md"]
+    assert current["metadata"]["family"] == "github-acceptable-use-policies"
+    assert current["metadata"]["department"] == "acceptable-use-policies"
+    assert current["metadata"]["effective_date"] == "2026-03-17"
+    assert "manifest.jsonl" not in docs
+    assert len([d for d in docs if d.startswith(("current/", "history/"))]) == 185
+    assert stats["canonical_chunks"] < stats["raw_chunks"]  # versions repeat clauses verbatim
+    multi = [r for r in records if len(r["sources"]) > 1]
+    assert multi, "dated versions share unchanged clauses"
+    for rec in records:
+        key = exact_key(rec["text"])
+        for s in rec["sources"]:
+            # every exact source slices its cleaned page back to the canonical's key
+            assert exact_key(pages[(s["doc"], s["page"])][s["start"] : s["end"]]) == key
+            assert s["relation"] == "exact" and s["similarity"] == 1.0
+        assert rec["sources"] == sorted(rec["sources"], key=lambda s: (s["doc"], s["page"], s["start"]))
+        first = rec["sources"][0]
+        assert rec["text"] == pages[(first["doc"], first["page"])][first["start"] : first["end"]]
+
+
+def test_reingesting_unchanged_files_changes_nothing(tmp_path: Path) -> None:
+    index = tmp_path / "i.sqlite"
+    ingest([POLICY], index, manifest=POLICY_MANIFEST)
+    before = snapshot(index)
+    report = ingest([POLICY], index, manifest=POLICY_MANIFEST)
+    assert {f.status for f in report.files} == {FileStatus.UNCHANGED}
+    assert report.totals["documents_chunked"] == 0
+    assert snapshot(index) == before
+
+
+def test_two_batches_and_a_removal_equal_one_fresh_ingest(tmp_path: Path) -> None:
+    corpus = tmp_path / "site-policy"
+    shutil.copytree(POLICY, corpus)
+    manifest = corpus / "manifest.jsonl"
+    family = corpus / "history" / "github-acceptable-use-policies"
+    gone = "history/github-acceptable-use-policies/" + sorted(p.name for p in family.iterdir())[0]
+
+    incremental = tmp_path / "incremental.sqlite"
+    ingest([corpus / "history"], incremental, manifest=manifest)
+    ingest([corpus / "current", corpus / "history"], incremental, manifest=manifest)
+    remove_documents(incremental, [gone])
+
+    (corpus / gone).unlink()
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus / "current", corpus / "history"], fresh, manifest=manifest)
+    a, b = snapshot(incremental), snapshot(fresh)
+    assert a["documents"] == b["documents"]
+    assert a["records"] == b["records"]
+
+
+def _write_corpus(folder: Path, n: int, footer_in: set[int], start: int = 0) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    topics = ["travel", "expenses", "security", "hiring", "leave", "laptops", "badges", "vendors", "privacy", "training",
+              "parking", "meals", "phones", "offices", "contracts", "audits"]
+    for i in range(start, start + n):
+        t = topics[i % len(topics)]
+        body = [f"# Policy on {t} number {i}", "", f"Employees handle {t} according to rule {i}. Approval takes {i} days.",
+                "", f"The {t} owner reviews the {t} register every quarter and records the outcome."]
+        if i in footer_in:
+            body += ["", "Confidential: internal use only, do not forward outside the company."]
+        (folder / f"doc{i:03d}.md").write_text("\n".join(body) + "\n", encoding="utf-8")
+
+
+def test_chrome_crossing_the_threshold_later_is_stripped_everywhere_and_restored(tmp_path: Path) -> None:
+    cfg = Config(boilerplate=BoilerplateConfig(min_units=3))
+    corpus = tmp_path / "c"
+    _write_corpus(corpus, 10, footer_in={0, 1})  # 2 of 10: 20%, not more than 20%
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index, config=cfg)
+    assert any("Confidential" in r["text"] for r in _records(index))
+    _write_corpus(corpus, 2, footer_in={10, 11}, start=10)  # now 4 of 12: chrome
+    report = ingest([corpus], index, config=cfg)
+    assert not any("Confidential" in r["text"] for r in _records(index))
+    assert report.totals["documents_chunked"] == 4  # the two new ones and the two that hold the footer
+    remove_documents(index, ["doc010.md", "doc011.md"])
+    (corpus / "doc010.md").unlink()
+    (corpus / "doc011.md").unlink()
+    assert any("Confidential" in r["text"] for r in _records(index))  # back under the threshold: restored
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh, config=cfg)
+    assert snapshot(index)["records"] == snapshot(fresh)["records"]
+
+
+def _records(index: Path) -> list[dict[str, Any]]:
+    with Index.open(index) as ix:
+        return list(ix.export())
+
+
+def test_changed_file_is_reprocessed_and_prune_removes_gone_files(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    _write_corpus(corpus, 4, footer_in=set())
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    (corpus / "doc001.md").write_text("# Replaced\n\nAn entirely new text for this policy.\n", encoding="utf-8")
+    (corpus / "doc002.md").unlink()
+    report = ingest([corpus], index, prune=True)
+    status = {Path(f.path).name: f.status for f in report.files}
+    assert status == {"doc000.md": "unchanged", "doc001.md": "ingested", "doc003.md": "unchanged"}
+    with Index.open(index) as ix:
+        assert [d["doc"] for d in ix.documents()] == ["doc000.md", "doc001.md", "doc003.md"]
+    assert any("entirely new text" in r["text"] for r in _records(index))
+    assert not any("number 2." in r["text"] for r in _records(index))
+
+
+def test_removing_a_document_keeps_text_another_document_holds(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    shared = "Refunds are paid within 30 days of the request."
+    (corpus / "a.txt").write_text(f"Alpha policy intro.\n\n{shared}\n", encoding="utf-8")
+    (corpus / "b.txt").write_text(f"Bravo policy intro.\n\n{shared}\n", encoding="utf-8")
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index, config=Config(chunk=_small_chunks()))
+    held = [r for r in _records(index) if r["text"] == shared]
+    assert len(held) == 1 and [s["doc"] for s in held[0]["sources"]] == ["a.txt", "b.txt"]
+    remove_documents(index, ["a.txt"])
+    held = [r for r in _records(index) if r["text"] == shared]
+    assert len(held) == 1 and [s["doc"] for s in held[0]["sources"]] == ["b.txt"]
+    assert not any("Alpha" in r["text"] for r in _records(index))
+
+
+def _small_chunks() -> Any:
+    from chunkdedup import ChunkConfig
+
+    return ChunkConfig(target_words=8, max_words=20)
+
+
+def test_bad_files_never_stop_a_run(tmp_path: Path) -> None:
+    corpus = tmp_path / "bad"
+    corpus.mkdir()
+    good = (POLICY / "current").rglob("*.md")
+    first = next(good)
+    shutil.copy(first, corpus / "good.md")
+    sec_pdf = next((POLICY.parent / "ntsb" / "docs").glob("*.pdf"))
+    data = sec_pdf.read_bytes()
+    (corpus / "truncated.pdf").write_bytes(data[: len(data) // 2])
+    (corpus / "empty.txt").write_bytes(b"")
+    import random
+
+    (corpus / "random.txt").write_bytes(random.Random(0).randbytes(4096))
+    (corpus / "latin1.txt").write_bytes("Caf\xe9 cr\xe8me policy: the d\xe9j\xe0 vu clause applies.".encode("latin-1"))
+    (corpus / "big.txt").write_text(("word " * 10_000_000).strip(), encoding="utf-8")
+    shutil.copy(sec_pdf, corpus / "fine.pdf")
+    index = tmp_path / "i.sqlite"
+    report = ingest([corpus], index)
+    status = {Path(f.path).name: (str(f.status), f.reason) for f in report.files}
+    assert len(status) == 7  # every input is accounted for
+    assert status["truncated.pdf"][0] == "failed" and status["truncated.pdf"][1]
+    assert status["empty.txt"][0] == "skipped" and "empty" in (status["empty.txt"][1] or "")
+    assert status["random.txt"][0] in ("skipped", "failed") and status["random.txt"][1]
+    for name in ("good.md", "latin1.txt", "big.txt", "fine.pdf"):
+        assert status[name][0] == "ingested", (name, status[name])
+    assert any("Café crème" in r["text"] for r in _records(index))
+    with Index.open(index) as ix:
+        assert {d["doc"] for d in ix.documents()} == {"good.md", "latin1.txt", "big.txt", "fine.pdf"}
+
+
+def test_second_writer_waits_then_fails_clearly_and_readers_still_read(tmp_path: Path) -> None:
+    index = tmp_path / "i.sqlite"
+    _write_corpus(tmp_path / "c", 3, footer_in=set())
+    ingest([tmp_path / "c"], index)
+    with Store.open(index) as holder, holder.writer():
+        with pytest.raises(IndexBusyError, match="being written by another process"):
+            ingest([tmp_path / "c"], index, lock_timeout=0.3)
+        with Index.open(index) as reader:
+            assert reader.stats()["documents"] == 3
+
+
+def test_not_an_index_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.txt"
+    bogus.write_text("hello")
+    with pytest.raises(SchemaError, match="not a chunkdedup index"):
+        Index.open(bogus)
+    with pytest.raises(SchemaError, match="does not exist"):
+        Index.open(tmp_path / "missing.sqlite")
+
+
+def test_dry_run_writes_nothing_and_shows_what_would_be_stripped(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    _write_corpus(corpus, 10, footer_in={0, 1, 2, 3, 4, 5})
+    index = tmp_path / "i.sqlite"
+    report = ingest([corpus], index, dry_run=True, config=Config(boilerplate=BoilerplateConfig(min_units=3)))
+    assert not index.exists()
+    assert report.dry_run and report.run_id is None
+    assert [b.scope for b in report.top_stripped] == ["chrome"]
+    assert report.top_stripped[0].doc_count == 6
+    assert "Confidential" in report.top_stripped[0].example
