@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import chunk_texts, clean_pages
-
 from chunkdedup import BoilerplateConfig, Index, Page, boilerplate_key, candidate_keys, running_keys, strip
 from chunkdedup.boilerplate import is_chrome, key_id
+from conftest import chunk_texts, clean_pages
 
 CFG = BoilerplateConfig()
 
@@ -31,7 +30,9 @@ def _pages(n: int, header: str, footer: str = "") -> list[Page]:
 
 
 def test_digit_masking_makes_page_numbers_one_key() -> None:
-    assert boilerplate_key("Apple Inc. | Q3 2022 Form 10-Q | 7") == boilerplate_key("Apple Inc. | Q3 2022 Form 10-Q | 17")
+    assert boilerplate_key("Apple Inc. | Q3 2022 Form 10-Q | 7") == boilerplate_key(
+        "Apple Inc. | Q3 2022 Form 10-Q | 17"
+    )
     assert boilerplate_key("www.epc-cep.eu 35") == boilerplate_key("www.epc-cep.eu 36")
     assert boilerplate_key("Refunds within 30 days") != boilerplate_key("Refunds within the month")
 
@@ -41,8 +42,8 @@ def test_running_header_needs_half_the_pages_and_three_pages() -> None:
     assert boilerplate_key("ACME Corp Travel Policy | page 1") in running_keys(pages, CFG)
     assert running_keys(pages[:2], CFG) == set()  # two pages are too few to call anything running
     # on 2 of 6 pages only: not running
-    mixed = _pages(6, "Header {i}") + []
-    mixed = [Page(p.number, ("Rare header line\n" if p.number <= 2 else "") + p.text) for p in mixed]
+    six = _pages(6, "Header {i}")
+    mixed = [Page(p.number, ("Rare header line\n" if p.number <= 2 else "") + p.text) for p in six]
     assert boilerplate_key("Rare header line") not in running_keys(mixed, CFG)
 
 
@@ -71,7 +72,8 @@ def test_keys_without_letters_are_never_candidates() -> None:
 
 
 def test_short_body_lines_are_not_counted_but_edge_lines_are() -> None:
-    text = "Title line\n\nThree Months Ended\n\nA long enough body paragraph with several words in it.\n\nmore\n\nlast"
+    body = "A long enough body paragraph with several words in it."
+    text = f"Title line\n\nThree Months Ended\n\n{body}\n\nmore\n\nlast"
     keys = candidate_keys([Page(1, text)], BoilerplateConfig(edge_lines=1))
     assert boilerplate_key("Three Months Ended") not in keys
     assert boilerplate_key("Title line") in keys and boilerplate_key("last") in keys
@@ -99,7 +101,11 @@ def test_ntsb_page_footers_are_gone_from_every_chunk(ntsb_index: Path) -> None:
 
 def _numeric_rows(text: str) -> list[str]:
     num = re.compile(r"^\(?\$?[\d,.]+\)?%?$")
-    return [ln for ln in text.split("\n") if sum(bool(num.match(t)) for t in ln.split()) >= 2 and "Form 10-Q" not in ln]
+    return [
+        ln
+        for ln in text.split("\n")
+        if sum(bool(num.match(t)) for t in ln.split()) >= 2 and "Form 10-Q" not in ln
+    ]
 
 
 def test_sec_footers_gone_and_tables_headers_and_body_stay(sec_index: Path) -> None:

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import POLICY, POLICY_MANIFEST
 
 from chunkdedup import Config, FileStatus, Index, exact_key, ingest, remove_documents
 from chunkdedup.config import BoilerplateConfig
 from chunkdedup.errors import IndexBusyError, SchemaError
 from chunkdedup.store import Store
+from conftest import POLICY, POLICY_MANIFEST
 
 
 def snapshot(index: Path) -> dict[str, Any]:
@@ -21,7 +21,10 @@ def snapshot(index: Path) -> dict[str, Any]:
     with Index.open(index) as ix:
         records = list(ix.export())
         bp = sorted((b.key, b.scope, b.doc_count, b.page_count) for b in ix.boilerplate())
-        docs = [(d["doc"], d["pages"], d["state"], json.dumps(d["metadata"], sort_keys=True)) for d in ix.documents()]
+        docs = [
+            (d["doc"], d["pages"], d["state"], json.dumps(d["metadata"], sort_keys=True))
+            for d in ix.documents()
+        ]
     return {"records": records, "boilerplate": bp, "documents": docs}
 
 
@@ -30,7 +33,9 @@ def test_site_policy_metadata_ids_and_provenance(policy_index: Path) -> None:
         docs = {d["doc"]: d for d in ix.documents()}
         stats = ix.stats()
         records = list(ix.export())
-        pages = {(r[0], r[1]): r[2] for r in ix.store.conn.execute("SELECT doc_id, page, clean_text FROM pages")}
+        pages = {
+            (r[0], r[1]): r[2] for r in ix.store.conn.execute("SELECT doc_id, page, clean_text FROM pages")
+        }
     current = docs["current/acceptable-use-policies/github-acceptable-use-policies.md"]
     assert current["metadata"]["family"] == "github-acceptable-use-policies"
     assert current["metadata"]["department"] == "acceptable-use-policies"
@@ -83,12 +88,33 @@ def test_two_batches_and_a_removal_equal_one_fresh_ingest(tmp_path: Path) -> Non
 
 def _write_corpus(folder: Path, n: int, footer_in: set[int], start: int = 0) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    topics = ["travel", "expenses", "security", "hiring", "leave", "laptops", "badges", "vendors", "privacy", "training",
-              "parking", "meals", "phones", "offices", "contracts", "audits"]
+    topics = [
+        "travel",
+        "expenses",
+        "security",
+        "hiring",
+        "leave",
+        "laptops",
+        "badges",
+        "vendors",
+        "privacy",
+        "training",
+        "parking",
+        "meals",
+        "phones",
+        "offices",
+        "contracts",
+        "audits",
+    ]
     for i in range(start, start + n):
         t = topics[i % len(topics)]
-        body = [f"# Policy on {t} number {i}", "", f"Employees handle {t} according to rule {i}. Approval takes {i} days.",
-                "", f"The {t} owner reviews the {t} register every quarter and records the outcome."]
+        body = [
+            f"# Policy on {t} number {i}",
+            "",
+            f"Employees handle {t} according to rule {i}. Approval takes {i} days.",
+            "",
+            f"The {t} owner reviews the {t} register every quarter and records the outcome.",
+        ]
         if i in footer_in:
             body += ["", "Confidential: internal use only, do not forward outside the company."]
         (folder / f"doc{i:03d}.md").write_text("\n".join(body) + "\n", encoding="utf-8")
@@ -124,7 +150,9 @@ def test_changed_file_is_reprocessed_and_prune_removes_gone_files(tmp_path: Path
     _write_corpus(corpus, 4, footer_in=set())
     index = tmp_path / "i.sqlite"
     ingest([corpus], index)
-    (corpus / "doc001.md").write_text("# Replaced\n\nAn entirely new text for this policy.\n", encoding="utf-8")
+    (corpus / "doc001.md").write_text(
+        "# Replaced\n\nAn entirely new text for this policy.\n", encoding="utf-8"
+    )
     (corpus / "doc002.md").unlink()
     report = ingest([corpus], index, prune=True)
     status = {Path(f.path).name: f.status for f in report.files}
@@ -170,7 +198,9 @@ def test_bad_files_never_stop_a_run(tmp_path: Path) -> None:
     import random
 
     (corpus / "random.txt").write_bytes(random.Random(0).randbytes(4096))
-    (corpus / "latin1.txt").write_bytes("Caf\xe9 cr\xe8me policy: the d\xe9j\xe0 vu clause applies.".encode("latin-1"))
+    (corpus / "latin1.txt").write_bytes(
+        "Caf\xe9 cr\xe8me policy: the d\xe9j\xe0 vu clause applies.".encode("latin-1")
+    )
     (corpus / "big.txt").write_text(("word " * 10_000_000).strip(), encoding="utf-8")
     shutil.copy(sec_pdf, corpus / "fine.pdf")
     index = tmp_path / "i.sqlite"
