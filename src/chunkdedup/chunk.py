@@ -6,8 +6,12 @@ a known abbreviation or an initial; a blank line, a list item and a Markdown hea
 new sentence. Decimals (3.5%) never split because no whitespace follows their point.
 
 Chunks pack whole sentences up to ``target_words``; a sentence longer than ``max_words`` is split at
-word boundaries. Chunks stay within a page, so a citation names one page, and every chunk is a
-verbatim slice of its cleaned page: ``chunk.text == page.text[chunk.start:chunk.end]``.
+word boundaries. A chunk also ends at a paragraph break once it holds ``paragraph_words`` words, so
+a clause copied between documents as its own paragraph becomes its own chunk in each copy (and
+exact dedup can merge it) instead of being glued to whatever precedes it.
+
+Chunks stay within a page, so a citation names one page, and every chunk is a verbatim slice of
+its cleaned page: ``chunk.text == page.text[chunk.start:chunk.end]``.
 """
 
 from __future__ import annotations
@@ -163,7 +167,10 @@ def chunk_page(doc_id: str, page: Page, config: ChunkConfig) -> list[Chunk]:
     start = end = -1
     words = 0
     for s, e, n in _pieces(text, config):
-        if start >= 0 and words + n > config.target_words:
+        at_paragraph = start >= 0 and _PARAGRAPH.search(text, end, s) is not None
+        if start >= 0 and (
+            words + n > config.target_words or (at_paragraph and words >= config.paragraph_words)
+        ):
             chunks.append(Chunk(doc_id, page.number, start, end, text[start:end]))
             start = -1
             words = 0

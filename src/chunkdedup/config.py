@@ -79,14 +79,18 @@ class BoilerplateConfig:
 
 @dataclass(frozen=True, slots=True)
 class ChunkConfig:
-    """Sentence-aware chunking: a word target, a hard maximum, and whether chunks may cross pages."""
+    """Sentence-aware chunking: a word target, a hard maximum, and the size at which a paragraph
+    break ends a chunk (at or above ``target_words`` it never acts: chunks pack across paragraphs)."""
 
     target_words: int = 300
     max_words: int = 450
+    paragraph_words: int = 100
 
     def __post_init__(self) -> None:
         if self.target_words < 1:
             raise ConfigError(f"chunk.target_words must be >= 1, got {self.target_words}")
+        if self.paragraph_words < 1:
+            raise ConfigError(f"chunk.paragraph_words must be >= 1, got {self.paragraph_words}")
         if self.max_words < self.target_words:
             raise ConfigError(
                 f"chunk.max_words ({self.max_words}) must be >= chunk.target_words ({self.target_words})"

@@ -7,11 +7,14 @@ vector store can upsert by it). The representative text is the source with the s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from chunkdedup.normalize import canonical_id, exact_key
 from chunkdedup.types import CanonicalChunk, Chunk, ChunkRef
+
+_ALNUM = re.compile(r"[^\W_]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,9 +32,9 @@ class KeyedChunk:
 
 
 def key_chunk(chunk: Chunk) -> KeyedChunk | None:
-    """Key one chunk; a chunk whose key is empty (only identifier tokens) is dropped."""
+    """Key one chunk; a chunk with no letter or digit (a rule ``---``, only identifier tokens) is dropped."""
     key = exact_key(chunk.text)
-    if not key:
+    if not _ALNUM.search(key):
         return None
     return KeyedChunk(chunk, key, canonical_id(key))
 
