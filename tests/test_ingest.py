@@ -247,3 +247,22 @@ def test_dry_run_writes_nothing_and_shows_what_would_be_stripped(tmp_path: Path)
     assert [b.scope for b in report.top_stripped] == ["chrome"]
     assert report.top_stripped[0].doc_count == 6
     assert "Confidential" in report.top_stripped[0].example
+
+
+def test_changing_two_files_that_share_a_clause(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    shared = "Refunds are paid within 30 days of the request."
+    (corpus / "a.txt").write_text(f"Alpha intro.\n\n{shared}\n", encoding="utf-8")
+    (corpus / "b.txt").write_text(f"Bravo intro.\n\n{shared}\n", encoding="utf-8")
+    index = tmp_path / "i.sqlite"
+    cfg = Config(chunk=_small_chunks())
+    ingest([corpus], index, config=cfg)
+    (corpus / "a.txt").write_text("Alpha intro, and the clause is gone.\n", encoding="utf-8")
+    (corpus / "b.txt").write_text(f"Bravo intro, rewritten.\n\n{shared}\n", encoding="utf-8")
+    ingest([corpus], index, config=cfg)
+    held = [r for r in _records(index) if r["text"] == shared]
+    assert len(held) == 1 and [s["doc"] for s in held[0]["sources"]] == ["b.txt"]
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh, config=cfg)
+    assert snapshot(index)["records"] == snapshot(fresh)["records"]

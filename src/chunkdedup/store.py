@@ -213,8 +213,13 @@ class Store:
         return None if row is None else row[0]
 
     def put_document(self, doc: Document, keys: Iterable[str], run_id: int) -> None:
-        """Store a parsed document (pages and boilerplate candidate keys) as pending chunking."""
+        """Store a parsed document (pages and boilerplate candidate keys) as pending chunking.
+
+        A new version of a stored document first loses its old sources, so no source ever points
+        into page text that is being replaced.
+        """
         c = self.conn
+        self._drop_sources(doc.doc_id, run_id)
         c.execute(
             "INSERT OR REPLACE INTO documents(doc_id, file_path, content_hash, unit, metadata, department,"
             " family, effective_date, n_pages, state, config_hash, run_id)"
@@ -247,13 +252,18 @@ class Store:
 
     def remove_document(self, doc_id: str, run_id: int) -> int:
         """Remove a document and only its sources; returns how many canonicals it touched."""
+        touched = self._drop_sources(doc_id, run_id)
+        for table in ("pages", "doc_keys", "doc_chrome", "stripped", "documents"):
+            self.conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
+        return touched
+
+    def _drop_sources(self, doc_id: str, run_id: int) -> int:
+        """Delete a document's sources and re-derive the canonicals they belonged to."""
         c = self.conn
         affected = [
             r[0] for r in c.execute("SELECT DISTINCT canonical_id FROM sources WHERE doc_id=?", (doc_id,))
         ]
         c.execute("DELETE FROM sources WHERE doc_id=?", (doc_id,))
-        for table in ("pages", "doc_keys", "doc_chrome", "stripped", "documents"):
-            c.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
         self._refresh_canonicals(affected, run_id)
         return len(affected)
 
