@@ -203,10 +203,19 @@ def test_bad_files_never_stop_a_run(tmp_path: Path) -> None:
     )
     (corpus / "big.txt").write_text(("word " * 10_000_000).strip(), encoding="utf-8")
     shutil.copy(sec_pdf, corpus / "fine.pdf")
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    writer.encrypt("secret")
+    with (corpus / "encrypted.pdf").open("wb") as fh:
+        writer.write(fh)
     index = tmp_path / "i.sqlite"
     report = ingest([corpus], index)
     status = {Path(f.path).name: (str(f.status), f.reason) for f in report.files}
-    assert len(status) == 7  # every input is accounted for
+    assert len(status) == 8  # every input is accounted for
+    assert status["encrypted.pdf"][0] == "failed" and "encrypted" in (status["encrypted.pdf"][1] or "")
     assert status["truncated.pdf"][0] == "failed" and status["truncated.pdf"][1]
     assert status["empty.txt"][0] == "skipped" and "empty" in (status["empty.txt"][1] or "")
     assert status["random.txt"][0] in ("skipped", "failed") and status["random.txt"][1]

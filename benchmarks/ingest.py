@@ -1,0 +1,226 @@
+"""Ingest throughput, stage by stage, on a real corpus.
+
+Each stage runs the library's public pure functions over the whole corpus (parse, boilerplate,
+chunk, exact dedup), then ``chunkdedup.ingest()`` runs end to end into a fresh SQLite file, and a
+second ``ingest()`` over the unchanged corpus shows the cost of a no-op re-run. A reference row
+parses the same PDFs with pypdf, to show why pypdfium2 was chosen.
+
+Example:
+    python benchmarks/ingest.py --repeat 3 --out benchmarks/results/ingest.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.table import Table
+
+from chunkdedup import Config, ingest
+from chunkdedup.boilerplate import candidate_keys, is_chrome, key_id, strip
+from chunkdedup.chunk import chunk_document
+from chunkdedup.dedup.exact import dedup_exact, key_chunk
+from chunkdedup.parse import discover, parse_file
+from chunkdedup.types import Chunk, Document, FileStatus, Page
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "sec-10q" / "docs"
+DEFAULT_OUT = REPO / "benchmarks" / "results" / "ingest.json"
+
+T = TypeVar("T")
+
+
+def timed(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
+    """Median wall time of ``repeat`` calls, and the last call's result."""
+    times: list[float] = []
+    result: T
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def parse_corpus(corpus: Path, cfg: Config) -> list[Document]:
+    docs: list[Document] = []
+    for inp in discover([corpus], None, cfg.parse):
+        parsed = parse_file(inp, cfg.parse)
+        if parsed.status == FileStatus.INGESTED:
+            docs.extend(parsed.documents)
+    return docs
+
+
+def decide_and_strip(docs: list[Document], cfg: Config) -> list[tuple[str, tuple[Page, ...]]]:
+    """Candidate keys per document, the chrome decision over units, then strip: as the pipeline does."""
+    bp = cfg.boilerplate
+    units: dict[str, set[str]] = {}
+    for doc in docs:
+        units.setdefault(doc.unit, set()).update(candidate_keys(doc.pages, bp))
+    counts = Counter(key for keys in units.values() for key in keys)
+    chrome = {key_id(k) for k, n in counts.items() if is_chrome(n, len(units), bp)}
+    return [(doc.doc_id, strip(doc.pages, chrome, bp).pages) for doc in docs]
+
+
+def chunk_corpus(clean: list[tuple[str, tuple[Page, ...]]], cfg: Config) -> list[Chunk]:
+    return [c for doc_id, pages in clean for c in chunk_document(doc_id, pages, cfg.chunk)]
+
+
+def pypdf_pages(pdfs: list[Path]) -> tuple[int, list[Path]]:
+    """Pages pypdf extracted, and the PDFs it could not read (those are left out of the ratio)."""
+    from pypdf import PdfReader  # test extra; only the reference row needs it
+
+    n = 0
+    failed: list[Path] = []
+    for pdf in pdfs:
+        try:
+            pages = PdfReader(pdf).pages
+            for page in pages:
+                page.extract_text()
+            n += len(pages)
+        except Exception:  # pypdf raises many types (e.g. LimitReachedError); any of them is a miss
+            failed.append(pdf)
+    return n, failed
+
+
+def run_ingest(corpus: Path, repeat: int) -> tuple[float, float, dict[str, Any]]:
+    """Median fresh-ingest and no-op re-ingest times, each fresh run into a new temp index."""
+    fresh: list[float] = []
+    noop: list[float] = []
+    totals: dict[str, Any] = {}
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory(prefix="chunkdedup-bench-") as tmp:
+            index = Path(tmp) / "index.sqlite"
+            start = time.perf_counter()
+            totals = ingest([corpus], index).totals
+            fresh.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            again = ingest([corpus], index).totals
+            noop.append(time.perf_counter() - start)
+            if again["files"]["unchanged"] != sum(totals["files"].values()):
+                raise SystemExit(f"re-ingest was not a no-op: {again['files']}")
+    return statistics.median(fresh), statistics.median(noop), totals
+
+
+def row(stage: str, seconds: float, pages: int | None, chunks: int | None, note: str = "") -> dict[str, Any]:
+    return {
+        "stage": stage,
+        "seconds": round(seconds, 4),
+        "pages_per_s": round(pages / seconds, 1) if pages and seconds else None,
+        "chunks_per_s": round(chunks / seconds, 1) if chunks and seconds else None,
+        "note": note,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="folder of input files")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per stage; the median is reported")
+    ap.add_argument("--pypdf-repeat", type=int, default=1, help="runs of the (slow) pypdf reference")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    args = ap.parse_args(argv)
+    if args.repeat < 1 or args.pypdf_repeat < 1:
+        ap.error("--repeat and --pypdf-repeat must be >= 1")
+    corpus: Path = args.corpus.resolve()
+    if not corpus.is_dir():
+        ap.error(f"corpus {corpus} is not a folder: pass --corpus PATH")
+    cfg = Config()
+    console = Console() if sys.stdout.isatty() else Console(width=120)  # a log file gets unwrapped rows
+    n = args.repeat
+
+    with console.status("parse"):
+        t_parse, docs = timed(lambda: parse_corpus(corpus, cfg), n)
+    pages = sum(len(d.pages) for d in docs)
+    with console.status("boilerplate"):
+        t_bp, clean = timed(lambda: decide_and_strip(docs, cfg), n)
+    with console.status("chunk"):
+        t_chunk, chunks = timed(lambda: chunk_corpus(clean, cfg), n)
+    with console.status("exact dedup"):
+        t_key, keyed = timed(lambda: [k for k in map(key_chunk, chunks) if k is not None], n)
+        t_dedup, canon = timed(lambda: dedup_exact(chunks), n)
+    with console.status("ingest end to end"):
+        t_ingest, t_noop, totals = run_ingest(corpus, n)
+    pdfs = sorted(corpus.rglob("*.pdf"))
+    with console.status(f"pypdf reference ({len(pdfs)} PDFs)"):
+        t_pypdf, (pypdf_n, failed) = timed(lambda: pypdf_pages(pdfs), args.pypdf_repeat)
+        same = discover([p for p in pdfs if p not in failed], None, cfg.parse)
+        t_ours_pdf, ours = timed(lambda: [parse_file(i, cfg.parse) for i in same], n)
+    pdf_pages = sum(len(d.pages) for f in ours for d in f.documents)
+    failed_note = f"; pypdf failed on {', '.join(p.name for p in failed)}" if failed else ""
+
+    raw, canonical = totals["raw_chunks"], totals["canonical_chunks"]
+    # The stage-by-stage run must reproduce what ingest() stored, or its timings measure something else.
+    consistent = (len(keyed), len(canon)) == (raw, canonical)
+    rows = [
+        row("parse (discover + parse_file)", t_parse, pages, None),
+        row("boilerplate (keys + chrome + strip)", t_bp, pages, None),
+        row("chunk (chunk_document)", t_chunk, pages, len(chunks)),
+        row("exact: key_chunk", t_key, None, len(chunks)),
+        row("exact: dedup_exact (keys + groups)", t_dedup, None, len(chunks)),
+        row("ingest() end to end, fresh index", t_ingest, totals["pages"], raw, "incl. SQLite + FTS5 writes"),
+        row("ingest() again, all unchanged", t_noop, totals["pages"], None, "hash check per file"),
+        row("reference: pypdfium2 (ours), same PDFs", t_ours_pdf, pdf_pages, None, f"median of {n}"),
+        row("reference: pypdf extract_text", t_pypdf, pypdf_n, None, f"{args.pypdf_repeat} run(s), slow"),
+    ]
+    ratio = (pdf_pages / t_ours_pdf) / (pypdf_n / t_pypdf) if pdf_pages and pypdf_n else None
+    ratio_text = f"{ratio:.1f}x" if ratio else "n/a"
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+    table = Table(title=f"chunkdedup ingest benchmark: {corpus.name} ({len(docs)} documents, {pages} pages)")
+    for col in ("stage", "seconds", "pages/s", "chunks/s", "note"):
+        table.add_column(col, justify="left" if col in ("stage", "note") else "right")
+    for r in rows:
+        cells = [r["pages_per_s"], r["chunks_per_s"]]
+        shown = (f"{c:,.0f}" if c else "" for c in cells)
+        table.add_row(r["stage"], f"{r['seconds']:.3f}", *shown, r["note"])
+    console.print(table)
+    console.print(
+        f"raw chunks {raw:,}, canonical {canonical:,} (in memory: {len(keyed):,} keyed, {len(canon):,} "
+        f"canonical); pypdfium2 vs pypdf pages/s: {ratio_text}{failed_note}; peak RSS {peak_mb:,.0f} MiB"
+    )
+
+    result = {
+        "benchmark": "ingest",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+            "cpu_count": os.cpu_count(),
+        },
+        "corpus": str(corpus),
+        "repeat": n,
+        "pypdf_repeat": args.pypdf_repeat,
+        "documents": len(docs),
+        "pages": pages,
+        "raw_chunks": raw,
+        "canonical_chunks": canonical,
+        "stages_match_ingest": consistent,
+        "index_bytes": totals["index_bytes"],
+        "stages": rows,
+        "pypdfium2_vs_pypdf_pages_per_s": round(ratio, 2) if ratio else None,
+        "pypdf_failed": [p.name for p in failed],
+        "peak_rss_mib": round(peak_mb, 1),
+    }
+    out: Path = args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if not consistent:
+        console.print("[red]warning: the stage-by-stage chunk counts differ from ingest()'s[/red]")
+    console.print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
