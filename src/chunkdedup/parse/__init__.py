@@ -9,8 +9,9 @@ Example:
 
 from __future__ import annotations
 
+from chunkdedup.parse.base import Extracted, Extraction, Parser
 from chunkdedup.parse.discover import InputFile, discover
-from chunkdedup.parse.registry import Extracted, Extraction, Parser, file_hash, parse_file, parser_for
+from chunkdedup.parse.registry import file_hash, parse_file, parser_for
 
 __all__ = [
     "Extracted",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from chunkdedup.config import ParseConfig
 from chunkdedup.errors import DuplicateDocumentError, InputError
-from chunkdedup.parse.registry import meta_value
+from chunkdedup.parse.base import meta_value
 from chunkdedup.types import MetaValue
 
 _JSONL_SUFFIXES = (".jsonl", ".json-lines", ".ndjson")

@@ -8,7 +8,7 @@ from bs4 import BeautifulSoup
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
 from chunkdedup.normalize import collapse_ws
-from chunkdedup.parse.registry import Extracted, Extraction
+from chunkdedup.parse.base import Extracted, Extraction
 from chunkdedup.parse.text import decode_text
 from chunkdedup.types import Page
 

@@ -6,7 +6,7 @@ import json
 
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
-from chunkdedup.parse.registry import Extracted, Extraction, parse_date
+from chunkdedup.parse.base import Extracted, Extraction, parse_date
 from chunkdedup.parse.text import decode_text
 from chunkdedup.types import Page
 

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from chunkdedup.errors import ParseError
-from chunkdedup.parse.registry import Extracted, Extraction
+from chunkdedup.parse.base import Extracted, Extraction
 from chunkdedup.parse.text import decode_text
 from chunkdedup.types import Page
 

@@ -7,7 +7,7 @@ from typing import Any
 import pypdfium2 as pdfium
 
 from chunkdedup.errors import ParseError
-from chunkdedup.parse.registry import Extracted, Extraction
+from chunkdedup.parse.base import Extracted, Extraction
 from chunkdedup.types import Page
 
 NO_TEXT_LAYER = "no text layer on any page (scanned PDF?); OCR is out of scope"

@@ -2,54 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import date, datetime
+from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import xxhash
 
 from chunkdedup.config import ParseConfig
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
-from chunkdedup.types import Document, FileStatus, MetaValue, Page, ParsedFile
+from chunkdedup.parse.base import Extracted, Parser, meta_value, parse_date
+from chunkdedup.types import Document, FileStatus, MetaValue, ParsedFile
 
 if TYPE_CHECKING:
     from chunkdedup.parse.discover import InputFile
 
 _HASH_BLOCK = 1 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class Extracted:
-    """One document as a parser found it, before ids and manifest metadata are applied.
-
-    ``record_id`` is set for records of a multi-record file (JSONL); ``content_hash`` when the hash
-    covers less than the whole file.
-    """
-
-    pages: tuple[Page, ...]
-    metadata: Mapping[str, object] = field(default_factory=dict)
-    record_id: str | None = None
-    content_hash: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Extraction:
-    """What a parser returns: documents, plus notes about parts it could not use."""
-
-    documents: tuple[Extracted, ...]
-    notes: tuple[str, ...] = ()
-
-
-class Parser(Protocol):
-    """Turns one file's bytes into documents; raises ``ParseError`` when it cannot."""
-
-    def parse(self, data: bytes) -> Extraction:
-        """Extract the documents of a file from its bytes."""
-        ...
 
 
 def parser_for(suffix: str) -> Parser:
@@ -81,36 +51,6 @@ def parser_for(suffix: str) -> Parser:
             from chunkdedup.parse.text import TextParser
 
             return TextParser()
-
-
-def meta_value(value: object) -> MetaValue:
-    """A metadata value as a JSON scalar: dates as ISO strings, lists and mappings as JSON text."""
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    if isinstance(value, date):
-        return value.isoformat()
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def parse_date(value: object) -> date | None:
-    """An ``effective_date`` value as a date: an ISO date or datetime string, or a date object."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            return date.fromisoformat(text)
-        except ValueError:
-            pass
-        try:
-            return datetime.fromisoformat(text).date()
-        except ValueError:
-            pass
-    raise ParseError(f"effective_date {value!r} is not a date: write it as YYYY-MM-DD")
 
 
 @dataclass(frozen=True, slots=True)

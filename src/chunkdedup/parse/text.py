@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 
 from chunkdedup.errors import ParseError
-from chunkdedup.parse.registry import Extracted, Extraction
+from chunkdedup.parse.base import Extracted, Extraction
 from chunkdedup.types import Page
 
 NOT_TEXT = "not a text file (binary content); check the file type"

@@ -1,0 +1,72 @@
+"""The parser contract and the records parsers return, shared by every format module."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Protocol
+
+from chunkdedup.errors import ParseError
+from chunkdedup.types import MetaValue, Page
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """One document as a parser found it, before ids and manifest metadata are applied.
+
+    ``record_id`` is set for records of a multi-record file (JSONL); ``content_hash`` when the hash
+    covers less than the whole file.
+    """
+
+    pages: tuple[Page, ...]
+    metadata: Mapping[str, object] = field(default_factory=dict)
+    record_id: str | None = None
+    content_hash: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What a parser returns: documents, plus notes about parts it could not use."""
+
+    documents: tuple[Extracted, ...]
+    notes: tuple[str, ...] = ()
+
+
+class Parser(Protocol):
+    """Turns one file's bytes into documents; raises ``ParseError`` when it cannot."""
+
+    def parse(self, data: bytes) -> Extraction:
+        """Extract the documents of a file from its bytes."""
+        ...
+
+
+def meta_value(value: object) -> MetaValue:
+    """A metadata value as a JSON scalar: dates as ISO strings, lists and mappings as JSON text."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, date):
+        return value.isoformat()
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def parse_date(value: object) -> date | None:
+    """An ``effective_date`` value as a date: an ISO date or datetime string, or a date object."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return date.fromisoformat(text)
+        except ValueError:
+            pass
+        try:
+            return datetime.fromisoformat(text).date()
+        except ValueError:
+            pass
+    raise ParseError(f"effective_date {value!r} is not a date: write it as YYYY-MM-DD")
