@@ -105,6 +105,41 @@ class DedupConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class NearConfig:
+    """Near-duplicate tier: MinHash over word shingles of the exact key, LSH banding, exact
+    verification against the leader, and the number/date guard.
+
+    ``bands * rows`` must equal ``num_perm``. 16 x 8 at threshold 0.85 finds nearly every true pair
+    (the candidates are verified exactly, so recall is bought with verification work, not precision).
+    """
+
+    enabled: bool = True
+    threshold: float = 0.85
+    num_perm: int = 128
+    shingle_words: int = 5
+    bands: int = 16
+    rows: int = 8
+    seed: int = 1
+    guard: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.threshold <= 1.0:
+            raise ConfigError(f"near.threshold must be in (0, 1], got {self.threshold}")
+        if self.num_perm < 1 or self.shingle_words < 1:
+            raise ConfigError(
+                "near.num_perm and near.shingle_words must be >= 1, "
+                f"got {self.num_perm} and {self.shingle_words}"
+            )
+        if self.bands * self.rows != self.num_perm:
+            raise ConfigError(
+                "near.bands * near.rows must equal near.num_perm: "
+                f"{self.bands} * {self.rows} != {self.num_perm}"
+            )
+        if not 0 <= self.seed < 2**32:
+            raise ConfigError(f"near.seed must be in [0, 2**32), got {self.seed}")
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """The whole configuration; ``Config()`` is the documented default."""
 
@@ -112,6 +147,7 @@ class Config:
     boilerplate: BoilerplateConfig = field(default_factory=BoilerplateConfig)
     chunk: ChunkConfig = field(default_factory=ChunkConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
+    near: NearConfig = field(default_factory=NearConfig)
 
     @classmethod
     def load(cls, path: str | Path) -> Config:
@@ -146,6 +182,7 @@ _SECTION_TYPES: dict[str, type] = {
     "boilerplate": BoilerplateConfig,
     "chunk": ChunkConfig,
     "dedup": DedupConfig,
+    "near": NearConfig,
 }
 
 
