@@ -46,12 +46,32 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE TABLE canonicals(
             rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL,
             n_sources INTEGER NOT NULL, signature TEXT NOT NULL, updated_run INTEGER NOT NULL);
+        -- one row per chunk: group_id is its exact-key group, canonical_id the cluster it is indexed under
         CREATE TABLE sources(
             doc_id TEXT NOT NULL, page INTEGER NOT NULL, start INTEGER NOT NULL,
-            "end" INTEGER NOT NULL, canonical_id TEXT NOT NULL, relation TEXT NOT NULL,
-            similarity REAL NOT NULL,
+            "end" INTEGER NOT NULL, group_id TEXT NOT NULL, canonical_id TEXT NOT NULL,
+            relation TEXT NOT NULL, similarity REAL NOT NULL,
             PRIMARY KEY(doc_id, page, start)) WITHOUT ROWID;
         CREATE INDEX sources_canonical ON sources(canonical_id, doc_id, page, start);
+        CREATE INDEX sources_group ON sources(group_id, doc_id, page, start);
+        -- exact-key groups: text of the smallest source, its order, the MinHash signature, the cluster
+        CREATE TABLE groups(
+            id TEXT PRIMARY KEY, text TEXT NOT NULL, n_sources INTEGER NOT NULL,
+            rep_doc TEXT NOT NULL, rep_page INTEGER NOT NULL, rep_start INTEGER NOT NULL,
+            signature BLOB, canonical_id TEXT NOT NULL, relation TEXT NOT NULL DEFAULT 'exact',
+            similarity REAL NOT NULL DEFAULT 1.0, differing TEXT NOT NULL DEFAULT '[]');
+        CREATE INDEX groups_canonical ON groups(canonical_id);
+        CREATE INDEX groups_unsigned ON groups(id) WHERE signature IS NULL;
+        CREATE TABLE bands(band_key INTEGER NOT NULL, group_id TEXT NOT NULL,
+            PRIMARY KEY(band_key, group_id)) WITHOUT ROWID;
+        CREATE INDEX bands_group ON bands(group_id);
+        -- groups whose cluster must be re-decided (persisted, so a killed run is completed by the next)
+        CREATE TABLE dirty(group_id TEXT PRIMARY KEY) WITHOUT ROWID;
+        -- pairs above the near threshold kept apart by the number/date guard: versions, not copies
+        CREATE TABLE variants(
+            a TEXT NOT NULL, b TEXT NOT NULL, similarity REAL NOT NULL, differing TEXT NOT NULL,
+            PRIMARY KEY(a, b)) WITHOUT ROWID;
+        CREATE INDEX variants_b ON variants(b);
         CREATE TABLE tombstones(canonical_id TEXT PRIMARY KEY, run_id INTEGER NOT NULL);
         CREATE VIRTUAL TABLE canonicals_fts USING fts5(
             text, content='canonicals', content_rowid='rowid', tokenize='porter unicode61');

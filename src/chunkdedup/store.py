@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from chunkdedup.boilerplate import key_id
+from chunkdedup.chunk_tables import ChunkTables
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk
 from chunkdedup.errors import IndexBusyError, SchemaError
-from chunkdedup.normalize import key_hash
 from chunkdedup.schema import MIGRATIONS
 from chunkdedup.types import Document, Page, StrippedLine
 
@@ -39,6 +39,7 @@ class Store:
     def __init__(self, path: Path, conn: sqlite3.Connection, lock_fd: int | None) -> None:
         self.path = path
         self.conn = conn
+        self.chunks = ChunkTables(conn)
         self._lock_fd = lock_fd
         self._locked = False
 
@@ -219,7 +220,7 @@ class Store:
         into page text that is being replaced.
         """
         c = self.conn
-        self._drop_sources(doc.doc_id, run_id)
+        self.chunks.drop_doc_sources(doc.doc_id, run_id)
         c.execute(
             "INSERT OR REPLACE INTO documents(doc_id, file_path, content_hash, unit, metadata, department,"
             " family, effective_date, n_pages, state, config_hash, run_id)"
@@ -252,20 +253,10 @@ class Store:
 
     def remove_document(self, doc_id: str, run_id: int) -> int:
         """Remove a document and only its sources; returns how many canonicals it touched."""
-        touched = self._drop_sources(doc_id, run_id)
+        touched = self.chunks.drop_doc_sources(doc_id, run_id)
         for table in ("pages", "doc_keys", "doc_chrome", "stripped", "documents"):
             self.conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
         return touched
-
-    def _drop_sources(self, doc_id: str, run_id: int) -> int:
-        """Delete a document's sources and re-derive the canonicals they belonged to."""
-        c = self.conn
-        affected = [
-            r[0] for r in c.execute("SELECT DISTINCT canonical_id FROM sources WHERE doc_id=?", (doc_id,))
-        ]
-        c.execute("DELETE FROM sources WHERE doc_id=?", (doc_id,))
-        self._refresh_canonicals(affected, run_id)
-        return len(affected)
 
     def remove_file(self, path: str, run_id: int) -> list[str]:
         docs = self.docs_of_file(path)
@@ -340,20 +331,14 @@ class Store:
         config_hash: str,
         run_id: int,
     ) -> None:
-        """Replace one document's cleaned text, sources and stripped lines; refresh its canonicals."""
+        """Replace one document's cleaned text, sources and stripped lines; refresh groups and canonicals."""
         c = self.conn
-        affected = {r[0] for r in c.execute("SELECT canonical_id FROM sources WHERE doc_id=?", (doc_id,))}
-        c.execute("DELETE FROM sources WHERE doc_id=?", (doc_id,))
+        self.chunks.drop_doc_sources(doc_id, run_id)
         c.executemany(
             "UPDATE pages SET clean_text=? WHERE doc_id=? AND page=?",
             [(p.text, doc_id, p.number) for p in clean_pages],
         )
-        c.executemany(
-            'INSERT INTO sources(doc_id, page, start, "end", canonical_id, relation, similarity)'
-            " VALUES (?, ?, ?, ?, ?, 'exact', 1.0)",
-            [(k.chunk.doc_id, k.chunk.page, k.chunk.start, k.chunk.end, k.canonical_id) for k in chunks],
-        )
-        affected.update(k.canonical_id for k in chunks)
+        self.chunks.put_doc_sources(chunks, run_id)
         self._put_stripped(doc_id, stripped)
         c.execute("DELETE FROM doc_chrome WHERE doc_id=?", (doc_id,))
         c.execute(
@@ -366,7 +351,6 @@ class Store:
             "UPDATE documents SET state='indexed', config_hash=?, run_id=? WHERE doc_id=?",
             (config_hash, run_id, doc_id),
         )
-        self._refresh_canonicals(sorted(affected), run_id)
 
     def _put_stripped(self, doc_id: str, stripped: Sequence[StrippedLine]) -> None:
         self.conn.execute("DELETE FROM stripped WHERE doc_id=?", (doc_id,))
@@ -383,41 +367,6 @@ class Store:
             "INSERT INTO stripped(doc_id, khash, scope, pages, lines, example) VALUES (?, ?, ?, ?, ?, ?)",
             rows,
         )
-
-    def _refresh_canonicals(self, ids: Sequence[str], run_id: int) -> None:
-        """Re-derive each canonical from its sources: representative text, count, signature."""
-        c = self.conn
-        for cid in ids:
-            rows = c.execute(
-                'SELECT doc_id, page, start, "end", relation, similarity FROM sources WHERE canonical_id=?'
-                " ORDER BY doc_id, page, start",
-                (cid,),
-            ).fetchall()
-            if not rows:
-                if c.execute("DELETE FROM canonicals WHERE id=?", (cid,)).rowcount:
-                    c.execute(
-                        "INSERT OR REPLACE INTO tombstones(canonical_id, run_id) VALUES (?, ?)", (cid, run_id)
-                    )
-                continue
-            doc_id, page, start, end = rows[0][:4]
-            page_text = c.execute(
-                "SELECT clean_text FROM pages WHERE doc_id=? AND page=?", (doc_id, page)
-            ).fetchone()[0]
-            text = page_text[start:end]
-            signature = key_hash(json.dumps([text, rows]))
-            old = c.execute("SELECT signature FROM canonicals WHERE id=?", (cid,)).fetchone()
-            if old is None:
-                c.execute(
-                    "INSERT INTO canonicals(id, text, n_sources, signature, updated_run)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (cid, text, len(rows), signature, run_id),
-                )
-                c.execute("DELETE FROM tombstones WHERE canonical_id=?", (cid,))
-            elif old[0] != signature:
-                c.execute(
-                    "UPDATE canonicals SET text=?, n_sources=?, signature=?, updated_run=? WHERE id=?",
-                    (text, len(rows), signature, run_id, cid),
-                )
 
 
 def _statements(sql: str) -> Iterator[str]:

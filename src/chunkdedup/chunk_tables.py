@@ -1,0 +1,273 @@
+"""The chunk side of the index: sources, exact-key groups, clusters (canonicals) and variants.
+
+Three levels, each derived from the one below by a rule on the data:
+
+* ``sources``: one row per chunk (document, page, offsets), with its exact-key ``group_id``;
+* ``groups``: one row per exact key; its text and order are those of its smallest source;
+* ``canonicals``: one row per cluster of groups (its id is the leader group's id); the text is the
+  leader's, the sources are those of every member group (relation ``exact`` for the leader's,
+  ``near``/``semantic`` with the member's similarity for the others).
+
+Every write keeps the three levels consistent with each other inside the caller's transaction. A
+group whose existence or order changed is marked ``dirty`` so its cluster is re-decided.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from chunkdedup.dedup.exact import KeyedChunk
+from chunkdedup.normalize import key_hash
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    """What clustering needs of a group: its text, its order, its signature."""
+
+    id: str
+    text: str
+    order: tuple[str, int, int]
+    signature: bytes | None
+    canonical_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """The decided cluster of one group."""
+
+    group_id: str
+    canonical_id: str
+    relation: str
+    similarity: float
+    differing: tuple[str, ...] = ()
+
+
+class ChunkTables:
+    """Reads and writes of sources, groups, canonicals, bands and variants on one connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    # -- sources -------------------------------------------------------------------------------
+    def drop_doc_sources(self, doc_id: str, run_id: int) -> int:
+        """Delete a document's sources; re-derive its groups and canonicals. Returns canonicals touched."""
+        c = self.conn
+        rows = c.execute(
+            "SELECT DISTINCT group_id, canonical_id FROM sources WHERE doc_id=?", (doc_id,)
+        ).fetchall()
+        c.execute("DELETE FROM sources WHERE doc_id=?", (doc_id,))
+        canonicals = {r[1] for r in rows}
+        canonicals |= self.refresh_groups(sorted({r[0] for r in rows}))
+        self.refresh_canonicals(sorted(canonicals), run_id)
+        return len({r[1] for r in rows})
+
+    def put_doc_sources(self, chunks: Sequence[KeyedChunk], run_id: int) -> None:
+        """Insert a document's new sources under their group's current cluster (or the group itself)."""
+        c = self.conn
+        group_ids = sorted({k.canonical_id for k in chunks})
+        current = dict(self._in("SELECT id, canonical_id FROM groups WHERE id IN ({})", group_ids))
+        c.executemany(
+            'INSERT INTO sources(doc_id, page, start, "end", group_id, canonical_id, relation, similarity)'
+            " VALUES (?, ?, ?, ?, ?, ?, 'exact', 1.0)",
+            [
+                (
+                    k.chunk.doc_id,
+                    k.chunk.page,
+                    k.chunk.start,
+                    k.chunk.end,
+                    k.canonical_id,
+                    current.get(k.canonical_id, k.canonical_id),
+                )
+                for k in chunks
+            ],
+        )
+        canonicals = set(current.values()) | self.refresh_groups(group_ids)
+        self._copy_group_relation(group_ids)
+        self.refresh_canonicals(sorted(canonicals | set(group_ids)), run_id)
+
+    def _copy_group_relation(self, group_ids: Sequence[str]) -> None:
+        """New sources of a group that is a near member carry the member's relation and similarity."""
+        self.conn.executemany(
+            "UPDATE sources SET relation=(SELECT relation FROM groups g WHERE g.id=sources.group_id),"
+            " similarity=(SELECT similarity FROM groups g WHERE g.id=sources.group_id) WHERE group_id=?",
+            [(g,) for g in group_ids],
+        )
+
+    def _in(self, sql: str, ids: Sequence[str]) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            out.extend(self.conn.execute(sql.format(",".join("?" * len(part))), part).fetchall())
+        return out
+
+    # -- groups --------------------------------------------------------------------------------
+    def refresh_groups(self, ids: Sequence[str]) -> set[str]:
+        """Re-derive groups from their sources; mark new, moved or emptied ones dirty.
+
+        Returns the canonical ids that lost a group (their cluster must be refreshed too).
+        """
+        c = self.conn
+        lost: set[str] = set()
+        for gid in ids:
+            first = c.execute(
+                'SELECT doc_id, page, start, "end", COUNT(*) OVER () FROM sources WHERE group_id=?'
+                " ORDER BY doc_id, page, start LIMIT 1",
+                (gid,),
+            ).fetchone()
+            old = c.execute(
+                "SELECT rep_doc, rep_page, rep_start, canonical_id FROM groups WHERE id=?", (gid,)
+            ).fetchone()
+            if first is None:
+                if old is not None:
+                    self._mark_neighbours_dirty(gid, old[3])
+                    c.execute("DELETE FROM groups WHERE id=?", (gid,))
+                    c.execute("DELETE FROM bands WHERE group_id=?", (gid,))
+                    c.execute("DELETE FROM dirty WHERE group_id=?", (gid,))
+                    lost.add(old[3])
+                continue
+            doc_id, page, start, end, n = first
+            text = c.execute(
+                "SELECT clean_text FROM pages WHERE doc_id=? AND page=?", (doc_id, page)
+            ).fetchone()[0]
+            text = text[start:end]
+            if old is None:
+                c.execute(
+                    "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (gid, text, n, doc_id, page, start, gid),
+                )
+                c.execute("INSERT OR IGNORE INTO dirty(group_id) VALUES (?)", (gid,))
+                continue
+            c.execute(
+                "UPDATE groups SET text=?, n_sources=?, rep_doc=?, rep_page=?, rep_start=? WHERE id=?",
+                (text, n, doc_id, page, start, gid),
+            )
+            if tuple(old[:3]) != (doc_id, page, start):
+                c.execute("INSERT OR IGNORE INTO dirty(group_id) VALUES (?)", (gid,))
+        return lost
+
+    def _mark_neighbours_dirty(self, gid: str, canonical_id: str) -> None:
+        """A group is going: its cluster-mates and band neighbours must be re-decided."""
+        c = self.conn
+        c.execute(
+            "INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups WHERE canonical_id=? AND id != ?",
+            (canonical_id, gid),
+        )
+        c.execute(
+            "INSERT OR IGNORE INTO dirty(group_id) SELECT DISTINCT b2.group_id FROM bands b1"
+            " JOIN bands b2 ON b2.band_key=b1.band_key WHERE b1.group_id=? AND b2.group_id != ?",
+            (gid, gid),
+        )
+
+    def unsigned_groups(self, limit: int) -> list[tuple[str, str]]:
+        rows = self.conn.execute(
+            "SELECT id, text FROM groups WHERE signature IS NULL ORDER BY id LIMIT ?", (limit,)
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def set_signatures(self, rows: Iterable[tuple[str, bytes, Sequence[int]]]) -> None:
+        """Store (group id, signature bytes, band keys) and the group's band rows."""
+        c = self.conn
+        for gid, sig, bands in rows:
+            c.execute("UPDATE groups SET signature=? WHERE id=?", (sig, gid))
+            c.execute("DELETE FROM bands WHERE group_id=?", (gid,))
+            c.executemany(
+                "INSERT OR IGNORE INTO bands(band_key, group_id) VALUES (?, ?)", [(b, gid) for b in bands]
+            )
+
+    def clear_signatures(self) -> None:
+        """Drop every signature and band (the MinHash settings changed); every group becomes dirty."""
+        self.conn.execute("UPDATE groups SET signature=NULL")
+        self.conn.execute("DELETE FROM bands")
+        self.conn.execute("INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups")
+
+    def dirty_ids(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT group_id FROM dirty ORDER BY group_id")]
+
+    def band_neighbours(self, gid: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT DISTINCT b2.group_id FROM bands b1 JOIN bands b2 ON b2.band_key=b1.band_key"
+            " WHERE b1.group_id=? AND b2.group_id != ? ORDER BY 1",
+            (gid, gid),
+        )
+        return [r[0] for r in rows]
+
+    def group_rows(self, ids: Sequence[str]) -> list[GroupRow]:
+        out: list[GroupRow] = []
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            rows = self.conn.execute(
+                "SELECT id, text, rep_doc, rep_page, rep_start, signature, canonical_id FROM groups"
+                f" WHERE id IN ({','.join('?' * len(part))})",
+                part,
+            )
+            out.extend(GroupRow(r[0], r[1], (r[2], r[3], r[4]), r[5], r[6]) for r in rows)
+        return sorted(out, key=lambda g: g.id)
+
+    # -- clusters ------------------------------------------------------------------------------
+    def apply(
+        self,
+        assignments: Sequence[Assignment],
+        variants: Sequence[tuple[str, str, float, tuple[str, ...]]],
+        run_id: int,
+    ) -> None:
+        """Write decided clusters for a set of groups (whole components), their variants, and
+        refresh every canonical that gained or lost a group; the groups stop being dirty."""
+        c = self.conn
+        ids = [a.group_id for a in assignments]
+        touched = {cid for _, cid in self._in("SELECT id, canonical_id FROM groups WHERE id IN ({})", ids)}
+        for a in assignments:
+            c.execute(
+                "UPDATE groups SET canonical_id=?, relation=?, similarity=?, differing=? WHERE id=?",
+                (a.canonical_id, a.relation, a.similarity, json.dumps(list(a.differing)), a.group_id),
+            )
+            c.execute(
+                "UPDATE sources SET canonical_id=?, relation=?, similarity=? WHERE group_id=?",
+                (a.canonical_id, a.relation, a.similarity, a.group_id),
+            )
+            touched.add(a.canonical_id)
+        c.executemany("DELETE FROM variants WHERE a=? OR b=?", [(g, g) for g in ids])
+        c.executemany(
+            "INSERT OR REPLACE INTO variants(a, b, similarity, differing) VALUES (?, ?, ?, ?)",
+            [(a, b, s, json.dumps(list(d))) for a, b, s, d in variants],
+        )
+        c.executemany("DELETE FROM dirty WHERE group_id=?", [(g,) for g in ids])
+        self.refresh_canonicals(sorted(touched), run_id)
+
+    def refresh_canonicals(self, ids: Sequence[str], run_id: int) -> None:
+        """Re-derive each canonical from its sources: representative text, count, signature."""
+        c = self.conn
+        for cid in ids:
+            rows = c.execute(
+                'SELECT doc_id, page, start, "end", relation, similarity FROM sources WHERE canonical_id=?'
+                " ORDER BY doc_id, page, start",
+                (cid,),
+            ).fetchall()
+            if not rows:
+                if c.execute("DELETE FROM canonicals WHERE id=?", (cid,)).rowcount:
+                    c.execute(
+                        "INSERT OR REPLACE INTO tombstones(canonical_id, run_id) VALUES (?, ?)", (cid, run_id)
+                    )
+                continue
+            doc_id, page, start, end = rows[0][:4]
+            page_text = c.execute(
+                "SELECT clean_text FROM pages WHERE doc_id=? AND page=?", (doc_id, page)
+            ).fetchone()
+            text = page_text[0][start:end]
+            signature = key_hash(json.dumps([text, rows]))
+            old = c.execute("SELECT signature FROM canonicals WHERE id=?", (cid,)).fetchone()
+            if old is None:
+                c.execute(
+                    "INSERT INTO canonicals(id, text, n_sources, signature, updated_run)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (cid, text, len(rows), signature, run_id),
+                )
+                c.execute("DELETE FROM tombstones WHERE canonical_id=?", (cid,))
+            elif old[0] != signature:
+                c.execute(
+                    "UPDATE canonicals SET text=?, n_sources=?, signature=?, updated_run=? WHERE id=?",
+                    (text, len(rows), signature, run_id, cid),
+                )
