@@ -11,6 +11,7 @@ import pytest
 
 from chunkdedup import Config, FileStatus, Index, exact_key, ingest, remove_documents
 from chunkdedup.config import BoilerplateConfig
+from chunkdedup.dedup.minhash import MinHasher, jaccard
 from chunkdedup.errors import IndexBusyError, SchemaError
 from chunkdedup.store import Store
 from conftest import POLICY, POLICY_MANIFEST
@@ -45,12 +46,18 @@ def test_site_policy_metadata_ids_and_provenance(policy_index: Path) -> None:
     assert stats["canonical_chunks"] < stats["raw_chunks"]  # versions repeat clauses verbatim
     multi = [r for r in records if len(r["sources"]) > 1]
     assert multi, "dated versions share unchanged clauses"
+    hasher = MinHasher()
     for rec in records:
         key = exact_key(rec["text"])
         for s in rec["sources"]:
-            # every exact source slices its cleaned page back to the canonical's key
-            assert exact_key(pages[(s["doc"], s["page"])][s["start"] : s["end"]]) == key
-            assert s["relation"] == "exact" and s["similarity"] == 1.0
+            # every exact source slices its cleaned page back to the canonical's key, and every
+            # near source to a text whose shingle Jaccard with it is the recorded similarity
+            copy = exact_key(pages[(s["doc"], s["page"])][s["start"] : s["end"]])
+            if s["relation"] == "exact":
+                assert copy == key and s["similarity"] == 1.0
+            else:
+                assert s["relation"] == "near" and 0.85 <= s["similarity"] < 1.0
+                assert jaccard(hasher.shingles(copy), hasher.shingles(key)) == s["similarity"]
         assert rec["sources"] == sorted(rec["sources"], key=lambda s: (s["doc"], s["page"], s["start"]))
         first = rec["sources"][0]
         assert rec["text"] == pages[(first["doc"], first["page"])][first["start"] : first["end"]]

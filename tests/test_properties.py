@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkdedup import BoilerplateConfig, ChunkConfig, Config, Index, exact_key, ingest
+from chunkdedup.dedup.minhash import MinHasher, jaccard
 from test_ingest import snapshot
 
 SENTENCES = [
@@ -61,12 +62,18 @@ def test_every_source_slices_back_to_its_canonical_key(docs: list[tuple[list[str
             }
             records = list(ix.export())
         seen = set()
+        hasher = MinHasher.from_config(CONFIG.near)
         for rec in records:
             key = exact_key(rec["text"])
             assert key not in seen  # one canonical per key
             seen.add(key)
             for s in rec["sources"]:
-                assert exact_key(pages[(s["doc"], s["page"])][s["start"] : s["end"]]) == key
+                copy = exact_key(pages[(s["doc"], s["page"])][s["start"] : s["end"]])
+                if s["relation"] == "exact":
+                    assert copy == key
+                else:
+                    sim = jaccard(hasher.shingles(copy), hasher.shingles(key))
+                    assert sim == s["similarity"] >= CONFIG.near.threshold
 
 
 @settings(max_examples=15, deadline=None)

@@ -144,8 +144,10 @@ def _print_report(report: IngestReport, index_path: Path) -> None:
         f"({t['boilerplate_keys']} keys)"
     )
     out.print(
-        f"chunks: {t['raw_chunks']} raw -> {t['canonical_chunks']} canonical "
-        f"(exact dedup removed {t['exact_share_removed']:.1%})"
+        f"chunks: {t['raw_chunks']} raw -> {t['after_exact']} after exact "
+        f"-> {t['canonical_chunks']} canonical "
+        f"(exact removed {t['exact_share_removed']:.1%}, near {t['near_share_removed']:.1%}; "
+        f"{t['variant_pairs']} version pairs kept apart by the number/date guard)"
     )
     if report.top_stripped:
         table = Table(
@@ -201,7 +203,11 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
         chunk = ix.canonical(chunk_id)
         if chunk is None:
             raise click.ClickException(f"no chunk {chunk_id!r} in {index_path}: ids are listed by `export`")
+        merges = ix.merges(chunk_id)
+        variants = ix.variants(chunk_id)
         record = {
+            "merges": merges,
+            "variants": variants,
             "id": chunk.id,
             "text": chunk.text,
             "copies": chunk.copies,
@@ -225,6 +231,16 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
     click.echo("\nsources:")
     for s in chunk.sources:
         click.echo(f"  {s.doc_id} p.{s.page} [{s.start}:{s.end}] {s.relation} {s.similarity!r}")
+    near = [m for m in merges if m["relation"] != "exact"]
+    if near:
+        click.echo("\nmerged near-duplicates (relation, similarity, words that differ from this text):")
+        for m in near:
+            words = " ".join(m["differing"])
+            click.echo(f"  {m['group']} {m['relation']} {m['similarity']!r} x{m['copies']}: {words}")
+    if variants:
+        click.echo("\nversions kept apart by the number/date guard:")
+        for v in variants:
+            click.echo(f"  {v['other']} similarity {v['similarity']!r}: {' '.join(v['differing'])}")
 
 
 @main.command("boilerplate")

@@ -41,6 +41,7 @@ class Index:
     def stats(self) -> dict[str, Any]:
         """Counts a person can act on: documents, pages, stripped lines, chunks before and after dedup."""
         raw = int(self._one("SELECT COUNT(*) FROM sources"))
+        groups = int(self._one("SELECT COUNT(*) FROM groups"))
         canonical = int(self._one("SELECT COUNT(*) FROM canonicals"))
         stripped = dict(
             self.store.conn.execute("SELECT scope, SUM(lines) FROM stripped GROUP BY scope").fetchall()
@@ -58,9 +59,13 @@ class Index:
             },
             "boilerplate_keys": int(self._one("SELECT COUNT(DISTINCT khash) FROM stripped")),
             "raw_chunks": raw,
+            "after_exact": groups,
             "canonical_chunks": canonical,
-            "exact_merged": raw - canonical,
-            "exact_share_removed": round((raw - canonical) / raw, 6) if raw else 0.0,
+            "exact_merged": raw - groups,
+            "near_merged": groups - canonical,
+            "exact_share_removed": round((raw - groups) / raw, 6) if raw else 0.0,
+            "near_share_removed": round((groups - canonical) / raw, 6) if raw else 0.0,
+            "variant_pairs": int(self._one("SELECT COUNT(*) FROM variants")),
             "index_bytes": self.store.path.stat().st_size + _wal_size(self.store.path),
             "last_run": last_run,
         }
@@ -103,6 +108,33 @@ class Index:
         )
         for r in rows:
             yield ChunkRef(r[0], r[1], r[2], r[3], r[4], r[5])
+
+    def merges(self, chunk_id: str) -> list[dict[str, Any]]:
+        """The exact-key groups merged into a canonical: relation, similarity and the words that differ."""
+        rows = self.store.conn.execute(
+            "SELECT id, relation, similarity, differing, n_sources, text FROM groups WHERE canonical_id=?"
+            " ORDER BY rep_doc, rep_page, rep_start",
+            (chunk_id,),
+        )
+        return [{"group": r[0], "relation": r[1], "similarity": r[2], "differing": json.loads(r[3]),
+                 "copies": r[4], "text": r[5]} for r in rows]
+
+    def variants(self, chunk_id: str) -> list[dict[str, Any]]:
+        """Canonicals kept apart from this one by the number/date guard, with the tokens that differ."""
+        rows = self.store.conn.execute(
+            """
+            SELECT ga.canonical_id, gb.canonical_id, v.similarity, v.differing FROM variants v
+            JOIN groups ga ON ga.id = v.a JOIN groups gb ON gb.id = v.b
+            WHERE ga.canonical_id = ?1 OR gb.canonical_id = ?1 ORDER BY 1, 2
+            """,
+            (chunk_id,),
+        )
+        out = []
+        for a, b, sim, diff in rows:
+            other = b if a == chunk_id else a
+            if other != chunk_id:
+                out.append({"other": other, "similarity": sim, "differing": json.loads(diff)})
+        return out
 
     def metadata(self, doc_id: str) -> dict[str, Any]:
         row = self.store.conn.execute("SELECT metadata FROM documents WHERE doc_id=?", (doc_id,)).fetchone()

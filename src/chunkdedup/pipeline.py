@@ -24,6 +24,7 @@ from chunkdedup import boilerplate
 from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk, key_chunk
+from chunkdedup.dedup.near import update_near
 from chunkdedup.errors import InputError
 from chunkdedup.index import Index
 from chunkdedup.normalize import canonical_id, key_hash
@@ -154,8 +155,11 @@ def _run(
         _refresh_stale_keys(store, fingerprint, cfg, tick)
         _decide_chrome(store, cfg)
         chunked = _chunk_phase(store, fingerprint, cfg, run_id, tick)
+        near = update_near(store, cfg.near, run_id, tick)
         view = Index(store)
         totals = _totals(results, view.stats(), chunked)
+        totals["near_pass"] = {"signed": near.signed, "reclustered": near.reclustered, "merged": near.merged,
+                               "variants": near.variants}
         report = IngestReport(
             None if dry_run else run_id, tuple(results), totals, tuple(view.boilerplate(limit=10)), dry_run
         )
@@ -300,6 +304,7 @@ def remove_documents(
         fingerprint = config_fingerprint(cfg)
         _decide_chrome(store, cfg)
         rechunked = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None)
+        update_near(store, cfg.near, run_id)
         summary = {"removed": list(doc_ids), "canonicals_touched": touched, "documents_rechunked": rechunked}
         store.finish_run(run_id, summary)
     return summary

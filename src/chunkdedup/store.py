@@ -149,6 +149,14 @@ class Store:
             raise
         self.conn.execute("COMMIT")
 
+    # -- meta ----------------------------------------------------------------------------------
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
     # -- runs ----------------------------------------------------------------------------------
     def begin_run(self, paths: Sequence[str], manifest: str | None, config: dict[str, Any]) -> int:
         with self.transaction() as c:

@@ -1,0 +1,465 @@
+"""LSH banding, candidate verification and leader clustering: pure functions over arrays.
+
+The near tier in four steps, each a function of the previous one's arrays:
+
+1. :func:`band_keys`: cut each MinHash signature into ``bands`` bands of ``rows`` values and hash
+   each band to a uint64 whose top 8 bits are the band index, so keys of different bands never
+   collide, by construction, when they share one table.
+2. :func:`candidate_pairs`: items sharing a key in any band. A bucket of ``s`` items gives
+   ``s * (s - 1) / 2`` pairs; above ``max_bucket`` items a bucket gives only the star from its
+   smallest item index to every other member (exact copies are merged before this tier, so such
+   buckets are rare: a template paragraph repeated with small edits in thousands of documents).
+3. :func:`verified_edges`: the candidates whose exact shingle Jaccard reaches the threshold.
+4. :func:`leader_cluster`: the clusters.
+
+**The leader rule.** Items are visited by rank (``order[i]``, e.g. the rank of the item's smallest
+(doc_id, page, start); the caller computes it, ranks must be distinct). When item ``i`` is visited,
+its candidate leaders are its verified neighbours that rank earlier and are leaders. ``i`` joins the
+one with the highest similarity whose number/date guard passes (:func:`chunkdedup.dedup.guard.guard_diff`
+is empty, or the guard is off); ties go to the earlier rank. Every candidate leader whose guard
+fails is recorded as a :class:`Variant`. If ``i`` joins nobody it is a leader. There is no
+transitive closure: in a chain A~B~C with A !~ C, C never joins A.
+
+The result depends only on the verified edges, the ranks and the keys, never on item indices or
+arrival order, and an item's fate depends only on items of its connected component: clustering any
+union of components alone gives the same clusters as clustering everything. :func:`components`
+labels them, so a caller re-clusters only the components a change touched.
+
+Example:
+    >>> import numpy as np
+    >>> edges = np.array([[0, 1], [1, 2]])            # A~B, B~C, not A~C
+    >>> sims = np.array([0.9, 0.9])
+    >>> c = leader_cluster(np.array([0, 1, 2]), edges, sims, ["a", "b", "c"])
+    >>> c.leader.tolist()
+    [0, 0, 2]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+from chunkdedup.dedup.guard import guard_fingerprints, numeric_tokens, token_diff
+
+__all__ = [
+    "Clustering",
+    "Merge",
+    "Variant",
+    "band_keys",
+    "candidate_pairs",
+    "components",
+    "leader_cluster",
+    "verified_edges",
+]
+
+U32Array = npt.NDArray[np.uint32]
+U64Array = npt.NDArray[np.uint64]
+I64Array = npt.NDArray[np.int64]
+F64Array = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+_U64 = np.uint64
+_BAND_BITS = 8
+_MAX_BANDS = 1 << _BAND_BITS
+_HASH_MASK = _U64((1 << (64 - _BAND_BITS)) - 1)
+_BAND_BLOCK = 1 << 15  # signature rows per banding step: bounds the uint64 temporaries (~4 MB)
+_PAIR_MERGE = 1 << 22  # accumulated pair codes before deduplicating them
+_VERIFY_BLOCK = 1 << 16  # pairs per verification step: bounds the concatenated shingles
+
+
+# ---------------------------------------------------------------------------------------------
+# Banding
+# ---------------------------------------------------------------------------------------------
+
+
+def _fmix(h: U64Array) -> U64Array:
+    """murmur3's 64-bit finaliser, vectorised (uint64 arithmetic wraps)."""
+    h = h ^ (h >> _U64(33))
+    h = h * _U64(0xFF51AFD7ED558CCD)
+    h = h ^ (h >> _U64(33))
+    h = h * _U64(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> _U64(33))
+
+
+def band_keys(signatures: U32Array, bands: int, rows: int) -> U64Array:
+    """Hash each band of ``rows`` signature values: ``(n, bands)`` uint64, band index in the top 8 bits.
+
+    The first ``bands * rows`` columns of ``signatures`` are used.
+
+    Example:
+        >>> sig = np.arange(8, dtype=np.uint32).reshape(1, 8)
+        >>> keys = band_keys(np.vstack([sig, sig]), bands=2, rows=4)
+        >>> keys.shape, bool((keys[0] == keys[1]).all()), (keys[0] >> np.uint64(56)).tolist()
+        ((2, 2), True, [0, 1])
+    """
+    sig = np.asarray(signatures)
+    if sig.ndim != 2:
+        raise ValueError(f"signatures must be a 2-D (n, num_perm) array, got shape {sig.shape}")
+    if not 1 <= bands <= _MAX_BANDS or rows < 1:
+        raise ValueError(f"bands must be in [1, {_MAX_BANDS}] and rows >= 1, got {bands} and {rows}")
+    if bands * rows > sig.shape[1]:
+        raise ValueError(
+            f"bands * rows = {bands * rows} exceeds the signature length {sig.shape[1]}: "
+            "lower bands or rows, or raise num_perm"
+        )
+    n = sig.shape[0]
+    out = np.empty((n, bands), dtype=np.uint64)
+    band = np.arange(bands, dtype=np.uint64)
+    seeds = _fmix((band + _U64(1)) * _U64(0x9E3779B97F4A7C15))
+    tag = band << _U64(64 - _BAND_BITS)
+    for lo in range(0, n, _BAND_BLOCK):
+        block = sig[lo : lo + _BAND_BLOCK, : bands * rows].reshape(-1, bands, rows)
+        h = np.broadcast_to(seeds, (block.shape[0], bands)).copy()
+        for r in range(rows):
+            h ^= block[:, :, r].astype(np.uint64)
+            h *= _U64(0x100000001B3)
+            h ^= h >> _U64(29)
+        out[lo : lo + block.shape[0]] = (_fmix(h) & _HASH_MASK) | tag
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Candidates
+# ---------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _bucket_pairs(order: I64Array, starts: I64Array, sizes: I64Array, n: int, max_bucket: int) -> I64Array:
+    """Pair codes ``lo * n + hi`` of every bucket (a run ``order[start:start+size]`` of equal keys)."""
+    total = 0
+    for b in range(starts.size):
+        s = sizes[b]
+        total += s * (s - 1) // 2 if s <= max_bucket else s - 1
+    out = np.empty(total, np.int64)
+    k = 0
+    for b in range(starts.size):
+        lo = starts[b]
+        s = sizes[b]
+        if s <= max_bucket:
+            for p in range(lo, lo + s):
+                i = order[p]
+                for q in range(p + 1, lo + s):
+                    j = order[q]
+                    out[k] = min(i, j) * n + max(i, j)
+                    k += 1
+        else:  # a star from the smallest member
+            hub = order[lo]
+            for p in range(lo + 1, lo + s):
+                hub = min(hub, order[p])
+            for p in range(lo, lo + s):
+                j = order[p]
+                if j != hub:
+                    out[k] = hub * n + j
+                    k += 1
+    return out
+
+
+def candidate_pairs(keys: U64Array, max_bucket: int = 2000) -> I64Array:
+    """Unique pairs ``(i, j)``, ``i < j``, sharing a band key in any band: shape ``(m, 2)``, int64, sorted.
+
+    A bucket larger than ``max_bucket`` contributes only the star from its smallest item index.
+
+    Example:
+        >>> keys = np.array([[1, 7], [1, 8], [2, 8], [3, 9]], dtype=np.uint64)
+        >>> candidate_pairs(keys).tolist()
+        [[0, 1], [1, 2]]
+    """
+    k = np.asarray(keys)
+    if k.ndim != 2:
+        raise ValueError(f"keys must be a 2-D (n, bands) array, got shape {k.shape}")
+    if max_bucket < 2:
+        raise ValueError(f"max_bucket must be >= 2, got {max_bucket}")
+    n = k.shape[0]
+    if n >= 2**31:
+        raise ValueError(f"at most 2**31 items fit the pair codes, got {n}")
+    found: list[I64Array] = []
+    pending = 0
+    for b in range(k.shape[1]):
+        column = np.ascontiguousarray(k[:, b])
+        order = np.argsort(column).astype(np.int64, copy=False)
+        ordered = column[order]
+        edge = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+        starts = np.concatenate(([0], edge)).astype(np.int64)
+        sizes = np.diff(np.concatenate((starts, [n]))).astype(np.int64)
+        shared = sizes >= 2
+        if not shared.any():
+            continue
+        codes = _bucket_pairs(order, starts[shared], sizes[shared], n, max_bucket)
+        found.append(np.unique(codes))
+        pending += codes.size
+        if pending > _PAIR_MERGE and len(found) > 1:
+            found = [np.unique(np.concatenate(found))]
+            pending = found[0].size
+    if not found:
+        return np.empty((0, 2), dtype=np.int64)
+    codes = np.unique(np.concatenate(found)) if len(found) > 1 else found[0]
+    return np.stack((codes // n, codes % n), axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Verification
+# ---------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _pair_jaccard(flat: U64Array, offsets: I64Array, left: I64Array, right: I64Array) -> F64Array:
+    """Exact Jaccard of sorted unique sets ``flat[offsets[x]:offsets[x+1]]`` for each pair (left, right)."""
+    out = np.empty(left.size, np.float64)
+    for p in range(left.size):
+        i = offsets[left[p]]
+        ie = offsets[left[p] + 1]
+        j = offsets[right[p]]
+        je = offsets[right[p] + 1]
+        na = ie - i
+        nb = je - j
+        inter = 0
+        while i < ie and j < je:
+            x = flat[i]
+            y = flat[j]
+            if x == y:
+                inter += 1
+                i += 1
+                j += 1
+            elif x < y:
+                i += 1
+            else:
+                j += 1
+        union = na + nb - inter
+        out[p] = 1.0 if union == 0 else inter / union
+    return out
+
+
+def verified_edges(
+    pairs: I64Array, shingles: Sequence[npt.NDArray[np.uint64]], threshold: float
+) -> tuple[I64Array, F64Array]:
+    """The candidate pairs whose exact shingle Jaccard is >= ``threshold``, and those similarities.
+
+    ``shingles[i]`` is item ``i``'s sorted unique shingle array (``MinHasher.shingles``). Only the
+    items named in ``pairs`` are read, one block of pairs at a time, so a lazy sequence that computes
+    shingles on demand keeps memory at the candidate set. Two empty sets are identical (1.0), as in
+    :func:`chunkdedup.dedup.minhash.jaccard`.
+
+    Example:
+        >>> sh = [np.array(s, np.uint64) for s in ([1, 2, 3], [1, 2, 4], [1, 2, 3])]
+        >>> edges, sims = verified_edges(np.array([[0, 1], [0, 2]]), sh, 0.9)
+        >>> edges.tolist(), sims.tolist()
+        ([[0, 2]], [1.0])
+    """
+    p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+    sims = np.empty(p.shape[0], dtype=np.float64)
+    for lo in range(0, p.shape[0], _VERIFY_BLOCK):
+        block = p[lo : lo + _VERIFY_BLOCK]
+        items, local = np.unique(block, return_inverse=True)
+        local = local.reshape(-1, 2).astype(np.int64)
+        sets = [np.asarray(shingles[int(i)], dtype=np.uint64) for i in items]
+        offsets = np.zeros(len(sets) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, sets), dtype=np.int64, count=len(sets)), out=offsets[1:])
+        flat = np.concatenate(sets) if sets else np.empty(0, dtype=np.uint64)
+        sims[lo : lo + block.shape[0]] = _pair_jaccard(flat, offsets, local[:, 0].copy(), local[:, 1].copy())
+    keep = sims >= threshold
+    return p[keep], sims[keep]
+
+
+# ---------------------------------------------------------------------------------------------
+# Components and leader clustering
+# ---------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _find(parent: I64Array, x: int) -> int:
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@njit(cache=True, nogil=True)
+def _components_kernel(n: int, left: I64Array, right: I64Array) -> I64Array:
+    parent = np.arange(n)
+    for e in range(left.size):
+        a = _find(parent, left[e])
+        b = _find(parent, right[e])
+        if a < b:
+            parent[b] = a
+        elif b < a:
+            parent[a] = b
+    for x in range(n):
+        parent[x] = _find(parent, x)
+    return parent
+
+
+def components(n: int, edges: I64Array) -> I64Array:
+    """Connected-component label of each of ``n`` items: the smallest item index in its component.
+
+    Example:
+        >>> components(5, np.array([[3, 1], [1, 4]])).tolist()
+        [0, 1, 2, 1, 1]
+    """
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    if e.size and (e.min() < 0 or e.max() >= n):
+        raise ValueError(f"edges name items outside [0, {n})")
+    labels: I64Array = _components_kernel(n, np.ascontiguousarray(e[:, 0]), np.ascontiguousarray(e[:, 1]))
+    return labels
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """``member`` joined ``leader`` with this shingle Jaccard."""
+
+    member: int
+    leader: int
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A near-duplicate pair kept apart by the number/date guard: ``a`` ranks before ``b`` (``a`` is the
+    leader ``b`` could have joined); ``differing`` is ``guard_diff(keys[a], keys[b])``."""
+
+    a: int
+    b: int
+    similarity: float
+    differing: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Clustering:
+    """``leader[i]`` is the leader of item ``i`` (``i`` itself for leaders); ``similarity[i]`` its Jaccard
+    to the leader (1.0 for leaders). ``merges`` in member rank order; ``variants`` by (b, a) rank."""
+
+    leader: I64Array
+    similarity: F64Array
+    merges: tuple[Merge, ...]
+    variants: tuple[Variant, ...]
+
+
+@njit(cache=True, nogil=True)
+def _walk(
+    visit: I64Array, rank: I64Array, indptr: I64Array, nbr: I64Array, sim: F64Array, ok: BoolArray
+) -> tuple[I64Array, F64Array, I64Array]:
+    """The leader rule over a CSR adjacency; returns (leader, similarity, adjacency slots of variants)."""
+    n = rank.size
+    leader = np.arange(n)
+    best_sim = np.ones(n)
+    variants = np.empty(nbr.size, np.int64)
+    nv = 0
+    for i in visit:
+        best = -1
+        top = -1.0
+        for e in range(indptr[i], indptr[i + 1]):
+            j = nbr[e]
+            if rank[j] >= rank[i] or leader[j] != j:
+                continue
+            if not ok[e]:
+                variants[nv] = e
+                nv += 1
+            elif sim[e] > top or (sim[e] == top and best >= 0 and rank[j] < rank[best]):
+                best = j
+                top = sim[e]
+        if best >= 0:
+            leader[i] = best
+            best_sim[i] = top
+    return leader, best_sim, variants[:nv]
+
+
+def _undirected(n: int, edges: I64Array, similarity: F64Array) -> tuple[I64Array, I64Array, F64Array]:
+    """Edges as unique (lo, hi) pairs without self-loops, with their similarities."""
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    s = np.asarray(similarity, dtype=np.float64).reshape(-1)
+    if s.size != e.shape[0]:
+        raise ValueError(f"{e.shape[0]} edges but {s.size} similarities: pass one similarity per edge")
+    if e.size and (e.min() < 0 or e.max() >= n):
+        raise ValueError(f"edges name items outside [0, {n}): pass indices into order and keys")
+    lo, hi = np.minimum(e[:, 0], e[:, 1]), np.maximum(e[:, 0], e[:, 1])
+    real = lo != hi
+    codes, first = np.unique(lo[real] * n + hi[real], return_index=True)
+    return codes // n, codes % n, s[real][first]
+
+
+class _Tokens:
+    """Numeric tokens of keys, each computed once per call (local: nothing outlives the call)."""
+
+    __slots__ = ("_keys", "_seen")
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        self._keys = keys
+        self._seen: dict[int, tuple[str, ...]] = {}
+
+    def __call__(self, i: int) -> tuple[str, ...]:
+        t = self._seen.get(i)
+        if t is None:
+            t = self._seen[i] = numeric_tokens(self._keys[i])
+        return t
+
+
+def _guard_ok(lo: I64Array, hi: I64Array, keys: Sequence[str], tokens: _Tokens) -> BoolArray:
+    """Whether the guard passes on each edge: equal fingerprints pass, the rest are checked exactly."""
+    seen = np.zeros(int(max(lo.max(), hi.max())) + 1, dtype=np.bool_)
+    seen[lo] = True
+    seen[hi] = True
+    items = np.flatnonzero(seen)
+    prints = np.zeros(seen.size, dtype=np.uint64)
+    prints[items] = guard_fingerprints([keys[int(i)] for i in items])
+    ok: BoolArray = prints[lo] == prints[hi]
+    for e in np.flatnonzero(~ok):
+        ok[e] = tokens(int(lo[e])) == tokens(int(hi[e]))
+    return ok
+
+
+def leader_cluster(
+    order: I64Array, edges: I64Array, similarity: F64Array, keys: Sequence[str], guard: bool = True
+) -> Clustering:
+    """Leader clustering of ``len(order)`` items over verified edges (see the module docstring).
+
+    ``order[i]`` is item ``i``'s rank (distinct values; lower visits first), ``edges`` an ``(m, 2)``
+    array of item pairs in either direction with ``similarity[k]`` for edge ``k``, ``keys[i]`` the
+    exact key the guard reads. Items without edges are leaders at no cost; the guard runs only on
+    edges.
+
+    Example:
+        >>> keys = ["refunds within 30 days", "refunds within 30 days!", "refunds within 45 days"]
+        >>> edges = np.array([[0, 1], [0, 2]])
+        >>> c = leader_cluster(np.array([0, 1, 2]), edges, np.array([0.9, 0.9]), keys)
+        >>> c.leader.tolist(), c.variants[0].differing
+        ([0, 0, 2], ('-30', '+45'))
+    """
+    rank = np.asarray(order, dtype=np.int64).reshape(-1)
+    n = rank.size
+    if len(keys) != n:
+        raise ValueError(f"order has {n} items but keys has {len(keys)}: pass one key per item")
+    ranked = np.sort(rank)
+    if n > 1 and bool((ranked[1:] == ranked[:-1]).any()):
+        raise ValueError("order must give distinct ranks: break ties by (doc_id, page, start)")
+    lo, hi, sims = _undirected(n, edges, similarity)
+    tokens = _Tokens(keys)
+    ok = _guard_ok(lo, hi, keys, tokens) if guard and lo.size else np.ones(lo.size, dtype=np.bool_)
+    src = np.concatenate((lo, hi))
+    by_src = np.argsort(src, kind="stable")
+    nbr = np.concatenate((hi, lo))[by_src]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    visit = np.argsort(rank, kind="stable")
+    visit = visit[indptr[visit + 1] > indptr[visit]]  # items without edges stay leaders
+    adjacent_sims = np.concatenate((sims, sims))[by_src]
+    leader, best, slots = _walk(visit, rank, indptr, nbr, adjacent_sims, np.concatenate((ok, ok))[by_src])
+    members = visit[leader[visit] != visit]
+    merges = tuple(Merge(int(i), int(leader[i]), float(best[i])) for i in members)
+    variants = _variants(slots, src[by_src], nbr, adjacent_sims, rank, tokens)
+    return Clustering(leader, best, merges, variants)
+
+
+def _variants(
+    slots: I64Array, src: I64Array, nbr: I64Array, sims: F64Array, rank: I64Array, tokens: _Tokens
+) -> tuple[Variant, ...]:
+    b, a = src[slots], nbr[slots]
+    ordered = np.lexsort((rank[a], rank[b]))
+    return tuple(
+        Variant(int(a[k]), int(b[k]), float(sims[slots[k]]), token_diff(tokens(int(a[k])), tokens(int(b[k]))))
+        for k in ordered
+    )

@@ -1,0 +1,296 @@
+"""Banding, candidates, verification and leader clustering, on synthetic arrays and real paragraphs."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chunkdedup.config import NearConfig
+from chunkdedup.dedup.guard import guard_diff
+from chunkdedup.dedup.lsh import (
+    Clustering,
+    band_keys,
+    candidate_pairs,
+    components,
+    leader_cluster,
+    verified_edges,
+)
+from chunkdedup.dedup.minhash import MinHasher, jaccard
+from chunkdedup.normalize import exact_key
+
+POLICY = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "site-policy" / "current"
+
+
+# --- banding and candidates ------------------------------------------------------------------
+
+
+def test_identical_signatures_are_always_candidates() -> None:
+    rng = np.random.default_rng(1)
+    sigs = rng.integers(0, 2**32, size=(50, 128), dtype=np.uint32)
+    sigs[37] = sigs[3]
+    sigs[49] = sigs[3]
+    keys = band_keys(sigs, 16, 8)
+    assert keys.shape == (50, 16) and keys.dtype == np.uint64
+    assert (keys[3] == keys[37]).all()
+    assert candidate_pairs(keys).tolist() == [[3, 37], [3, 49], [37, 49]]
+
+
+def test_band_index_is_in_the_key() -> None:
+    sig = np.zeros((1, 128), dtype=np.uint32)  # every band holds the same values
+    keys = band_keys(sig, 16, 8)
+    assert len(set(keys[0].tolist())) == 16
+    assert (keys[0] >> np.uint64(56)).tolist() == list(range(16))
+
+
+def test_unrelated_signatures_are_rarely_candidates() -> None:
+    rng = np.random.default_rng(2)
+    sigs = rng.integers(0, 2**32, size=(5000, 128), dtype=np.uint32)
+    assert len(candidate_pairs(band_keys(sigs, 16, 8))) == 0
+
+
+def test_one_shared_band_is_enough_and_pairs_are_unique_and_ordered() -> None:
+    rng = np.random.default_rng(3)
+    sigs = rng.integers(0, 2**32, size=(6, 128), dtype=np.uint32)
+    sigs[5, 8:16] = sigs[0, 8:16]  # band 1 only
+    sigs[4, :] = sigs[2, :]  # every band: still one pair
+    pairs = candidate_pairs(band_keys(sigs, 16, 8))
+    assert pairs.dtype == np.int64
+    assert pairs.tolist() == [[0, 5], [2, 4]]
+
+
+def test_a_giant_bucket_becomes_a_star_from_its_first_member() -> None:
+    keys = np.zeros((8, 1), dtype=np.uint64)
+    keys[[1, 3, 4, 6, 7], 0] = 5
+    assert len(candidate_pairs(keys, max_bucket=5)) == 3 * 2 // 2 + 5 * 4 // 2
+    star = candidate_pairs(keys, max_bucket=4)
+    assert star.tolist() == [[0, 2], [0, 5], [1, 3], [1, 4], [1, 6], [1, 7], [2, 5]]
+
+
+def test_band_keys_checks_its_shape() -> None:
+    with pytest.raises(ValueError, match="exceeds the signature length"):
+        band_keys(np.zeros((2, 64), dtype=np.uint32), 16, 8)
+
+
+def test_verified_edges_match_exact_jaccard() -> None:
+    hasher = MinHasher()
+    texts = [
+        "one two three four five six seven eight nine ten",
+        "one two three four five six seven eight nine eleven",
+        "one two three four five six seven eight nine ten",
+        "alpha beta gamma delta epsilon",
+    ]
+    sh = [hasher.shingles(t) for t in texts]
+    pairs = np.array([[0, 1], [0, 2], [0, 3], [1, 2]])
+    edges, sims = verified_edges(pairs, sh, 0.5)
+    expected = [(i, j, jaccard(sh[i], sh[j])) for i, j in pairs.tolist() if jaccard(sh[i], sh[j]) >= 0.5]
+    assert [(int(a), int(b), float(s)) for (a, b), s in zip(edges, sims, strict=True)] == expected
+    assert len(expected) == 3
+
+
+# --- leader clustering -----------------------------------------------------------------------
+
+
+def test_a_chain_does_not_close() -> None:
+    edges = np.array([[0, 1], [1, 2]])
+    c = leader_cluster(np.array([0, 1, 2]), edges, np.array([0.9, 0.95]), ["a", "b", "c"])
+    assert c.leader.tolist() == [0, 0, 2]
+    assert c.similarity.tolist() == [1.0, 0.9, 1.0]
+    assert [(m.member, m.leader) for m in c.merges] == [(1, 0)]
+
+
+def test_the_best_passing_leader_wins_and_failing_ones_are_variants() -> None:
+    keys = ["fee 30", "fee 30 x", "fee 45", "fee 30 y"]
+    # 3 is near 0 (0.9), 1 (member, not a leader) and 2 (0.97, guard fails)
+    edges = np.array([[0, 1], [3, 0], [3, 1], [2, 3]])
+    c = leader_cluster(np.array([0, 1, 2, 3]), edges, np.array([0.99, 0.9, 0.99, 0.97]), keys)
+    assert c.leader.tolist() == [0, 0, 2, 0]
+    assert [(v.a, v.b, v.differing) for v in c.variants] == [(2, 3, ("+30", "-45"))]
+    off = leader_cluster(np.array([0, 1, 2, 3]), edges, np.array([0.99, 0.9, 0.99, 0.97]), keys, guard=False)
+    assert off.leader.tolist() == [0, 0, 2, 2]
+    assert off.variants == ()
+
+
+def test_ties_go_to_the_earlier_rank() -> None:
+    edges = np.array([[2, 0], [2, 1]])
+    c = leader_cluster(np.array([5, 3, 9]), edges, np.array([0.9, 0.9]), ["a", "b", "c"])
+    assert c.leader.tolist() == [0, 1, 1]
+
+
+def test_order_must_be_distinct() -> None:
+    with pytest.raises(ValueError, match="distinct ranks"):
+        leader_cluster(np.array([0, 0]), np.empty((0, 2), np.int64), np.empty(0), ["a", "b"])
+
+
+_KEYS = ["fee 30", "fee 30 days", "fee 45", "fee", "march 1, 2024", "march 1, 2025"]
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    n = draw(st.integers(1, 14))
+    pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=30))
+    edges = np.array([p for p in pairs if p[0] != p[1]], dtype=np.int64).reshape(-1, 2)
+    _, first = np.unique(np.sort(edges, axis=1), axis=0, return_index=True)
+    edges = edges[np.sort(first)]
+    sims = np.array(
+        draw(st.lists(st.sampled_from([0.86, 0.9, 0.95]), min_size=len(edges), max_size=len(edges)))
+    )
+    order = np.array(draw(st.permutations(range(n))), dtype=np.int64) * 7 + 3
+    keys = [draw(st.sampled_from(_KEYS)) for _ in range(n)]
+    return order, edges, sims.astype(np.float64), keys
+
+
+def _canonical(c: Clustering, label: list[int]) -> tuple[object, ...]:
+    """A clustering in item labels (label[i] names item i), to compare across relabellings."""
+    return (
+        sorted((label[i], label[int(c.leader[i])], float(c.similarity[i])) for i in range(len(label))),
+        [(label[m.member], label[m.leader], m.similarity) for m in c.merges],
+        [(label[v.a], label[v.b], v.similarity, v.differing) for v in c.variants],
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs(), st.randoms(use_true_random=False))
+def test_clustering_is_free_of_item_order(
+    g: tuple[np.ndarray, np.ndarray, np.ndarray, list[str]], rnd: random.Random
+) -> None:
+    order, edges, sims, keys = g
+    n = len(keys)
+    perm = list(range(n))
+    rnd.shuffle(perm)  # item i becomes item perm[i]
+    inv = np.argsort(perm)
+    shuffled = leader_cluster(
+        order[inv],
+        np.array(perm, dtype=np.int64)[edges] if len(edges) else edges,
+        sims,
+        [keys[int(i)] for i in inv],
+    )
+    base = leader_cluster(order, edges, sims, keys)
+    # Name each item by its rank, which travels with it.
+    assert _canonical(base, order.tolist()) == _canonical(shuffled, order[inv].tolist())
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs())
+def test_components_cluster_alone_as_together(
+    g: tuple[np.ndarray, np.ndarray, np.ndarray, list[str]],
+) -> None:
+    order, edges, sims, keys = g
+    whole = leader_cluster(order, edges, sims, keys)
+    labels = components(len(keys), edges)
+    for label in np.unique(labels):
+        items = np.flatnonzero(labels == label)
+        local = np.full(len(keys), -1)
+        local[items] = np.arange(items.size)
+        inside = np.isin(edges[:, 0], items) if len(edges) else np.zeros(0, bool)
+        part = leader_cluster(order[items], local[edges[inside]], sims[inside], [keys[i] for i in items])
+        assert items[part.leader].tolist() == whole.leader[items].tolist()
+        assert part.similarity.tolist() == whole.similarity[items].tolist()
+        assert [(int(items[v.a]), int(items[v.b]), v.differing) for v in part.variants] == [
+            (v.a, v.b, v.differing) for v in whole.variants if labels[v.a] == label
+        ]
+
+
+def test_components_label_by_smallest_member() -> None:
+    assert components(6, np.array([[5, 2], [2, 4], [0, 1]])).tolist() == [0, 0, 2, 3, 2, 2]
+    assert components(3, np.empty((0, 2), np.int64)).tolist() == [0, 1, 2]
+
+
+# --- recall and precision on real paragraphs -------------------------------------------------
+
+_NUMBER = re.compile(r"(?<![\w.,$])\d+(?![\w.,%]|\s*%)")
+
+
+def _passages(min_words: int = 90, max_words: int = 220) -> list[str]:
+    """Runs of consecutive real paragraphs, read in place, joined to chunk size."""
+    files = sorted(POLICY.glob("**/*.md"))
+    if not files:
+        pytest.fail(f"real corpus missing at {POLICY}: the repo must sit beside shared/ (see README)")
+    out: list[str] = []
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        text = text.split("---", 2)[-1] if text.startswith("---") else text
+        run: list[str] = []
+        for para in re.split(r"\n\s*\n", text):
+            run.append(para)
+            words = sum(len(p.split()) for p in run)
+            if words >= min_words:
+                if words <= max_words:
+                    out.append("\n\n".join(run))
+                run = []
+    return out
+
+
+def _edit(text: str, rnd: random.Random, vocabulary: list[str], edits: int) -> str:
+    words = text.split(" ")
+    letters = [i for i, w in enumerate(words) if w.isalpha() and len(w) > 2]
+    for i in rnd.sample(letters, min(edits, len(letters))):
+        words[i] = rnd.choice(vocabulary)
+    out = " ".join(words)
+    out = re.sub(r" ", lambda _: "\n" if rnd.random() < 0.1 else " ", out)  # re-wrap
+    return out.upper() if rnd.random() < 0.3 else out  # re-case
+
+
+def test_recall_precision_and_no_version_merges_on_real_paragraphs() -> None:
+    cfg = NearConfig()
+    rnd = random.Random(7)
+    passages = _passages()
+    base_keys = sorted({exact_key(p) for p in passages})
+    vocabulary = sorted({w for k in base_keys for w in k.split() if w.isalpha() and len(w) > 3})
+    assert len(base_keys) >= 150
+    texts = list(base_keys)
+    kind = ["base"] * len(texts)
+    parent = list(range(len(texts)))
+    for b, key in enumerate(base_keys):
+        for _ in range(2):  # two edited copies per passage
+            texts.append(_edit(key, rnd, vocabulary, rnd.randint(1, 3)))
+            kind.append("copy")
+            parent.append(b)
+        if _NUMBER.search(key):  # a version: one number changed, nothing else
+            texts.append(_NUMBER.sub(lambda m: str(int(m.group()) + 1), key, count=1))
+            kind.append("version")
+            parent.append(b)
+    keys = [exact_key(t) for t in texts]
+    n = len(keys)
+    hasher = MinHasher.from_config(cfg)
+    shingles = [hasher.shingles(k) for k in keys]
+
+    # Brute-force truth over every pair.
+    true_pairs = set()
+    similar = {}
+    for i in range(n):
+        for j in range(i + 1, n):
+            s = jaccard(shingles[i], shingles[j])
+            if s >= cfg.threshold:
+                similar[(i, j)] = s
+                if not guard_diff(keys[i], keys[j]):
+                    true_pairs.add((i, j))
+    versions = [(parent[v], v) for v in range(n) if kind[v] == "version" and (parent[v], v) in similar]
+    assert len(true_pairs) >= 200
+    assert len(versions) >= 20
+
+    pairs = candidate_pairs(band_keys(hasher.signatures(keys), cfg.bands, cfg.rows))
+    edges, sims = verified_edges(pairs, shingles, cfg.threshold)
+    order = np.arange(n)  # passages first, then their copies: the "smallest (doc, page, start)"
+    c = leader_cluster(order, edges, sims, keys, guard=cfg.guard)
+
+    found = sum(c.leader[i] == c.leader[j] for i, j in true_pairs)
+    recall = found / len(true_pairs)
+    correct = sum((min(m.member, m.leader), max(m.member, m.leader)) in true_pairs for m in c.merges)
+    precision = correct / len(c.merges)
+    print(f"items {n}, true pairs {len(true_pairs)}, recall {recall:.4f}, precision {precision:.4f}")
+    assert recall >= 0.95
+    assert precision >= 0.99
+    version_items = {v for _, v in versions}
+    assert not [
+        m for m in c.merges if m.member in version_items or guard_diff(keys[m.member], keys[m.leader])
+    ]
+    recorded = {(v.a, v.b) for v in c.variants}
+    leaders_with_versions = [(b, v) for b, v in versions if c.leader[b] == b]
+    assert all((b, v) in recorded for b, v in leaders_with_versions)
+    assert all(v.differing for v in c.variants)

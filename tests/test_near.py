@@ -1,0 +1,134 @@
+"""The near-duplicate tier in the index: merges explained, versions kept apart, incremental."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from chunkdedup import ChunkConfig, Config, Index, ingest, remove_documents
+from chunkdedup.config import NearConfig
+from chunkdedup.dedup.guard import guard_diff
+from chunkdedup.normalize import exact_key
+from conftest import POLICY, POLICY_MANIFEST
+from test_ingest import snapshot
+
+PARA = (
+    "Members of the finance team review every corporate card statement at the end of each month and "
+    "flag any purchase that lacks a receipt, a business purpose or the approval of a line manager. "
+    "Cardholders answer a flagged purchase within the next statement cycle, either by attaching the "
+    "missing document or by explaining in writing why it cannot be produced. Repeated purchases "
+    "without receipts lead to a review of the card limit, and personal purchases are repaid through "
+    "payroll deduction after the cardholder has been told about the amount and the reason."
+)
+EDITED = PARA.replace("flag any purchase", "flag every purchase")
+VERSION = PARA + " Receipts are kept for 7 years."
+VERSION2 = PARA + " Receipts are kept for 10 years."
+CFG = Config(chunk=ChunkConfig(target_words=200, max_words=250, paragraph_words=20))
+
+
+def _write(folder: Path, files: dict[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+def _by_text(index: Path) -> dict[str, dict[str, Any]]:
+    with Index.open(index) as ix:
+        return {r["text"]: r for r in ix.export()}
+
+
+def test_near_copy_merges_with_explanation_and_versions_stay_apart(tmp_path: Path) -> None:
+    _write(tmp_path / "c", {"a.txt": PARA, "b.txt": EDITED, "c.txt": VERSION, "d.txt": VERSION2})
+    index = tmp_path / "i.sqlite"
+    ingest([tmp_path / "c"], index, config=CFG)
+    records = _by_text(index)
+    merged = records[PARA]
+    assert [(s["doc"], s["relation"]) for s in merged["sources"]] == [("a.txt", "exact"), ("b.txt", "near")]
+    assert 0.85 <= merged["sources"][1]["similarity"] < 1.0
+    assert VERSION in records and VERSION2 in records  # a number differs: never merged
+    with Index.open(index) as ix:
+        merges = ix.merges(merged["id"])
+        assert [m["differing"] for m in merges if m["relation"] == "near"] == [["-any", "+every"]]
+        variants = ix.variants(records[VERSION]["id"])
+        assert variants and {"-7", "+10"} <= set(variants[0]["differing"]) | {"+10", "-7"}
+        assert records[VERSION2]["id"] in {v["other"] for v in variants}
+        stats = ix.stats()
+    assert stats["near_merged"] == 1 and stats["variant_pairs"] >= 1
+
+
+def test_removing_the_leader_keeps_the_near_copy_and_equals_fresh(tmp_path: Path) -> None:
+    folder = tmp_path / "c"
+    _write(folder, {"a.txt": PARA, "b.txt": EDITED, "c.txt": VERSION})
+    index = tmp_path / "i.sqlite"
+    ingest([folder], index, config=CFG)
+    remove_documents(index, ["a.txt"])
+    records = _by_text(index)
+    assert EDITED in records and PARA not in records
+    assert [s["relation"] for s in records[EDITED]["sources"]] == ["exact"]
+    (folder / "a.txt").unlink()
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([folder], fresh, config=CFG)
+    assert snapshot(index) == snapshot(fresh)
+    # and adding it back makes it the leader again, as a fresh ingest would
+    _write(folder, {"a.txt": PARA})
+    ingest([folder], index, config=CFG)
+    records = _by_text(index)
+    assert [s["doc"] for s in records[PARA]["sources"]] == ["a.txt", "b.txt"]
+
+
+def test_changing_near_settings_reclusters_everything(tmp_path: Path) -> None:
+    _write(tmp_path / "c", {"a.txt": PARA, "b.txt": EDITED})
+    index = tmp_path / "i.sqlite"
+    ingest([tmp_path / "c"], index, config=CFG)
+    assert len(_by_text(index)) == 1
+    off = Config(chunk=CFG.chunk, near=NearConfig(enabled=False))
+    ingest([tmp_path / "c"], index, config=off)
+    assert len(_by_text(index)) == 2
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([tmp_path / "c"], fresh, config=off)
+    assert snapshot(index) == snapshot(fresh)
+
+
+def test_site_policy_versions_differing_in_a_number_or_date_are_never_merged(policy_index: Path) -> None:
+    with Index.open(policy_index) as ix:
+        rows = ix.store.conn.execute(
+            "SELECT g.text, l.text, g.similarity FROM groups g JOIN groups l ON l.id = g.canonical_id"
+            " WHERE g.relation = 'near'"
+        ).fetchall()
+        variants = ix.store.conn.execute(
+            "SELECT a.text, b.text, v.differing FROM variants v"
+            " JOIN groups a ON a.id=v.a JOIN groups b ON b.id=v.b"
+        ).fetchall()
+        families = _family_report(ix)
+    assert rows, "policy versions hold near copies"
+    for member, leader, sim in rows:
+        assert guard_diff(exact_key(member), exact_key(leader)) == ()
+        assert sim >= 0.85
+    assert variants, "some versions differ only in a number or date"
+    for a, b, differing in variants:
+        assert guard_diff(exact_key(a), exact_key(b)) != ()
+        assert json.loads(differing)
+    assert sum(f["near"] for f in families.values()) == len(rows)
+    assert len(families) == 57
+
+
+def _family_report(ix: Index) -> dict[str, dict[str, int]]:
+    """Per family: chunks kept as canonical leaders, merged as near copies, and in variant pairs."""
+    report: dict[str, dict[str, int]] = defaultdict(lambda: {"kept": 0, "near": 0, "variant": 0})
+    rows = ix.store.conn.execute(
+        "SELECT d.family, g.relation, g.id IN (SELECT a FROM variants UNION SELECT b FROM variants)"
+        " FROM groups g JOIN documents d ON d.doc_id = g.rep_doc WHERE d.family IS NOT NULL"
+    )
+    for family, relation, in_variant in rows:
+        report[family]["near" if relation == "near" else "kept"] += 1
+        report[family]["variant"] += int(in_variant)
+    return dict(report)
+
+
+def test_policy_in_two_batches_equals_fresh_with_near(tmp_path: Path, policy_index: Path) -> None:
+    index = tmp_path / "i.sqlite"
+    ingest([POLICY / "history"], index, manifest=POLICY_MANIFEST)
+    ingest([POLICY], index, manifest=POLICY_MANIFEST)
+    assert snapshot(index) == snapshot(policy_index)
