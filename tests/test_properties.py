@@ -11,11 +11,17 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkdedup import BoilerplateConfig, ChunkConfig, Config, Index, exact_key, ingest
+from chunkdedup import BoilerplateConfig, ChunkConfig, Config, Index, exact_key, ingest, remove_documents
 from chunkdedup.dedup.minhash import MinHasher, jaccard
 from test_ingest import snapshot
 
 SENTENCES = [
+    "Managers approve travel before booking and the booking tool records the approval with the trip so that "
+    "finance can match every invoice to an approved request when the card statement arrives later.",
+    "Managers approve travel before booking and the booking tool records the approval with the trip so that "
+    "finance can match every invoice to an approved request when the card statement arrives afterwards.",
+    "Managers approve travel before booking and the booking tool records the approval with the trip so that "
+    "finance can match every invoice to an approved request when the card statement arrives within 5 days.",
     "Refunds are paid within 30 days of the request.",
     "Refunds are paid within 45 days of the request.",
     "Managers approve travel before booking.",
@@ -27,7 +33,7 @@ SENTENCES = [
 ]
 FOOTER = "Confidential: internal use only, do not forward."
 CONFIG = Config(
-    boilerplate=BoilerplateConfig(min_units=2, share=0.3), chunk=ChunkConfig(target_words=12, max_words=20)
+    boilerplate=BoilerplateConfig(min_units=2, share=0.3), chunk=ChunkConfig(target_words=40, max_words=60)
 )
 
 paragraph = st.lists(st.sampled_from(SENTENCES), min_size=1, max_size=3).map(" ".join)
@@ -47,7 +53,7 @@ def _write(folder: Path, docs: list[tuple[list[str], bool]]) -> list[Path]:
     return paths
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(corpus)
 def test_every_source_slices_back_to_its_canonical_key(docs: list[tuple[list[str], bool]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,3 +105,22 @@ def test_order_batches_and_repeats_do_not_change_the_result(
         for path in shuffled:  # one file at a time, in random order
             ingest([path], incremental, config=CONFIG)
         assert snapshot(incremental) == expected
+
+        # removals: drop a random subset, then compare with a fresh ingest of what is left
+        gone = [p for p in paths if rnd.random() < 0.4]
+        if gone and len(gone) < len(paths):
+            remove_documents(incremental, [p.name for p in gone])
+            for p in gone:
+                p.unlink()
+            rest = Path(tmp) / "rest.sqlite"
+            ingest([folder], rest, config=CONFIG)
+            assert snapshot(incremental) == snapshot(rest)
+
+
+def test_the_pool_holds_near_copies_and_a_version(tmp_path: Path) -> None:
+    """The properties above are only worth something if the pool makes near merges and variants."""
+    _write(tmp_path / "c", [([SENTENCES[0]], False), ([SENTENCES[1]], False), ([SENTENCES[2]], False)])
+    ingest([tmp_path / "c"], tmp_path / "i.sqlite", config=CONFIG)
+    with Index.open(tmp_path / "i.sqlite") as ix:
+        stats = ix.stats()
+    assert stats["near_merged"] == 1 and stats["variant_pairs"] >= 1
