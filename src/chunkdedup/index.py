@@ -136,6 +136,20 @@ class Index:
                 out.append({"other": other, "similarity": sim, "differing": json.loads(diff)})
         return out
 
+    def family_report(self) -> list[dict[str, Any]]:
+        """Per document family: canonical chunks kept, exact-key groups merged as near copies, and
+        groups kept apart from a near neighbour by the number/date guard (versions)."""
+        rows = self.store.conn.execute(
+            """
+            SELECT COALESCE(d.family, '(no family)'),
+                   SUM(g.relation = 'exact'), SUM(g.relation = 'near'), SUM(g.relation = 'semantic'),
+                   SUM(g.id IN (SELECT a FROM variants UNION SELECT b FROM variants))
+            FROM groups g JOIN documents d ON d.doc_id = g.rep_doc
+            GROUP BY 1 ORDER BY 1
+            """
+        )
+        return [{"family": r[0], "kept": r[1], "near": r[2], "semantic": r[3], "variant": r[4]} for r in rows]
+
     def metadata(self, doc_id: str) -> dict[str, Any]:
         row = self.store.conn.execute("SELECT metadata FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
         return {} if row is None else dict(json.loads(row[0]))
