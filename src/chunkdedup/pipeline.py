@@ -171,10 +171,12 @@ def _parse_phase(
     store: Store, inputs: list[InputFile], cfg: Config, run_id: int, tick: Progress
 ) -> list[FileResult]:
     results: list[FileResult] = []
+    tick("parse", 0, len(inputs))
     for i in range(0, len(inputs), _BATCH):
         batch = inputs[i : i + _BATCH]
         parsed: list[tuple[InputFile, str | None, ParsedFile | None]] = []
-        for inp in batch:
+        for n, inp in enumerate(batch, start=i + 1):
+            tick("parse", n - 1, len(inputs))
             path = str(inp.path)
             try:
                 h: str | None = file_hash(inp.path)
@@ -188,7 +190,7 @@ def _parse_phase(
         with store.transaction():
             for inp, h, pf in parsed:
                 results.append(_store_file(store, inp, h, pf, cfg, run_id))
-        tick("parse", min(i + _BATCH, len(inputs)), len(inputs))
+    tick("parse", len(inputs), len(inputs))
     return results
 
 
