@@ -6,9 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from chunkdedup import ChunkConfig, Config, Index, ingest, remove_documents
-from chunkdedup.config import NearConfig
+from chunkdedup.config import NearConfig, SemanticConfig
 from chunkdedup.dedup.guard import guard_diff
+from chunkdedup.embed import HashEmbedder
+from chunkdedup.errors import ConfigError
 from chunkdedup.normalize import exact_key
 from conftest import POLICY, POLICY_MANIFEST
 from test_ingest import snapshot
@@ -118,3 +122,50 @@ def test_policy_in_two_batches_equals_fresh_with_near(tmp_path: Path, policy_ind
     ingest([POLICY / "history"], index, manifest=POLICY_MANIFEST)
     ingest([POLICY], index, manifest=POLICY_MANIFEST)
     assert snapshot(index) == snapshot(policy_index)
+
+
+# -- the semantic tier, with the deterministic hash embedder ------------------------------------
+REORDERED = (
+    "Each month the finance team reviews every corporate card statement and flags any purchase that "
+    "lacks a line manager approval, a business purpose or a receipt. Within the next statement cycle "
+    "cardholders answer a flagged purchase by attaching the missing document or by explaining in "
+    "writing why it cannot be produced. Repeated purchases without receipts lead to a review of the "
+    "card limit, and personal purchases are repaid through payroll deduction after the cardholder has "
+    "been told about the amount and the reason."
+)
+SEMANTIC = Config(chunk=CFG.chunk, semantic=SemanticConfig(enabled=True, threshold=0.8, embedder="hash"))
+
+
+def test_semantic_tier_merges_reworded_copies_the_near_tier_misses(tmp_path: Path) -> None:
+    folder = tmp_path / "c"
+    _write(folder, {"a.txt": PARA, "b.txt": EDITED, "r.txt": REORDERED, "v.txt": VERSION})
+    near_only = tmp_path / "near.sqlite"
+    ingest([folder], near_only, config=CFG)
+    assert REORDERED in _by_text(near_only)  # too reworded for shingles
+    index = tmp_path / "i.sqlite"
+    ingest([folder], index, config=SEMANTIC, embedder=HashEmbedder(dim=256))
+    records = _by_text(index)
+    assert REORDERED not in records
+    relations = {s["doc"]: s["relation"] for s in records[PARA]["sources"]}
+    assert relations == {"a.txt": "exact", "b.txt": "near", "r.txt": "semantic"}
+    assert VERSION in records  # the guard keeps versions apart in this tier too
+    # incremental equals fresh with the semantic tier, removals included
+    remove_documents(index, ["b.txt"])
+    (folder / "b.txt").unlink()
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([folder], fresh, config=SEMANTIC, embedder=HashEmbedder(dim=256))
+    assert snapshot(index) == snapshot(fresh)
+
+
+def test_another_embedder_is_refused_unless_reembedding(tmp_path: Path) -> None:
+    folder = tmp_path / "c"
+    _write(folder, {"a.txt": PARA, "r.txt": REORDERED})
+    index = tmp_path / "i.sqlite"
+    ingest([folder], index, config=SEMANTIC, embedder=HashEmbedder(dim=256))
+    with pytest.raises(ConfigError, match=r"embedded with hash:256:0.*--reembed"):
+        ingest([folder], index, config=SEMANTIC, embedder=HashEmbedder(dim=128))
+    ingest([folder], index, config=SEMANTIC, embedder=HashEmbedder(dim=128), reembed=True)
+    with Index.open(index) as ix:
+        assert ix.store.meta("embedder_name") == "hash:128:0"
+        dims = {len(r[0]) for r in ix.store.conn.execute("SELECT vector FROM embeddings")}
+    assert dims == {128 * 4}

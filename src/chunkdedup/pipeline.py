@@ -24,7 +24,8 @@ from chunkdedup import boilerplate
 from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk, key_chunk
-from chunkdedup.dedup.near import update_near
+from chunkdedup.dedup.near import update_clusters
+from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
 from chunkdedup.index import Index
 from chunkdedup.normalize import canonical_id, key_hash
@@ -86,6 +87,21 @@ def config_fingerprint(config: Config) -> str:
     return key_hash(json.dumps(relevant, sort_keys=True))
 
 
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One ingest run's inputs and switches."""
+
+    inputs: list[InputFile]
+    paths: Sequence[str | Path]
+    manifest: str | Path | None
+    config: Config
+    prune: bool
+    progress: Progress | None
+    lock_timeout: float
+    embedder: Embedder | None
+    reembed: bool
+
+
 def ingest(
     paths: Sequence[str | Path],
     index: str | Path,
@@ -96,23 +112,38 @@ def ingest(
     dry_run: bool = False,
     progress: Progress | None = None,
     lock_timeout: float = 30.0,
+    embedder: Embedder | None = None,
+    reembed: bool = False,
 ) -> IngestReport:
     """Ingest files into an index; with ``dry_run`` nothing is written to ``index``.
+
+    ``embedder`` overrides ``config.semantic.embedder`` when the semantic tier is enabled;
+    ``reembed`` drops the vectors of an index embedded with another model.
 
     Example:
         >>> report = ingest(["docs/"], "index.sqlite", manifest="docs/manifest.jsonl")  # doctest: +SKIP
         >>> report.totals["canonical_chunks"]  # doctest: +SKIP
     """
     cfg = config or Config()
-    inputs = discover(paths, manifest, cfg.parse)
+    run = _Run(
+        discover(paths, manifest, cfg.parse),
+        paths,
+        manifest,
+        cfg,
+        prune,
+        progress,
+        lock_timeout,
+        embedder,
+        reembed,
+    )
     if not dry_run:
-        return _run(inputs, Path(index), paths, manifest, cfg, prune, progress, lock_timeout, dry_run=False)
+        return _run(run, Path(index), dry_run=False)
     # A dry run does the real work on a scratch copy, so it shows exactly what a run would do.
     with tempfile.TemporaryDirectory(prefix="chunkdedup-dry-") as tmp:
         scratch = Path(tmp) / "dry-run.sqlite"
         if Path(index).exists():
             _copy_index(Path(index), scratch)
-        return _run(inputs, scratch, paths, manifest, cfg, prune, progress, lock_timeout, dry_run=True)
+        return _run(run, scratch, dry_run=True)
 
 
 def _copy_index(src: Path, dst: Path) -> None:
@@ -125,28 +156,18 @@ def _copy_index(src: Path, dst: Path) -> None:
         source.close()
 
 
-def _run(
-    inputs: list[InputFile],
-    index: Path,
-    paths: Sequence[str | Path],
-    manifest: str | Path | None,
-    cfg: Config,
-    prune: bool,
-    progress: Progress | None,
-    lock_timeout: float,
-    *,
-    dry_run: bool,
-) -> IngestReport:
-    tick = progress or (lambda stage, done, total: None)
-    with Store.open(index, create=True) as store, store.writer(lock_timeout):
+def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
+    cfg = run.config
+    tick = run.progress or (lambda stage, done, total: None)
+    with Store.open(index, create=True) as store, store.writer(run.lock_timeout):
         run_id = store.begin_run(
-            [str(Path(p).resolve()) for p in paths],
-            str(Path(manifest).resolve()) if manifest else None,
+            [str(Path(p).resolve()) for p in run.paths],
+            str(Path(run.manifest).resolve()) if run.manifest else None,
             cfg.to_dict(),
         )
-        results = _parse_phase(store, inputs, cfg, run_id, tick)
-        if prune:
-            keep = {str(i.path) for i in inputs}
+        results = _parse_phase(store, run.inputs, cfg, run_id, tick)
+        if run.prune:
+            keep = {str(i.path) for i in run.inputs}
             for path in store.file_paths():
                 if path not in keep:
                     with store.transaction():
@@ -155,11 +176,15 @@ def _run(
         _refresh_stale_keys(store, fingerprint, cfg, tick)
         _decide_chrome(store, cfg)
         chunked = _chunk_phase(store, fingerprint, cfg, run_id, tick)
-        near = update_near(store, cfg.near, run_id, tick)
+        near = update_clusters(store, cfg, run_id, tick, embedder=run.embedder, reembed=run.reembed)
         view = Index(store)
         totals = _totals(results, view.stats(), chunked)
-        totals["near_pass"] = {"signed": near.signed, "reclustered": near.reclustered, "merged": near.merged,
-                               "variants": near.variants}
+        totals["cluster_pass"] = {
+            "signed": near.signed,
+            "reclustered": near.reclustered,
+            "merged": near.merged,
+            "variants": near.variants,
+        }
         report = IngestReport(
             None if dry_run else run_id, tuple(results), totals, tuple(view.boilerplate(limit=10)), dry_run
         )
@@ -306,7 +331,9 @@ def remove_documents(
         fingerprint = config_fingerprint(cfg)
         _decide_chrome(store, cfg)
         rechunked = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None)
-        update_near(store, cfg.near, run_id)
+        recorded = store.meta("embedder_name")
+        embedder = get_embedder(recorded) if cfg.semantic.enabled and recorded else None
+        update_clusters(store, cfg, run_id, embedder=embedder)
         summary = {"removed": list(doc_ids), "canonicals_touched": touched, "documents_rechunked": rechunked}
         store.finish_run(run_id, summary)
     return summary

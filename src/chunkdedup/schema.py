@@ -72,6 +72,11 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             a TEXT NOT NULL, b TEXT NOT NULL, similarity REAL NOT NULL, differing TEXT NOT NULL,
             PRIMARY KEY(a, b)) WITHOUT ROWID;
         CREATE INDEX variants_b ON variants(b);
+        -- semantic tier: one float32 vector per group, and the pairs at or above the cosine threshold
+        CREATE TABLE embeddings(group_id TEXT PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID;
+        CREATE TABLE semantic_edges(a TEXT NOT NULL, b TEXT NOT NULL, cosine REAL NOT NULL,
+            PRIMARY KEY(a, b)) WITHOUT ROWID;
+        CREATE INDEX semantic_edges_b ON semantic_edges(b);
         CREATE TABLE tombstones(canonical_id TEXT PRIMARY KEY, run_id INTEGER NOT NULL);
         CREATE VIRTUAL TABLE canonicals_fts USING fts5(
             text, content='canonicals', content_rowid='rowid', tokenize='porter unicode61');

@@ -1,5 +1,10 @@
-"""The near-duplicate tier on the index: sign new groups, then re-decide the clusters of every
-group a change touched, whole connected components at a time.
+"""The near-duplicate and semantic tiers on the index: sign (and embed) new groups, then re-decide
+the clusters of every group a change touched, whole connected components at a time.
+
+Near edges (shingle Jaccard >= ``near.threshold``) and semantic edges (embedding cosine >=
+``semantic.threshold``) feed one leader clustering. A near edge always outranks a semantic one (its
+similarity enters as ``1 + jaccard``), so a group joins a near leader when it has one and a
+semantic leader only otherwise; the number/date guard applies to both.
 
 Incremental equals fresh: a group's cluster depends only on the groups connected to it by verified
 edges (shingle Jaccard >= threshold) and on their order (smallest (doc_id, page, start)), and leader
@@ -18,9 +23,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from chunkdedup.chunk_tables import Assignment, GroupRow
-from chunkdedup.config import NearConfig
+from chunkdedup.config import Config, NearConfig, SemanticConfig
 from chunkdedup.dedup.lsh import band_keys, leader_cluster
 from chunkdedup.dedup.minhash import MinHasher, jaccard
+from chunkdedup.dedup.semantic import neighbour_pairs
+from chunkdedup.embed import Embedder, get_embedder
+from chunkdedup.errors import ConfigError
 from chunkdedup.normalize import exact_key, key_hash
 from chunkdedup.store import Store
 
@@ -52,34 +60,105 @@ def word_diff(member: str, leader: str) -> tuple[str, ...]:
     return tuple(out[:_MAX_DIFF])
 
 
-def update_near(
-    store: Store, config: NearConfig, run_id: int, tick: Callable[[str, int, int], None] | None = None
+def update_clusters(
+    store: Store,
+    config: Config,
+    run_id: int,
+    tick: Callable[[str, int, int], None] | None = None,
+    *,
+    embedder: Embedder | None = None,
+    reembed: bool = False,
 ) -> NearStats:
-    """Sign unsigned groups and re-cluster the components of dirty groups (one transaction each step)."""
+    """Sign (and embed) new groups and re-cluster the components of dirty groups.
+
+    ``embedder`` overrides ``config.semantic.embedder`` (tests pass a deterministic one). An index
+    embedded with another model is refused unless ``reembed``.
+    """
     progress = tick or (lambda stage, done, total: None)
     tables = store.chunks
-    hashing, settings = _fingerprints(config)
+    near, sem = config.near, config.semantic
+    hashing, settings = _fingerprints(near)
+    model = (embedder or get_embedder(sem.embedder, batch_size=sem.batch_size)) if sem.enabled else None
     with store.transaction():
         if store.meta("near_hashing") != hashing:
             tables.clear_signatures()
             store.set_meta("near_hashing", hashing)
-        if store.meta("near_settings") != settings:
+        semantic = json.dumps([sem.enabled, sem.threshold if sem.enabled else None])
+        if store.meta("near_settings") != settings or store.meta("semantic_settings") != semantic:
             store.conn.execute("INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups")
             store.set_meta("near_settings", settings)
-    signed = _sign(store, config, progress) if config.enabled else 0
+            store.set_meta("semantic_settings", semantic)
+            store.conn.execute("DELETE FROM semantic_edges")  # recomputed below for every vector
+            store.conn.execute("DELETE FROM meta WHERE key='semantic_edges_for'")
+        if model is not None:
+            _check_embedder(store, model, reembed)
+    signed = _sign(store, near, progress) if near.enabled else 0
+    if model is not None:
+        _embed(store, model, sem, progress)
     dirty = tables.dirty_ids()
     if not dirty:
         return NearStats(signed, 0, 0, 0)
-    if config.enabled:
-        rows, edges, sims = _components(store, dirty, config)
+    if near.enabled or model is not None:
+        rows, edges = _components(store, dirty, near, semantic=model is not None)
     else:
-        rows, edges, sims = tables.group_rows(dirty), [], []
-    assignments, variants = _decide(rows, edges, sims, config)
+        rows, edges = tables.group_rows(dirty), {}
+    assignments, variants = _decide(rows, edges, near.guard)
     with store.transaction():
         tables.apply(assignments, variants, run_id)
-    progress("near", len(rows), len(rows))
+    progress("cluster", len(rows), len(rows))
     merged = sum(a.relation != "exact" for a in assignments)
     return NearStats(signed, len(rows), merged, len(variants))
+
+
+def _check_embedder(store: Store, model: Embedder, reembed: bool) -> None:
+    name, dim = store.meta("embedder_name"), store.meta("embedder_dim")
+    if reembed and name is not None:
+        store.chunks.clear_embeddings()
+        name = dim = None
+    if name is None:
+        store.set_meta("embedder_name", model.name)
+        store.set_meta("embedder_dim", str(model.dim))
+    elif (name, dim) != (model.name, str(model.dim)):
+        raise ConfigError(
+            f"index {store.path} is embedded with {name} (dim {dim}), not {model.name} (dim {model.dim}): "
+            f"use --embedder {name}, or re-embed everything with --embedder {model.name} --reembed"
+        )
+
+
+def _embed(
+    store: Store, model: Embedder, config: SemanticConfig, progress: Callable[[str, int, int], None]
+) -> None:
+    """Embed groups that have no vector yet, then find their semantic edges against every vector."""
+    tables = store.chunks
+    new: list[str] = []
+    total = int(
+        store.conn.execute(
+            "SELECT COUNT(*) FROM groups WHERE id NOT IN (SELECT group_id FROM embeddings)"
+        ).fetchone()[0]
+    )
+    while batch := tables.unembedded_groups(config.batch_size):
+        vectors = np.asarray(model.embed_batch([text for _, text in batch]), dtype="<f4")
+        with store.transaction():
+            tables.set_embeddings((gid, vectors[i].tobytes()) for i, (gid, _) in enumerate(batch))
+        new.extend(gid for gid, _ in batch)
+        progress("embed", len(new), total)
+    ids, blobs = tables.embeddings()
+    # after a settings change (no edges recorded for them) every vector's edges are recomputed;
+    # otherwise only the new vectors' edges, against all
+    full = store.meta("semantic_edges_for") != str(config.threshold)
+    position = {gid: i for i, gid in enumerate(ids)}
+    queries = list(range(len(ids))) if full else [position[g] for g in new]
+    if not queries:
+        return
+    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)
+    pairs, cosines = neighbour_pairs(
+        np.asarray(queries, dtype=np.int64), matrix, config.threshold, block=config.block
+    )
+    with store.transaction():
+        tables.put_semantic_edges(
+            (ids[int(a)], ids[int(b)], float(c)) for (a, b), c in zip(pairs, cosines, strict=True)
+        )
+        store.set_meta("semantic_edges_for", str(config.threshold))
 
 
 def _sign(store: Store, config: NearConfig, progress: Callable[[str, int, int], None]) -> int:
@@ -99,9 +178,10 @@ def _sign(store: Store, config: NearConfig, progress: Callable[[str, int, int], 
 
 
 def _components(
-    store: Store, dirty: Sequence[str], config: NearConfig
-) -> tuple[list[GroupRow], list[tuple[str, str]], list[float]]:
-    """Every group connected to a dirty one by verified edges, and those edges."""
+    store: Store, dirty: Sequence[str], config: NearConfig, *, semantic: bool
+) -> tuple[list[GroupRow], dict[tuple[str, str], tuple[str, float]]]:
+    """Every group connected to a dirty one by verified near edges or semantic edges, and those edges
+    with their relation and similarity (a pair with both keeps the near edge)."""
     hasher = MinHasher.from_config(config)
     texts: dict[str, np.ndarray] = {}
 
@@ -113,43 +193,62 @@ def _components(
 
     seen = set(dirty)
     frontier = sorted(seen)
-    edges: dict[tuple[str, str], float] = {}
+    edges: dict[tuple[str, str], tuple[str, float]] = {}
+
+    def reach(other: str) -> None:
+        if other not in seen:
+            seen.add(other)
+            frontier.append(other)
+
     while frontier:
         gid = frontier.pop()
-        for other in store.chunks.band_neighbours(gid):
+        for other in store.chunks.band_neighbours(gid) if config.enabled else ():
             pair = (gid, other) if gid < other else (other, gid)
-            if pair in edges:
+            if pair in edges and edges[pair][0] == "near":
                 continue
             sim = jaccard(shingles(gid), shingles(other))
             if sim >= config.threshold:
-                edges[pair] = sim
-                if other not in seen:
-                    seen.add(other)
-                    frontier.append(other)
-    pairs = sorted(edges)
-    return store.chunks.group_rows(sorted(seen)), pairs, [edges[p] for p in pairs]
+                edges[pair] = ("near", sim)
+                reach(other)
+        for other, cosine in store.chunks.semantic_neighbours(gid) if semantic else ():
+            pair = (gid, other) if gid < other else (other, gid)
+            if pair not in edges:
+                edges[pair] = ("semantic", min(cosine, 1.0))
+            reach(other)
+    return store.chunks.group_rows(sorted(seen)), edges
+
+
+Edges = dict[tuple[str, str], tuple[str, float]]
 
 
 def _decide(
-    rows: Sequence[GroupRow], edges: Sequence[tuple[str, str]], sims: Sequence[float], config: NearConfig
+    rows: Sequence[GroupRow], edges: Edges, guard: bool
 ) -> tuple[list[Assignment], list[tuple[str, str, float, tuple[str, ...]]]]:
+    """Leader clustering over the edges; a near edge weighs ``1 + jaccard`` so it outranks any cosine."""
     index = {row.id: i for i, row in enumerate(rows)}
     ranked = sorted(range(len(rows)), key=lambda i: (rows[i].order, rows[i].id))
     order = np.empty(len(rows), dtype=np.int64)
     order[np.asarray(ranked, dtype=np.int64)] = np.arange(len(rows), dtype=np.int64)
-    edge_array = np.asarray([(index[a], index[b]) for a, b in edges], dtype=np.int64).reshape(-1, 2)
+    pairs = sorted(edges)
+    edge_array = np.asarray([(index[a], index[b]) for a, b in pairs], dtype=np.int64).reshape(-1, 2)
+    weights = [1.0 + edges[p][1] if edges[p][0] == "near" else edges[p][1] for p in pairs]
+
+    def edge(a: str, b: str) -> tuple[str, float]:
+        return edges[(a, b) if a < b else (b, a)]
+
     keys = [exact_key(row.text) for row in rows]
-    result = leader_cluster(order, edge_array, np.asarray(sims, dtype=np.float64), keys, guard=config.guard)
+    result = leader_cluster(order, edge_array, np.asarray(weights, dtype=np.float64), keys, guard=guard)
     assignments = []
     for i, row in enumerate(rows):
         leader = int(result.leader[i])
         if leader == i:
             assignments.append(Assignment(row.id, row.id, "exact", 1.0))
         else:
-            sim = float(result.similarity[i])
+            relation, sim = edge(row.id, rows[leader].id)
             diff = word_diff(keys[i], keys[leader])
-            assignments.append(Assignment(row.id, rows[leader].id, "near", sim, diff))
+            assignments.append(Assignment(row.id, rows[leader].id, relation, sim, diff))
     variants = [
-        (rows[v.a].id, rows[v.b].id, float(v.similarity), tuple(v.differing)) for v in result.variants
+        (rows[v.a].id, rows[v.b].id, edge(rows[v.a].id, rows[v.b].id)[1], tuple(v.differing))
+        for v in result.variants
     ]
     return assignments, variants
