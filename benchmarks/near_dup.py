@@ -1,21 +1,33 @@
-"""MinHash signature throughput on a synthetic near-duplicate corpus, against datasketch and rensa.
+"""Near-duplicate tier benchmark: MinHash throughput against datasketch and rensa, the whole tier
+end to end on a streamed synthetic corpus, and accuracy on a labelled set built from real text.
 
-The corpus is built deterministically from the real site-policy Markdown beside the repo: ~200-word
-chunks recombined from its sentences, 15% near-duplicates (a few words edited, re-wrapped, re-cased)
-and 10% exact copies. Every text goes through ``normalize.exact_key`` first, as in the pipeline.
+**Synthetic corpus.** ~200-word chunks recombined from the sentences (cut into pieces of at most 40
+words) of the real site-policy Markdown beside the repo: 75% originals, 15% near copies of a random
+original (1-3 words replaced, deleted or inserted) and 10% exact copies. Chunk ``i`` is a pure
+function of ``(seed, i, n)`` (counter-based hashing in a compiled generator), so the corpus is
+streamed in batches and any chunk can be regenerated later; nothing holds all texts. Chunks are
+generated directly as exact keys (lower case, single spaces): re-casing and re-wrapping are undone by
+``normalize.exact_key``, which the accuracy set runs for real.
 
-Rows, timed interleaved in one process (median of ``--repeat`` rounds):
+**Rows** (timed interleaved in one process, median of ``--repeat`` rounds, on the first
+``--sample`` chunks): datasketch ``MinHash.update`` per shingle (the seed path, ``--update-sample``
+chunks), datasketch ``MinHash.bulk``, rensa from shingle strings (what a rensa user writes) and from
+our pre-hashed shingles (kernel against kernel), and ours (``MinHasher.signatures``, 1 thread and the
+default threads). Every row starts from the exact keys, so Python shingling is in the reference rows.
 
-* datasketch ``MinHash.update`` per shingle (the seed path), on a subsample;
-* datasketch ``MinHash.bulk``, on a subsample;
-* rensa ``RMinHash.digest_matrix_from_token_sets`` from shingle strings (what a rensa user writes),
-  on a subsample, and rensa from *our* pre-hashed shingles (kernel against kernel);
-* ours, ``MinHasher.signatures``, on the same subsample and on every chunk, with the default
-  threads and with one thread.
+**End to end** over every chunk, one pass in batches of ``--batch``: signatures with a 64-bit hash of
+each key from the same pass (``MinHasher.signatures_and_hashes``), band keys 16 x 8; exact dedup on
+the key hashes (the pipeline's exact tier); then candidate pairs of the exact
+representatives; verification in blocks of pairs (regenerate the paired chunks' texts, the stand-in
+for reading them back from the store, ``MinHasher.shingle_sets``, ``lsh.verified_edges_flat``,
+``lsh.guard_edges``); ``lsh.leader_cluster_checked``. Kept across the pass: band keys (n x 16
+uint64) and key hashes. Generating the corpus in the first pass is input, not timed.
 
-Every row starts from the exact keys, so Python shingling is part of the reference rows' time.
-Then, if ``chunkdedup.dedup.lsh`` provides ``band_keys`` and ``candidate_pairs``, the end to end
-"signatures + LSH + exact verification (+ leader clustering when available)".
+**Accuracy.** Real paragraphs (current and historical versions) plus, per sampled paragraph, a copy
+with 1-2 words edited, re-wrapped and re-cased, a re-wrapped and re-cased copy, and where the
+paragraph holds a number or date a copy with only that token changed. All through ``exact_key`` and
+the same tier. Truth by brute force over every pair: a pair is positive when its exact shingle Jaccard
+is >= the threshold and ``guard_diff`` is empty; found when both end in the same cluster.
 
 Example:
     python benchmarks/near_dup.py --chunks 200000 --out benchmarks/results/near_dup.json
@@ -24,7 +36,7 @@ Example:
 from __future__ import annotations
 
 import argparse
-import importlib
+import itertools
 import json
 import os
 import platform
@@ -35,115 +47,233 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numba
 import numpy as np
+import numpy.typing as npt
+from numba import njit
 from rich.console import Console
 from rich.table import Table
+from xxhash import xxh3_64_intdigest
 
 from chunkdedup.dedup import minhash
-from chunkdedup.dedup.minhash import MinHasher, jaccard
+from chunkdedup.dedup.guard import guard_diff
+from chunkdedup.dedup.lsh import (
+    band_keys,
+    candidate_pairs,
+    guard_edges,
+    leader_cluster_checked,
+    verified_edges_flat,
+)
+from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.normalize import exact_key
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_SOURCE = REPO.parent / "shared" / "data" / "site-policy" / "current"
+DATA = REPO.parent / "shared" / "data"
+DEFAULT_SOURCE = DATA / "site-policy" / "current"
+ACCURACY_SOURCE = DATA / "site-policy"
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "near_dup.json"
 NUM_PERM = 128
 SHINGLE_WORDS = 5
 BANDS, ROWS, THRESHOLD = 16, 8, 0.85
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+")
+_DIGIT = re.compile(r"\d")
+
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+U8 = npt.NDArray[np.uint8]
+_u64 = np.uint64
+ORIGINAL, NEAR, EXACT = 0, 1, 2
+MAX_WORDS = 240  # 220 words at most, plus 3 insertions
+_RENDER_BATCH = 2048
+MAX_SENTENCE = 40  # words per sentence piece in the synthetic corpus
 
 
-# --- corpus ----------------------------------------------------------------------------------------
+# --- the synthetic corpus: chunk i is a pure function of (seed, i, n) -----------------------------
+
+
+@njit(cache=True, nogil=True)
+def _fmix(h: np.uint64) -> np.uint64:
+    h ^= h >> _u64(33)
+    h *= _u64(0xFF51AFD7ED558CCD)
+    h ^= h >> _u64(33)
+    h *= _u64(0xC4CEB9FE1A85EC53)
+    h ^= h >> _u64(33)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def _rand(seed: int, i: int, k: int) -> np.uint64:
+    """A counter-based random uint64 for draw ``k`` of chunk ``i``."""
+    h = _fmix((_u64(seed) + _u64(1)) * _u64(0x9E3779B97F4A7C15))
+    h = _fmix(h ^ ((_u64(i) + _u64(1)) * _u64(0xBF58476D1CE4E5B9)))
+    return _fmix(h ^ ((_u64(k) + _u64(1)) * _u64(0x94D049BB133111EB)))
+
+
+@njit(cache=True, nogil=True)
+def _kind(seed: int, i: int) -> int:
+    u = _rand(seed, i, 0) % _u64(100)
+    return ORIGINAL if u < 75 else (NEAR if u < 90 else EXACT)
+
+
+@njit(cache=True, nogil=True)
+def _source(seed: int, i: int, n: int) -> int:
+    """The original a copy copies (-1 for an original, or a copy that found none: it is an original)."""
+    if _kind(seed, i) == ORIGINAL:
+        return -1
+    for t in range(64):
+        j = int(_rand(seed, i, 1 + t) % _u64(n))
+        if j != i and _kind(seed, j) == ORIGINAL:
+            return j
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _original_words(seed: int, j: int, sent_words: I64, sent_off: I64, out: I64) -> int:
+    target = 180 + int(_rand(seed, j, 100) % _u64(41))
+    count = 0
+    t = 0
+    while count < target:
+        s = int(_rand(seed, j, 101 + t) % _u64(sent_off.size - 1))
+        for w in range(sent_off[s], sent_off[s + 1]):
+            if count == target:
+                break
+            out[count] = sent_words[w]
+            count += 1
+        t += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _chunk_words(seed: int, i: int, n: int, vocab: int, sent_words: I64, sent_off: I64, out: I64) -> int:
+    j = _source(seed, i, n)
+    if j < 0:
+        return _original_words(seed, i, sent_words, sent_off, out)
+    count = _original_words(seed, j, sent_words, sent_off, out)
+    if _kind(seed, i) == EXACT:
+        return count
+    for e in range(1 + int(_rand(seed, i, 200) % _u64(3))):
+        op = int(_rand(seed, i, 201 + 3 * e) % _u64(4))
+        pos = int(_rand(seed, i, 202 + 3 * e) % _u64(count))
+        word = int(_rand(seed, i, 203 + 3 * e) % _u64(vocab))
+        if op <= 1:
+            out[pos] = word
+        elif op == 2 and count > 1:
+            out[pos : count - 1] = out[pos + 1 : count].copy()
+            count -= 1
+        else:
+            out[pos + 1 : count + 1] = out[pos:count].copy()
+            out[pos] = word
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _render(
+    items: I64, seed: int, n: int, sent_words: I64, sent_off: I64, vocab_buf: U8, vocab_off: I64
+) -> tuple[U8, I64]:
+    """The exact keys of ``items`` as one UTF-8 buffer and offsets (two passes: sizes, then bytes)."""
+    words = np.empty(MAX_WORDS, np.int64)
+    offsets = np.zeros(items.size + 1, np.int64)
+    vocab = vocab_off.size - 1
+    for r in range(items.size):
+        c = _chunk_words(seed, items[r], n, vocab, sent_words, sent_off, words)
+        size = c - 1
+        for w in range(c):
+            size += vocab_off[words[w] + 1] - vocab_off[words[w]]
+        offsets[r + 1] = offsets[r] + size
+    buf = np.empty(offsets[-1], np.uint8)
+    for r in range(items.size):
+        c = _chunk_words(seed, items[r], n, vocab, sent_words, sent_off, words)
+        p = offsets[r]
+        for w in range(c):
+            if w:
+                buf[p] = 32
+                p += 1
+            v = words[w]
+            for b in range(vocab_off[v], vocab_off[v + 1]):
+                buf[p] = vocab_buf[b]
+                p += 1
+    return buf, offsets
+
+
+@njit(cache=True, nogil=True)
+def _kinds_sources(items: I64, seed: int, n: int) -> tuple[I64, I64]:
+    kinds = np.empty(items.size, np.int64)
+    sources = np.empty(items.size, np.int64)
+    for r in range(items.size):
+        sources[r] = _source(seed, items[r], n)
+        kinds[r] = ORIGINAL if sources[r] < 0 else _kind(seed, items[r])
+    return kinds, sources
 
 
 @dataclass(frozen=True, slots=True)
 class Corpus:
-    keys: list[str]  # exact keys, one per chunk
-    kind: list[str]  # "original", "near" or "exact"
-    source: list[int]  # for copies, the index of the original they copy; else -1
+    """The synthetic corpus: ``n`` chunks from ``seed`` over a sentence table; nothing else stored."""
+
+    n: int
+    seed: int
+    sent_words: I64
+    sent_off: I64
+    vocab_buf: U8
+    vocab_off: I64
+
+    @classmethod
+    def from_markdown(cls, root: Path, n: int, seed: int) -> Corpus:
+        """Sentences (as exact-key word lists) of every Markdown file under ``root``."""
+        sentences: list[list[str]] = []
+        for path in sorted(root.rglob("*.md")):
+            for paragraph in _body(path.read_text(encoding="utf-8")).split("\n\n"):
+                for sentence in _SENTENCE_END.split(paragraph):
+                    words = exact_key(sentence).split(" ")
+                    # Cut long runs (lists and tables read as one sentence): two originals sharing a
+                    # 150-word run would be accidental near-duplicates, and at 1.8M chunks those pairs
+                    # grow quadratically and swamp the planted 15%.
+                    for lo in range(0, len(words), MAX_SENTENCE):
+                        if len(words[lo : lo + MAX_SENTENCE]) >= 3:
+                            sentences.append(words[lo : lo + MAX_SENTENCE])
+        if not sentences:
+            raise SystemExit(f"no sentences under {root}: pass --source with Markdown files")
+        vocabulary = sorted({w for s in sentences for w in s})
+        index = {w: k for k, w in enumerate(vocabulary)}
+        encoded = [w.encode("utf-8") for w in vocabulary]
+        return cls(
+            n=n,
+            seed=seed,
+            sent_words=np.array([index[w] for s in sentences for w in s], dtype=np.int64),
+            sent_off=np.cumsum([0] + [len(s) for s in sentences], dtype=np.int64),
+            vocab_buf=np.frombuffer(b"".join(encoded), dtype=np.uint8),
+            vocab_off=np.cumsum([0] + [len(w) for w in encoded], dtype=np.int64),
+        )
+
+    def keys(self, items: I64) -> list[str]:
+        """The exact keys of chunks ``items`` (any order, repeats allowed)."""
+        args = (self.sent_words, self.sent_off, self.vocab_buf, self.vocab_off)
+        ids = np.asarray(items, dtype=np.int64)
+        out: list[str] = []
+        # Small pieces: buffers under glibc's mmap threshold are reused, not page-faulted in afresh.
+        for lo in range(0, ids.size, _RENDER_BATCH):
+            buf, offsets = _render(ids[lo : lo + _RENDER_BATCH], self.seed, self.n, *args)
+            raw = buf.tobytes()
+            out.extend(raw[a:b].decode("utf-8") for a, b in itertools.pairwise(offsets.tolist()))
+        return out
+
+    def kinds_sources(self, items: I64) -> tuple[I64, I64]:
+        return _kinds_sources(np.asarray(items, dtype=np.int64), self.seed, self.n)
 
 
-def load_sentences(root: Path) -> list[list[str]]:
-    """Sentences (as word lists) of every Markdown file under ``root``, front matter removed."""
-    sentences: list[list[str]] = []
-    for path in sorted(root.rglob("*.md")):
-        text = path.read_text(encoding="utf-8")
-        if text.startswith("---"):
-            end = text.find("\n---", 3)
-            text = text[end + 4 :] if end != -1 else text
-        for paragraph in text.split("\n\n"):
-            for sentence in _SENTENCE_END.split(paragraph):
-                words = sentence.split()
-                if len(words) >= 3:
-                    sentences.append(words)
-    if not sentences:
-        raise SystemExit(f"no sentences under {root}: pass --source with Markdown files")
-    return sentences
+def _body(text: str) -> str:
+    if text.startswith("---"):
+        end = text.find("\n---", 3)
+        return text[end + 4 :] if end != -1 else text
+    return text
 
 
-def _original(rng: random.Random, sentences: list[list[str]]) -> list[str]:
-    target = rng.randint(180, 220)
-    words: list[str] = []
-    while len(words) < target:
-        words.extend(sentences[rng.randrange(len(sentences))])
-    return words[:target]
-
-
-def _near_copy(rng: random.Random, words: list[str], vocabulary: list[str]) -> str:
-    """A few words edited (replaced, deleted, inserted), then re-cased and re-wrapped."""
-    out = list(words)
-    for _ in range(rng.randint(1, 3)):
-        op = rng.random()
-        pos = rng.randrange(len(out))
-        if op < 0.5:
-            out[pos] = rng.choice(vocabulary)
-        elif op < 0.75 and len(out) > 1:
-            del out[pos]
-        else:
-            out.insert(pos, rng.choice(vocabulary))
-    if rng.random() < 0.5:
-        out = [w.upper() if rng.random() < 0.1 else w for w in out]
-    else:
-        out = [w.capitalize() if rng.random() < 0.2 else w for w in out]
-    width = rng.randint(8, 16)
-    return "\n".join(" ".join(out[i : i + width]) for i in range(0, len(out), width))
-
-
-def build_corpus(sentences: list[list[str]], n: int, seed: int) -> Corpus:
-    """``n`` chunks: 75% originals, 15% near copies, 10% exact copies of a random original; shuffled."""
-    rng = random.Random(seed)
-    vocabulary = sorted({w for s in sentences for w in s})
-    n_near, n_exact = round(0.15 * n), round(0.10 * n)
-    n_orig = n - n_near - n_exact
-    originals = [_original(rng, sentences) for _ in range(n_orig)]
-    texts = [" ".join(w) for w in originals]
-    kind, source = ["original"] * n_orig, [-1] * n_orig
-    for _ in range(n_near):
-        i = rng.randrange(n_orig)
-        texts.append(_near_copy(rng, originals[i], vocabulary))
-        kind.append("near")
-        source.append(i)
-    for _ in range(n_exact):
-        i = rng.randrange(n_orig)
-        texts.append(texts[i])
-        kind.append("exact")
-        source.append(i)
-    order = list(range(n))
-    rng.shuffle(order)
-    position = {old: new for new, old in enumerate(order)}
-    return Corpus(
-        keys=[exact_key(texts[i]) for i in order],
-        kind=[kind[i] for i in order],
-        source=[position[source[i]] if source[i] >= 0 else -1 for i in order],
-    )
-
-
-# --- the contenders ----------------------------------------------------------------------------------
+# --- the reference rows ------------------------------------------------------------------------------
 
 
 def shingle_strings(key: str) -> list[str]:
@@ -176,7 +306,7 @@ def rensa_tokens(keys: Sequence[str]) -> None:
     RMinHash.digest_matrix_from_token_sets([shingle_strings(k) for k in keys], NUM_PERM, 1)
 
 
-def rensa_prehashed(hashes: np.ndarray, offsets: np.ndarray) -> None:
+def rensa_prehashed(hashes: U64, offsets: U64) -> None:
     from rensa import RMinHash
 
     RMinHash.digest_matrix_from_flat_token_hashes(hashes, offsets, NUM_PERM, 1)
@@ -197,8 +327,8 @@ class Row:
     name: str
     chunks: int
     fn: Callable[[], object]
-    wall: list[float]
-    cpu: list[float]
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
 
     def run(self) -> None:
         c0, t0 = time.process_time(), time.perf_counter()
@@ -219,184 +349,346 @@ class Row:
         return statistics.median(self.cpu) / self.seconds
 
 
-# --- end to end with the LSH tier --------------------------------------------------------------------
+def reference_rows(keys: list[str], update_sample: int, hasher: MinHasher, threads: int) -> list[Row]:
+    small = keys[:update_sample]
+    sets = [hasher.shingles(k) for k in keys]
+    hashes = np.concatenate(sets)
+    offsets = np.zeros(len(sets) + 1, dtype=np.uint64)
+    np.cumsum([s.size for s in sets], out=offsets[1:])
+    m = len(keys)
+    return [
+        Row(
+            "datasketch MinHash.update per shingle (seed path)", len(small), lambda: datasketch_update(small)
+        ),
+        Row("datasketch MinHash.bulk", m, lambda: datasketch_bulk(keys)),
+        Row("rensa digest_matrix_from_token_sets (from text)", m, lambda: rensa_tokens(keys)),
+        Row(
+            "rensa digest_matrix_from_flat_token_hashes (our shingle hashes, kernel only)",
+            m,
+            lambda: rensa_prehashed(hashes, offsets),
+        ),
+        Row("ours, signatures, 1 thread", m, lambda: with_threads(1, lambda: hasher.signatures(keys))),
+        Row(f"ours, signatures, {threads} threads (default)", m, lambda: hasher.signatures(keys)),
+    ]
 
 
-class LazyShingles:
-    """``MinHasher.shingles`` of each key, computed on first use (what the lsh tier reads)."""
-
-    def __init__(self, hasher: MinHasher, keys: Sequence[str]) -> None:
-        self.hasher, self.keys = hasher, keys
-        self.cache: dict[int, np.ndarray] = {}
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __getitem__(self, i: int) -> np.ndarray:
-        if i not in self.cache:
-            self.cache[i] = self.hasher.shingles(self.keys[i])
-        return self.cache[i]
+# --- the tier end to end, streamed --------------------------------------------------------------------
 
 
-def lsh_end_to_end(corpus: Corpus, hasher: MinHasher) -> dict[str, Any] | None:
-    """Signatures + banding + candidate pairs + exact verification + leader clustering, through the
-    lsh module's documented entry points; None when ``band_keys``/``candidate_pairs`` are missing."""
-    try:
-        lsh = importlib.import_module("chunkdedup.dedup.lsh")
-    except ImportError:
-        return None
-    band_keys = getattr(lsh, "band_keys", None)
-    candidate_pairs = getattr(lsh, "candidate_pairs", None)
-    if not callable(band_keys) or not callable(candidate_pairs):
-        return None
-    verified_edges = getattr(lsh, "verified_edges", None)
-    leader_cluster = getattr(lsh, "leader_cluster", None)
-    keys = corpus.keys
-    shingles = LazyShingles(hasher, keys)
-    # Warm up (numba compile or cache load) on a slice, so the steps time work only.
-    few = keys[:500]
-    warm_pairs = candidate_pairs(band_keys(hasher.signatures(few), BANDS, ROWS))
-    if callable(verified_edges):
-        warm_edges, warm_sims = verified_edges(warm_pairs, LazyShingles(hasher, few), THRESHOLD)
-        if callable(leader_cluster):
-            leader_cluster(np.arange(len(few), dtype=np.int64), warm_edges, warm_sims, few, guard=True)
-    steps: dict[str, float] = {}
-    t = time.perf_counter()
-    sigs = hasher.signatures(keys)
-    steps["signatures"] = time.perf_counter() - t
-    t = time.perf_counter()
-    pairs = np.asarray(candidate_pairs(band_keys(sigs, BANDS, ROWS)), dtype=np.int64).reshape(-1, 2)
-    steps["band_keys + candidate_pairs"] = time.perf_counter() - t
-    t = time.perf_counter()
-    if callable(verified_edges):
-        edges, sims = verified_edges(pairs, shingles, THRESHOLD)
-    else:
-        all_sims = np.array([jaccard(shingles[int(i)], shingles[int(j)]) for i, j in pairs])
-        keep = all_sims >= THRESHOLD
-        edges, sims = pairs[keep], all_sims[keep]
-    steps["verification (exact jaccard, shingles on demand)"] = time.perf_counter() - t
-    clustering = "skipped: lsh.leader_cluster not available"
-    if callable(leader_cluster):
+class Stages:
+    """Seconds per stage, accumulated over batches."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def time(self, stage: str, fn: Callable[[], Any]) -> Any:
         t = time.perf_counter()
-        result = leader_cluster(np.arange(len(keys), dtype=np.int64), edges, sims, keys, guard=True)
-        steps["leader_cluster (with guard)"] = time.perf_counter() - t
-        leaders = int(np.sum(result.leader == np.arange(len(keys))))
-        clustering = f"{leaders:,} leaders, {len(result.merges):,} merges, {len(result.variants):,} variants"
-    verified = {(int(i), int(j)) if i < j else (int(j), int(i)) for i, j in edges}
-    planted = {
-        (min(i, s), max(i, s))
-        for i, (k, s) in enumerate(zip(corpus.kind, corpus.source, strict=True))
-        if k != "original" and jaccard(shingles[i], shingles[s]) >= THRESHOLD
-    }
-    total = sum(steps.values())
+        out = fn()
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - t
+        return out
+
+
+def key_hashes(keys: Sequence[str]) -> U64:
+    return np.fromiter((xxh3_64_intdigest(k.encode("utf-8")) for k in keys), dtype=np.uint64, count=len(keys))
+
+
+def first_occurrence(hashes: U64) -> I64:
+    """``rep[i]``: the smallest index with the same key hash as ``i`` (the exact tier's canonical)."""
+    order = np.argsort(hashes, kind="stable")
+    ordered = hashes[order]
+    start = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+    run_first = order[np.flatnonzero(start)]
+    rep = np.empty(hashes.size, dtype=np.int64)
+    rep[order] = run_first[np.cumsum(start) - 1]
+    return rep
+
+
+def end_to_end(corpus: Corpus, hasher: MinHasher, batch: int, block: int) -> dict[str, Any]:
+    """Stream the corpus through the tier; returns stage times, counts and each chunk's final leader."""
+    n = corpus.n
+    st = Stages()
+    bands = np.empty((n, BANDS), dtype=np.uint64)
+    hashes = np.empty(n, dtype=np.uint64)
+    generate = 0.0
+    for lo in range(0, n, batch):
+        hi = min(n, lo + batch)
+        t = time.perf_counter()
+        keys = corpus.keys(np.arange(lo, hi, dtype=np.int64))
+        generate += time.perf_counter() - t
+        sigs, hashes[lo:hi] = st.time(
+            "signatures + exact key hashes", lambda keys=keys: hasher.signatures_and_hashes(keys)
+        )
+        bands[lo:hi] = st.time("band keys", lambda sigs=sigs: band_keys(sigs, BANDS, ROWS))
+        del keys, sigs
+    rep = st.time("exact dedup", lambda: first_occurrence(hashes))
+    reps = np.flatnonzero(rep == np.arange(n))
+
+    pairs = st.time("candidate pairs", lambda b=bands: reps[candidate_pairs(b[reps])])
+    del bands
+    edges_parts: list[I64] = []
+    sims_parts: list[npt.NDArray[np.float64]] = []
+    passed_parts: list[npt.NDArray[np.bool_]] = []
+    tokens: dict[int, tuple[str, ...]] = {}
+    regenerated = 0
+    for start in range(0, pairs.shape[0], block):
+        part = pairs[start : start + block]
+        items = np.unique(part)
+        regenerated += items.size
+        keys = st.time("verify: regenerate paired texts", lambda items=items: corpus.keys(items))
+        flat, offsets = st.time("verify: shingle_sets", lambda keys=keys: hasher.shingle_sets(keys))
+        edges, sims = st.time(
+            "verify: exact jaccard",
+            lambda p=part, i=items, f=flat, o=offsets: verified_edges_flat(p, i, f, o, THRESHOLD),
+        )
+        by_item = dict(zip(items.tolist(), keys, strict=True))
+        passed, toks = st.time("guard (verified pairs)", lambda e=edges, k=by_item: guard_edges(e, k))
+        tokens.update(toks)
+        edges_parts.append(edges)
+        sims_parts.append(sims)
+        passed_parts.append(passed)
+        del keys, flat, offsets, by_item
+    edges = np.concatenate(edges_parts) if edges_parts else np.empty((0, 2), dtype=np.int64)
+    sims = np.concatenate(sims_parts) if sims_parts else np.empty(0)
+    passed = np.concatenate(passed_parts) if passed_parts else np.empty(0, dtype=np.bool_)
+    clusters = st.time(
+        "leader_cluster_checked",
+        lambda: leader_cluster_checked(np.arange(n, dtype=np.int64), edges, sims, passed, tokens),
+    )
+    leader = clusters.leader[rep]
+    total = sum(st.seconds.values())
     return {
-        "chunks": len(keys),
-        "candidate_pairs": len(pairs),
-        "verified_pairs": len(verified),
-        "planted_pairs_above_threshold": len(planted),
-        "planted_recall": len(planted & verified) / len(planted) if planted else 1.0,
-        "clustering": clustering,
-        "steps_seconds": steps,
+        "chunks": n,
+        "exact_duplicates": int(n - reps.size),
+        "candidate_pairs": int(pairs.shape[0]),
+        "regenerated_texts": int(regenerated),
+        "verified_pairs": int(edges.shape[0]),
+        "guard_failed_pairs": int((~passed).sum()),
+        "leaders": int(np.sum(leader == np.arange(n))),
+        "near_merges": len(clusters.merges),
+        "variants": len(clusters.variants),
+        "steps_seconds": st.seconds,
         "seconds": total,
-        "chunks_per_s": len(keys) / total,
+        "chunks_per_s": n / total,
+        "generate_seconds_untimed": generate,
+        "leader": leader,
+    }
+
+
+def planted_recall(corpus: Corpus, hasher: MinHasher, leader: I64, sample: int) -> dict[str, Any]:
+    """Planted copies (a sample) against their original: true Jaccard, and whether they share a cluster."""
+    rng = np.random.default_rng(corpus.seed)
+    items = np.sort(rng.choice(corpus.n, min(corpus.n, sample * 4), replace=False))
+    kinds, sources = corpus.kinds_sources(items)
+    copies = items[kinds != ORIGINAL][:sample]
+    origins = sources[kinds != ORIGINAL][:sample]
+    keys_a, keys_b = corpus.keys(copies), corpus.keys(origins)
+    flat, offsets = hasher.shingle_sets(keys_a + keys_b)
+    m = copies.size
+    pairs = np.stack((np.arange(m), np.arange(m, 2 * m)), axis=1)
+    _, sims = verified_edges_flat(pairs, np.arange(2 * m), flat, offsets, 0.0)
+    above = sims >= THRESHOLD
+    clean = np.array([not guard_diff(a, b) for a, b in zip(keys_a, keys_b, strict=True)])
+    same = leader[copies] == leader[origins]
+    near = kinds[kinds != ORIGINAL][:sample] == NEAR
+    return {
+        "sampled_copies": int(m),
+        "near_copy_true_jaccard_median": float(np.median(sims[near])) if near.any() else None,
+        "near_copy_share_at_or_above_threshold": float(above[near].mean()) if near.any() else None,
+        "recall_above_threshold_guard_clean": float(same[above & clean].mean())
+        if (above & clean).any()
+        else 1.0,
+        "above_threshold_guard_clean": int((above & clean).sum()),
+        "above_threshold_guard_differs": int((above & ~clean).sum()),
+        "merged_guard_differs": int((same & ~clean).sum()),
+    }
+
+
+# --- accuracy on a labelled set built from real paragraphs --------------------------------------------
+
+
+def real_paragraphs(root: Path) -> list[str]:
+    """Unique paragraphs (>= 30 words after exact_key) of every Markdown file under ``root``."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for path in sorted(root.rglob("*.md")):
+        for block in _body(path.read_text(encoding="utf-8")).split("\n\n"):
+            key = exact_key(block)
+            if key.count(" ") >= 29 and key not in seen:
+                seen.add(key)
+                out.append(block.strip())
+    return out
+
+
+def _rewrap_recase(rng: random.Random, words: list[str]) -> str:
+    if rng.random() < 0.5:
+        words = [w.upper() if rng.random() < 0.1 else w for w in words]
+    else:
+        words = [w.capitalize() if rng.random() < 0.2 else w for w in words]
+    width = rng.randint(6, 14)
+    return "\n".join(" ".join(words[i : i + width]) for i in range(0, len(words), width))
+
+
+def _edited(rng: random.Random, words: list[str], vocabulary: list[str]) -> list[str]:
+    out = list(words)
+    for _ in range(rng.randint(1, 2)):
+        pos = rng.randrange(len(out))
+        op = rng.random()
+        if op < 0.5:
+            out[pos] = rng.choice(vocabulary)
+        elif op < 0.75 and len(out) > 1:
+            del out[pos]
+        else:
+            out.insert(pos, rng.choice(vocabulary))
+    return out
+
+
+def _number_changed(rng: random.Random, words: list[str]) -> list[str] | None:
+    spots = [i for i, w in enumerate(words) if _DIGIT.search(w)]
+    if not spots:
+        return None
+    out = list(words)
+    pos = rng.choice(spots)
+    digits = [k for k, c in enumerate(out[pos]) if c.isdigit()]
+    k = rng.choice(digits)
+    out[pos] = out[pos][:k] + str((int(out[pos][k]) + rng.randint(1, 8)) % 10) + out[pos][k + 1 :]
+    return out
+
+
+def accuracy(root: Path, hasher: MinHasher, per_kind: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    paragraphs = real_paragraphs(root)
+    vocabulary = sorted({w for p in paragraphs for w in p.split() if not _DIGIT.search(w)})
+    texts = list(paragraphs)
+    numeric = [i for i, p in enumerate(paragraphs) if _DIGIT.search(p)]
+    plain = rng.sample(range(len(paragraphs)), min(per_kind, len(paragraphs)))
+    planted_numeric: list[tuple[int, int]] = []
+    for i in plain:
+        words = paragraphs[i].split()
+        texts.append(_rewrap_recase(rng, _edited(rng, words, vocabulary)))
+        texts.append(_rewrap_recase(rng, words))
+    for i in rng.sample(numeric, min(per_kind, len(numeric))):
+        changed = _number_changed(rng, paragraphs[i].split())
+        # Only real variants: a digit inside an id that exact_key removes changes nothing.
+        if changed is not None and guard_diff(exact_key(paragraphs[i]), exact_key(" ".join(changed))):
+            planted_numeric.append((i, len(texts)))
+            texts.append(_rewrap_recase(rng, changed))
+    keys = [exact_key(t) for t in texts]
+    m = len(keys)
+    rep = first_occurrence(key_hashes(keys))
+    reps = np.flatnonzero(rep == np.arange(m))
+    sigs = hasher.signatures([keys[i] for i in reps])
+    pairs = reps[candidate_pairs(band_keys(sigs, BANDS, ROWS))]
+    flat, offsets = hasher.shingle_sets(keys)
+    items = np.arange(m, dtype=np.int64)
+    edges, sims = verified_edges_flat(pairs, items, flat, offsets, THRESHOLD)
+    passed, tokens = guard_edges(edges, keys)
+    leader = leader_cluster_checked(items, edges, sims, passed, tokens).leader[rep]
+    # Brute force: every pair's exact Jaccard, then the guard on the pairs at or above the threshold.
+    left, right = np.triu_indices(m, k=1)
+    every = np.stack((left, right), axis=1).astype(np.int64)
+    close, _ = verified_edges_flat(every, items, flat, offsets, THRESHOLD)
+    clean = np.array([not guard_diff(keys[a], keys[b]) for a, b in close.tolist()], dtype=np.bool_)
+    positive = close[clean]
+    found = leader[positive[:, 0]] == leader[positive[:, 1]]
+    identical = np.array([keys[a] == keys[b] for a, b in positive.tolist()], dtype=np.bool_)
+    same = np.flatnonzero(leader[left] == leader[right])
+    same_pairs = {(int(left[k]), int(right[k])) for k in same}
+    true_pairs = {(int(a), int(b)) for a, b in positive.tolist()}
+    false_pairs = np.array(sorted(same_pairs - true_pairs), dtype=np.int64).reshape(-1, 2)
+    _, false_sims = verified_edges_flat(false_pairs, items, flat, offsets, 0.0)
+    differs = sum(bool(guard_diff(keys[a], keys[b])) for a, b in same_pairs)
+    # Merge precision: each member against the leader it joined (the decision the tier stores).
+    members = np.flatnonzero(leader != np.arange(m))
+    joined = {(int(min(i, leader[i])), int(max(i, leader[i]))) for i in members}
+    planted_sims = verified_edges_flat(np.array(planted_numeric).reshape(-1, 2), items, flat, offsets, 0.0)[1]
+    return {
+        "paragraphs": len(paragraphs),
+        "texts": m,
+        "all_pairs": int(every.shape[0]),
+        "pairs_at_or_above_threshold": int(close.shape[0]),
+        "positive_pairs": len(true_pairs),
+        "positive_pairs_not_identical": int((~identical).sum()),
+        "same_cluster_pairs": len(same_pairs),
+        "precision": len(same_pairs & true_pairs) / len(same_pairs) if same_pairs else 1.0,
+        "false_same_cluster_pairs": len(false_pairs),
+        "false_pairs_jaccard_range": [float(false_sims.min()), float(false_sims.max())]
+        if false_sims.size
+        else [],
+        "merges": len(joined),
+        "merge_precision": len(joined & true_pairs) / len(joined) if joined else 1.0,
+        "recall": float(found.mean()) if found.size else 1.0,
+        "recall_not_identical": float(found[~identical].mean()) if (~identical).any() else 1.0,
+        "number_date_variants_planted": len(planted_numeric),
+        "number_date_variants_at_or_above_threshold": int((planted_sims >= THRESHOLD).sum()),
+        "number_date_variants_merged": sum(int(leader[a] == leader[b]) for a, b in planted_numeric),
+        "same_cluster_pairs_with_number_date_difference": differs,
     }
 
 
 # --- main --------------------------------------------------------------------------------------------
 
 
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--chunks", type=int, default=200_000, help="corpus size (up to ~1.8M)")
     ap.add_argument("--update-sample", type=int, default=2_000, help="chunks for datasketch .update()")
-    ap.add_argument("--sample", type=int, default=20_000, help="chunks for bulk/rensa reference rows")
-    ap.add_argument("--repeat", type=int, default=3, help="rounds; medians are reported")
+    ap.add_argument("--sample", type=int, default=20_000, help="chunks for the side-by-side rows")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of the side-by-side rows; medians")
+    ap.add_argument("--batch", type=int, default=50_000, help="chunks per streamed batch")
+    ap.add_argument("--block", type=int, default=50_000, help="candidate pairs per verification block")
+    ap.add_argument("--accuracy-per-kind", type=int, default=800, help="copies of each kind in the set")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="folder of Markdown files")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
     console = Console(width=150)
+    wall0 = time.perf_counter()
 
     t = time.perf_counter()
-    corpus = build_corpus(load_sentences(args.source), args.chunks, args.seed)
-    build_s = time.perf_counter() - t
-    keys = corpus.keys
-    sample = keys[: min(args.sample, len(keys))]
-    small = keys[: min(args.update_sample, len(keys))]
-    console.print(f"corpus: {len(keys):,} chunks built and keyed in {build_s:.1f} s")
-
+    corpus = Corpus.from_markdown(args.source, args.chunks, args.seed)
     hasher = MinHasher(NUM_PERM, SHINGLE_WORDS, seed=1)
-    t = time.perf_counter()
-    hasher.signatures(keys[:10])  # compile or load the numba cache
+    warm = corpus.keys(np.arange(min(600, args.chunks), dtype=np.int64))
+    hasher.signatures(warm[:10])
+    hasher.signatures_and_hashes(warm[:10])  # the streamed tier's kernel: compile or load it here
+    warm_flat, warm_off = hasher.shingle_sets(warm)
+    warm_pairs = candidate_pairs(band_keys(hasher.signatures(warm), BANDS, ROWS))
+    warm_items = np.arange(len(warm), dtype=np.int64)
+    e, s = verified_edges_flat(warm_pairs, warm_items, warm_flat, warm_off, 0.0)
+    p, tk = guard_edges(e, warm)
+    leader_cluster_checked(warm_items, e, s, p, tk)
     warm_s = time.perf_counter() - t
-    flat = [hasher.shingles(k) for k in sample]
-    hashes = np.concatenate(flat)
-    offsets = np.zeros(len(flat) + 1, dtype=np.uint64)
-    np.cumsum([f.size for f in flat], out=offsets[1:])
-    threads = minhash._thread_count()
+    console.print(f"setup (sentence table, compile or load numba caches): {warm_s:.2f} s")
 
-    rows = [
-        Row(
-            "datasketch MinHash.update per shingle (seed path)",
-            len(small),
-            lambda: datasketch_update(small),
-            [],
-            [],
-        ),
-        Row("datasketch MinHash.bulk", len(sample), lambda: datasketch_bulk(sample), [], []),
-        Row(
-            "rensa digest_matrix_from_token_sets (from text)",
-            len(sample),
-            lambda: rensa_tokens(sample),
-            [],
-            [],
-        ),
-        Row(
-            "rensa digest_matrix_from_flat_token_hashes (our shingle hashes, kernel only)",
-            len(sample),
-            lambda: rensa_prehashed(hashes, offsets),
-            [],
-            [],
-        ),
-        Row(
-            "ours, same subsample, 1 thread",
-            len(sample),
-            lambda: with_threads(1, lambda: hasher.signatures(sample)),
-            [],
-            [],
-        ),
-        Row(
-            "ours, all chunks, 1 thread",
-            len(keys),
-            lambda: with_threads(1, lambda: hasher.signatures(keys)),
-            [],
-            [],
-        ),
-        Row(
-            f"ours, all chunks, {threads} threads (default)",
-            len(keys),
-            lambda: hasher.signatures(keys),
-            [],
-            [],
-        ),
-    ]
+    # The tier first, in a fresh heap: its peak RSS is then its own, not the reference rows' leftovers.
+    e2e = end_to_end(corpus, hasher, args.batch, args.block)
+    leader = e2e.pop("leader")
+    e2e["peak_rss_mib_after"] = peak_rss_mib()
+    planted = planted_recall(corpus, hasher, leader, 20_000)
+    del leader
+    acc = accuracy(ACCURACY_SOURCE, hasher, args.accuracy_per_kind, args.seed)
+    threads = minhash._thread_count()
+    sample = corpus.keys(np.arange(min(args.sample, args.chunks), dtype=np.int64))
+    rows = reference_rows(sample, args.update_sample, hasher, threads)
     for _ in range(args.repeat):
         for row in rows:
             row.run()
+    del sample
+    console.print(
+        f"end to end done with peak RSS {e2e['peak_rss_mib_after']:,.0f} MiB; side-by-side rows done"
+    )
 
-    ours_1 = rows[5].rate
-    ours_n = rows[6].rate
+    peak = peak_rss_mib()
+    sign_rate = corpus.n / e2e["steps_seconds"]["signatures + exact key hashes"]
+    e2e_rate = e2e["chunks_per_s"]
+
     table = Table(title=f"MinHash signatures, num_perm={NUM_PERM}, {SHINGLE_WORDS}-word shingles")
-    for col in (
-        "row",
-        "chunks",
-        "seconds",
-        "chunks/s",
-        "cores used",
-        "ours 1t / row",
-        f"ours {threads}t / row",
-    ):
+    for col in ("row", "chunks", "seconds", "chunks/s", "cores", "ours 1t /", f"ours {threads}t /"):
         table.add_column(col, justify="left" if col == "row" else "right")
+    ours_1, ours_n = rows[4].rate, rows[5].rate
     for row in rows:
         table.add_row(
             row.name,
@@ -407,30 +699,66 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{ours_1 / row.rate:.1f}x",
             f"{ours_n / row.rate:.1f}x",
         )
-    console.print(table)
-
-    lsh = lsh_end_to_end(corpus, hasher)
-    if lsh is None:
-        console.print("lsh: not available yet")
-    else:
-        console.print(
-            f"end to end (signatures + LSH {BANDS}x{ROWS} + verification at {THRESHOLD}): "
-            f"{lsh['chunks_per_s']:,.0f} chunks/s, {lsh['candidate_pairs']:,} candidates, "
-            f"{lsh['verified_pairs']:,} verified, planted recall {lsh['planted_recall']:.4f}; "
-            f"{lsh['clustering']}"
-        )
-        for step, seconds in lsh["steps_seconds"].items():
-            console.print(f"  {step}: {seconds:.2f} s")
-
-    near_idx = [i for i, k in enumerate(corpus.kind) if k == "near"][:2000]
-    near_j = [jaccard(hasher.shingles(keys[i]), hasher.shingles(keys[corpus.source[i]])) for i in near_idx]
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    console.print(
-        f"near copies vs their original, true Jaccard over {len(near_j):,}: "
-        f"median {statistics.median(near_j):.3f}, min {min(near_j):.3f}, "
-        f"share >= {THRESHOLD}: {np.mean(np.array(near_j) >= THRESHOLD):.3f}"
+    table.add_row("ours, signatures, all chunks streamed", f"{corpus.n:,}", "", f"{sign_rate:,.0f}", "")
+    table.add_row(
+        "ours, end to end, all chunks", f"{corpus.n:,}", f"{e2e['seconds']:.2f}", f"{e2e_rate:,.0f}"
     )
-    console.print(f"first call (compile or cache load): {warm_s:.2f} s; peak RSS {peak_mib:,.0f} MiB")
+    console.print(table)
+    seed_rate, rensa_rate = rows[0].rate, rows[2].rate
+    ratios = {
+        "signatures_vs_seed_path": ours_n / seed_rate,
+        "signatures_vs_rensa_from_text": ours_n / rensa_rate,
+        "streamed_signatures_vs_seed_path": sign_rate / seed_rate,
+        "streamed_signatures_vs_rensa_from_text": sign_rate / rensa_rate,
+        "end_to_end_vs_seed_path": e2e_rate / seed_rate,
+        "end_to_end_vs_rensa_from_text": e2e_rate / rensa_rate,
+    }
+    r = ratios
+    console.print(
+        "ratios (targets: >= 50x seed path, >= 2.5x rensa from text):"
+        f" signatures {r['signatures_vs_seed_path']:.0f}x / {r['signatures_vs_rensa_from_text']:.1f}x;"
+        f" streamed {r['streamed_signatures_vs_seed_path']:.0f}x"
+        f" / {r['streamed_signatures_vs_rensa_from_text']:.1f}x;"
+        f" end to end {r['end_to_end_vs_seed_path']:.0f}x / {r['end_to_end_vs_rensa_from_text']:.1f}x"
+    )
+    e = e2e
+    console.print(
+        f"end to end: {e['seconds']:.2f} s for {corpus.n:,} chunks ({e2e_rate:,.0f}/s;"
+        f" target <= 30 s at 1.8M): {e['exact_duplicates']:,} exact duplicates,"
+        f" {e['candidate_pairs']:,} candidates, {e['regenerated_texts']:,} texts regenerated,"
+        f" {e['verified_pairs']:,} verified, {e['leaders']:,} leaders, {e['near_merges']:,} near merges,"
+        f" {e['variants']:,} variants"
+    )
+    for step, seconds in e["steps_seconds"].items():
+        console.print(f"  {step}: {seconds:.2f} s")
+    console.print(
+        f"  (untimed: generating the corpus in the first pass {e['generate_seconds_untimed']:.2f} s)"
+    )
+    pl = planted
+    console.print(
+        f"planted copies (sample of {pl['sampled_copies']:,}): same cluster as their original"
+        f" {pl['recall_above_threshold_guard_clean']:.4f} of {pl['above_threshold_guard_clean']:,}"
+        f" at or above {THRESHOLD} and guard-clean; {pl['merged_guard_differs']} of"
+        f" {pl['above_threshold_guard_differs']:,} differing in a number merged;"
+        f" near copies' true Jaccard median {pl['near_copy_true_jaccard_median']:.3f}"
+    )
+    a = acc
+    console.print(
+        f"accuracy ({a['texts']:,} texts from {a['paragraphs']:,} real paragraphs, {a['all_pairs']:,} pairs):"
+        f" precision {a['precision']:.4f} (target >= 0.99), recall {a['recall']:.4f} (target >= 0.95;"
+        f" {a['recall_not_identical']:.4f} over the {a['positive_pairs_not_identical']:,} non-identical"
+        f" of {a['positive_pairs']:,} positives); number/date-only variants merged:"
+        f" {a['number_date_variants_merged']} of {a['number_date_variants_planted']} (target 0;"
+        f" {a['number_date_variants_at_or_above_threshold']} at or above {THRESHOLD});"
+        f" merge precision (member vs its leader) {a['merge_precision']:.4f} over {a['merges']:,};"
+        f" {a['false_same_cluster_pairs']} same-cluster pairs below the threshold,"
+        f" Jaccard {a['false_pairs_jaccard_range']}"
+    )
+    wall = time.perf_counter() - wall0
+    console.print(
+        f"peak RSS {peak:,.0f} MiB for the whole command, {e2e['peak_rss_mib_after']:,.0f} MiB at the end of"
+        f" the streamed tier (target < 2048); whole command {wall:.1f} s"
+    )
 
     result = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -438,20 +766,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             "platform": platform.platform(),
             "python": sys.version.split()[0],
             "cpus": os.cpu_count(),
+            "load_average": os.getloadavg(),
             "numba": numba.__version__,
             "numpy": np.__version__,
             "threads": threads,
         },
-        "corpus": {
-            "source": str(args.source),
-            "chunks": len(keys),
-            "seed": args.seed,
-            "near": corpus.kind.count("near"),
-            "exact": corpus.kind.count("exact"),
-            "mean_words": float(np.mean([k.count(" ") + 1 for k in sample])),
-            "build_seconds": build_s,
+        "corpus": {"source": str(args.source), "chunks": corpus.n, "seed": args.seed, "batch": args.batch},
+        "params": {
+            "num_perm": NUM_PERM,
+            "shingle_words": SHINGLE_WORDS,
+            "bands": BANDS,
+            "rows": ROWS,
+            "threshold": THRESHOLD,
+            "repeat": args.repeat,
         },
-        "params": {"num_perm": NUM_PERM, "shingle_words": SHINGLE_WORDS, "repeat": args.repeat},
         "rows": [
             {
                 "name": r.name,
@@ -465,15 +793,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             for r in rows
         ],
-        "near_copy_true_jaccard": {
-            "n": len(near_j),
-            "median": statistics.median(near_j),
-            "min": min(near_j),
-            "share_at_or_above_threshold": float(np.mean(np.array(near_j) >= THRESHOLD)),
-        },
-        "lsh_end_to_end": lsh if lsh is not None else "not available yet",
-        "first_call_seconds": warm_s,
-        "peak_rss_mib": peak_mib,
+        "streamed_signatures_chunks_per_s": sign_rate,
+        "ratios": ratios,
+        "end_to_end": e2e,
+        "planted": planted,
+        "accuracy": acc,
+        "setup_seconds": warm_s,
+        "peak_rss_mib": peak,
+        "wall_seconds": wall,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

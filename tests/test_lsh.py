@@ -18,8 +18,11 @@ from chunkdedup.dedup.lsh import (
     band_keys,
     candidate_pairs,
     components,
+    guard_edges,
     leader_cluster,
+    leader_cluster_checked,
     verified_edges,
+    verified_edges_flat,
 )
 from chunkdedup.dedup.minhash import MinHasher, jaccard
 from chunkdedup.normalize import exact_key
@@ -294,3 +297,59 @@ def test_recall_precision_and_no_version_merges_on_real_paragraphs() -> None:
     leaders_with_versions = [(b, v) for b, v in versions if c.leader[b] == b]
     assert all((b, v) in recorded for b, v in leaders_with_versions)
     assert all(v.differing for v in c.variants)
+
+
+# --- the flat, keyless paths (what the streamed benchmark uses) ----------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs())
+def test_leader_cluster_checked_equals_leader_cluster(
+    g: tuple[np.ndarray, np.ndarray, np.ndarray, list[str]],
+) -> None:
+    order, edges, sims, keys = g
+    # Both directions and a repeat of each edge: the verdicts must follow their edges.
+    doubled = np.concatenate((edges, edges[:, ::-1])) if len(edges) else edges
+    doubled_sims = np.concatenate((sims, sims))
+    passed, tokens = guard_edges(doubled, keys)
+    assert passed.tolist() == [not guard_diff(keys[a], keys[b]) for a, b in doubled.tolist()]
+    checked = leader_cluster_checked(order, doubled, doubled_sims, passed, tokens)
+    assert _canonical(checked, list(range(len(keys)))) == _canonical(
+        leader_cluster(order, edges, sims, keys), list(range(len(keys)))
+    )
+
+
+def test_guard_edges_reads_only_the_keys_it_needs() -> None:
+    keys = {10: "pay within 30 days", 11: "pay within 30 days now", 12: "pay within 45 days"}
+    passed, tokens = guard_edges(np.array([[10, 11], [12, 10]]), keys)
+    assert passed.tolist() == [True, False]
+    assert tokens == {10: ("30",), 12: ("45",)}
+    empty, none = guard_edges(np.empty((0, 2), np.int64), keys)
+    assert empty.size == 0 and none == {}
+
+
+def test_leader_cluster_checked_checks_its_arguments() -> None:
+    with pytest.raises(ValueError, match="verdicts"):
+        leader_cluster_checked(np.array([0, 1]), np.array([[0, 1]]), np.array([0.9]), np.ones(2, bool), {})
+    with pytest.raises(ValueError, match="distinct ranks"):
+        leader_cluster_checked(
+            np.array([0, 0]), np.empty((0, 2), np.int64), np.empty(0), np.ones(0, bool), {}
+        )
+
+
+def test_verified_edges_flat_equals_verified_edges() -> None:
+    mh = MinHasher(shingle_words=2)
+    rng = random.Random(5)
+    keys = [" ".join(rng.choice("abcdef") for _ in range(rng.randrange(0, 12))) for _ in range(60)]
+    pairs = np.array([(i, j) for i in range(60) for j in range(i + 1, 60)], dtype=np.int64)
+    want = verified_edges(pairs, [mh.shingles(k) for k in keys], 0.3)
+    # Only some items' sets, under other ids: ids are looked up, rows need not be items.
+    ids = np.arange(60, dtype=np.int64) * 3 + 100
+    flat, offsets = mh.shingle_sets(keys)
+    edges, sims = verified_edges_flat(ids[pairs], ids, flat, offsets, 0.3)
+    assert edges.tolist() == ids[want[0]].tolist()
+    assert sims.tolist() == want[1].tolist()
+    with pytest.raises(ValueError, match="missing from items"):
+        verified_edges_flat(np.array([[100, 101]]), ids, flat, offsets, 0.3)
+    with pytest.raises(ValueError, match="offsets"):
+        verified_edges_flat(pairs, ids, flat, offsets[:-1], 0.3)

@@ -127,7 +127,8 @@ def test_batches_and_threads_change_nothing(monkeypatch: pytest.MonkeyPatch) -> 
 def test_import_does_not_compile() -> None:
     code = (
         "import chunkdedup.dedup.minhash as m\n"
-        "kernels = [m._signature_kernel, m._key_shingles, m._intersection_size]\n"
+        "kernels = [m._signature_kernel, m._key_shingles, m._intersection_size, m._shingle_sets_kernel,\n"
+        "    m._signature_hash_kernel]\n"
         "assert all(not k.signatures for k in kernels), [k.signatures for k in kernels]\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -277,3 +278,44 @@ def test_jaccard_matches_python_sets(x: set[int], y: set[int], shared: set[int])
     got = jaccard(np.array(sorted(a), dtype=np.uint64), np.array(sorted(b), dtype=np.uint64))
     want = len(a & b) / len(a | b) if a | b else 1.0
     assert got == pytest.approx(want)
+
+
+# --- batched shingle sets and the key hash -------------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(keys=st.lists(_key, max_size=12), k=st.integers(1, 6))
+def test_shingle_sets_equal_shingles(keys: list[str], k: int) -> None:
+    mh = MinHasher(shingle_words=k)
+    flat, offsets = mh.shingle_sets(keys)
+    assert flat.dtype == np.uint64 and offsets.dtype == np.int64
+    assert offsets.tolist()[0] == 0 and offsets.size == len(keys) + 1
+    for i, key in enumerate(keys):
+        np.testing.assert_array_equal(flat[offsets[i] : offsets[i + 1]], mh.shingles(key))
+
+
+def test_shingle_sets_across_batches_and_threads(
+    paragraphs: list[list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = [" ".join(p) for p in paragraphs] + ["", "a", "x x x x x x x x x x x x"] * 50
+    mh = MinHasher()
+    monkeypatch.setattr(minhash, "_BATCH", 37)
+    monkeypatch.setattr(minhash, "_MIN_KEYS_PER_THREAD", 10)
+    monkeypatch.setattr(minhash, "_thread_count", lambda: 3)
+    flat, offsets = mh.shingle_sets(keys)
+    np.testing.assert_array_equal(flat, np.concatenate([mh.shingles(k) for k in keys]))
+    assert np.diff(offsets).tolist() == [mh.shingles(k).size for k in keys]
+    assert mh.shingle_sets([])[1].tolist() == [0]
+
+
+def test_signatures_and_hashes(paragraphs: list[list[str]]) -> None:
+    keys = [" ".join(p) for p in paragraphs[:40]] + ["", "a", "a b", "a b c d e", "a b c d e f", "b a"]
+    keys += keys[:5]
+    mh = MinHasher()
+    sigs, hashes = mh.signatures_and_hashes(keys)
+    np.testing.assert_array_equal(sigs, mh.signatures(keys))
+    by_key = dict(zip(keys, hashes.tolist(), strict=True))
+    assert all(by_key[k] == h for k, h in zip(keys, hashes.tolist(), strict=True))  # equal keys agree
+    assert len(set(by_key.values())) == len(by_key)  # distinct keys differ
+    np.testing.assert_array_equal(MinHasher(num_perm=8).signatures_and_hashes(keys)[1], hashes)
+    assert mh.signatures_and_hashes([])[0].shape == (0, 128)

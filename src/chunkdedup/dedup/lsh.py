@@ -36,7 +36,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,8 +52,11 @@ __all__ = [
     "band_keys",
     "candidate_pairs",
     "components",
+    "guard_edges",
     "leader_cluster",
+    "leader_cluster_checked",
     "verified_edges",
+    "verified_edges_flat",
 ]
 
 U32Array = npt.NDArray[np.uint32]
@@ -266,6 +269,40 @@ def verified_edges(
     return p[keep], sims[keep]
 
 
+def verified_edges_flat(
+    pairs: I64Array, items: I64Array, flat: U64Array, offsets: I64Array, threshold: float
+) -> tuple[I64Array, F64Array]:
+    """:func:`verified_edges` over sets already in one flat array (``MinHasher.shingle_sets``).
+
+    Row ``r`` of ``(flat, offsets)`` is the sorted unique shingle set of item ``items[r]``; ``items``
+    is sorted ascending and holds every item named in ``pairs``. One compiled pass, no Python call per
+    pair or item.
+
+    Example:
+        >>> flat = np.array([1, 2, 3, 1, 2, 4, 1, 2, 3], np.uint64)
+        >>> edges, sims = verified_edges_flat(
+        ...     np.array([[10, 11], [10, 12]]), np.array([10, 11, 12]), flat, np.array([0, 3, 6, 9]), 0.9
+        ... )
+        >>> edges.tolist(), sims.tolist()
+        ([[10, 12]], [1.0])
+    """
+    p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+    ids = np.asarray(items, dtype=np.int64).reshape(-1)
+    off = np.asarray(offsets, dtype=np.int64).reshape(-1)
+    if off.size != ids.size + 1:
+        raise ValueError(f"{ids.size} items need {ids.size + 1} offsets, got {off.size}")
+    rows = np.searchsorted(ids, p)
+    if p.size and (rows.max() >= ids.size or not bool((ids[np.minimum(rows, ids.size - 1)] == p).all())):
+        raise ValueError("pairs name items missing from items: pass every paired item's set, items sorted")
+    sims = _pair_jaccard(
+        np.ascontiguousarray(flat, dtype=np.uint64), off, rows[:, 0].copy(), rows[:, 1].copy()
+    )
+    keep = sims >= threshold
+    return p[keep], sims[keep]
+
+
 # ---------------------------------------------------------------------------------------------
 # Components and leader clustering
 # ---------------------------------------------------------------------------------------------
@@ -368,8 +405,11 @@ def _walk(
     return leader, best_sim, variants[:nv]
 
 
-def _undirected(n: int, edges: I64Array, similarity: F64Array) -> tuple[I64Array, I64Array, F64Array]:
-    """Edges as unique (lo, hi) pairs without self-loops, with their similarities."""
+def _undirected(
+    n: int, edges: I64Array, similarity: F64Array
+) -> tuple[I64Array, I64Array, F64Array, I64Array]:
+    """Edges as unique (lo, hi) pairs without self-loops, with their similarities and the index of
+    the input edge each came from."""
     e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     s = np.asarray(similarity, dtype=np.float64).reshape(-1)
     if s.size != e.shape[0]:
@@ -377,9 +417,10 @@ def _undirected(n: int, edges: I64Array, similarity: F64Array) -> tuple[I64Array
     if e.size and (e.min() < 0 or e.max() >= n):
         raise ValueError(f"edges name items outside [0, {n}): pass indices into order and keys")
     lo, hi = np.minimum(e[:, 0], e[:, 1]), np.maximum(e[:, 0], e[:, 1])
-    real = lo != hi
+    real = np.flatnonzero(lo != hi)
     codes, first = np.unique(lo[real] * n + hi[real], return_index=True)
-    return codes // n, codes % n, s[real][first]
+    source = real[first]
+    return codes // n, codes % n, s[source], source
 
 
 class _Tokens:
@@ -387,7 +428,7 @@ class _Tokens:
 
     __slots__ = ("_keys", "_seen")
 
-    def __init__(self, keys: Sequence[str]) -> None:
+    def __init__(self, keys: Sequence[str] | Mapping[int, str]) -> None:
         self._keys = keys
         self._seen: dict[int, tuple[str, ...]] = {}
 
@@ -398,7 +439,9 @@ class _Tokens:
         return t
 
 
-def _guard_ok(lo: I64Array, hi: I64Array, keys: Sequence[str], tokens: _Tokens) -> BoolArray:
+def _guard_ok(
+    lo: I64Array, hi: I64Array, keys: Sequence[str] | Mapping[int, str], tokens: _Tokens
+) -> BoolArray:
     """Whether the guard passes on each edge: equal fingerprints pass, the rest are checked exactly."""
     seen = np.zeros(int(max(lo.max(), hi.max())) + 1, dtype=np.bool_)
     seen[lo] = True
@@ -429,16 +472,88 @@ def leader_cluster(
         >>> c.leader.tolist(), c.variants[0].differing
         ([0, 0, 2], ('-30', '+45'))
     """
-    rank = np.asarray(order, dtype=np.int64).reshape(-1)
-    n = rank.size
+    n = np.asarray(order).size
     if len(keys) != n:
         raise ValueError(f"order has {n} items but keys has {len(keys)}: pass one key per item")
-    ranked = np.sort(rank)
-    if n > 1 and bool((ranked[1:] == ranked[:-1]).any()):
-        raise ValueError("order must give distinct ranks: break ties by (doc_id, page, start)")
-    lo, hi, sims = _undirected(n, edges, similarity)
+    rank = _ranks(order)
+    lo, hi, sims, _ = _undirected(n, edges, similarity)
     tokens = _Tokens(keys)
     ok = _guard_ok(lo, hi, keys, tokens) if guard and lo.size else np.ones(lo.size, dtype=np.bool_)
+    return _cluster(rank, lo, hi, sims, ok, tokens)
+
+
+def _ranks(order: I64Array) -> I64Array:
+    rank = np.asarray(order, dtype=np.int64).reshape(-1)
+    ranked = np.sort(rank)
+    if rank.size > 1 and bool((ranked[1:] == ranked[:-1]).any()):
+        raise ValueError("order must give distinct ranks: break ties by (doc_id, page, start)")
+    return rank
+
+
+def guard_edges(
+    edges: I64Array, keys: Sequence[str] | Mapping[int, str]
+) -> tuple[BoolArray, dict[int, tuple[str, ...]]]:
+    """The number/date guard on each edge, without clustering: ``(passed, tokens)``.
+
+    ``passed[k]`` is whether ``guard_diff`` of edge ``k``'s two keys is empty; ``tokens`` holds the
+    ``numeric_tokens`` of every item on a failed edge (what :func:`leader_cluster_checked` needs to
+    explain variants). ``keys`` needs only the items named in ``edges``, so a caller verifying in
+    blocks can guard each block with that block's keys and keep nothing else.
+
+    Example:
+        >>> keys = {3: "pay in 30 days", 5: "pay in 30 days.", 8: "pay in 45 days"}
+        >>> passed, tokens = guard_edges(np.array([[3, 5], [3, 8]]), keys)
+        >>> passed.tolist(), tokens[8]
+        ([True, False], ('45',))
+    """
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    if e.size == 0:
+        return np.ones(0, dtype=np.bool_), {}
+    tokens = _Tokens(keys)
+    passed = _guard_ok(e[:, 0].copy(), e[:, 1].copy(), keys, tokens)
+    failed = e[~passed]
+    return passed, {int(i): tokens(int(i)) for i in np.unique(failed)}
+
+
+def leader_cluster_checked(
+    order: I64Array,
+    edges: I64Array,
+    similarity: F64Array,
+    passed: BoolArray,
+    tokens: Mapping[int, tuple[str, ...]],
+) -> Clustering:
+    """:func:`leader_cluster` with the guard already decided per edge (:func:`guard_edges`).
+
+    Gives what ``leader_cluster(order, edges, similarity, keys, guard=True)`` gives, reading no keys:
+    ``passed[k]`` is edge ``k``'s guard verdict and ``tokens`` the numeric tokens of every item on a
+    failed edge. Use it when the keys of millions of items cannot be held at once.
+
+    Example:
+        >>> edges = np.array([[0, 1], [0, 2]])
+        >>> c = leader_cluster_checked(
+        ...     np.array([0, 1, 2]), edges, np.array([0.9, 0.9]), np.array([True, False]),
+        ...     {0: ("30",), 2: ("45",)},
+        ... )
+        >>> c.leader.tolist(), c.variants[0].differing
+        ([0, 0, 2], ('-30', '+45'))
+    """
+    rank = _ranks(order)
+    verdicts = np.asarray(passed, dtype=np.bool_).reshape(-1)
+    if verdicts.size != np.asarray(edges).reshape(-1, 2).shape[0]:
+        raise ValueError(f"{verdicts.size} verdicts for {np.asarray(edges).reshape(-1, 2).shape[0]} edges")
+    lo, hi, sims, source = _undirected(rank.size, edges, similarity)
+    return _cluster(rank, lo, hi, sims, verdicts[source], tokens.__getitem__)
+
+
+def _cluster(
+    rank: I64Array,
+    lo: I64Array,
+    hi: I64Array,
+    sims: F64Array,
+    ok: BoolArray,
+    tokens: Callable[[int], tuple[str, ...]],
+) -> Clustering:
+    n = rank.size
     src = np.concatenate((lo, hi))
     by_src = np.argsort(src, kind="stable")
     nbr = np.concatenate((hi, lo))[by_src]
@@ -455,7 +570,12 @@ def leader_cluster(
 
 
 def _variants(
-    slots: I64Array, src: I64Array, nbr: I64Array, sims: F64Array, rank: I64Array, tokens: _Tokens
+    slots: I64Array,
+    src: I64Array,
+    nbr: I64Array,
+    sims: F64Array,
+    rank: I64Array,
+    tokens: Callable[[int], tuple[str, ...]],
 ) -> tuple[Variant, ...]:
     b, a = src[slots], nbr[slots]
     ordered = np.lexsort((rank[a], rank[b]))
