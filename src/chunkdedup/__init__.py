@@ -8,7 +8,7 @@ Example:
 
 from chunkdedup.boilerplate import StripResult, candidate_keys, running_keys, strip
 from chunkdedup.chunk import chunk_document, chunk_page, sentence_spans
-from chunkdedup.config import BoilerplateConfig, ChunkConfig, Config, DedupConfig, ParseConfig
+from chunkdedup.config import BoilerplateConfig, ChunkConfig, Config, DedupConfig, ParseConfig, QueryConfig
 from chunkdedup.dedup.exact import dedup_exact
 from chunkdedup.errors import (
     ChunkdedupError,
@@ -24,6 +24,7 @@ from chunkdedup.errors import (
 from chunkdedup.index import Index
 from chunkdedup.normalize import boilerplate_key, exact_key
 from chunkdedup.pipeline import IngestReport, ingest, remove_documents
+from chunkdedup.query import Citation, Hit, QueryResult, dedup_chunks, search
 from chunkdedup.types import (
     BoilerplateKey,
     CanonicalChunk,
@@ -45,6 +46,7 @@ __all__ = [
     "ChunkConfig",
     "ChunkRef",
     "ChunkdedupError",
+    "Citation",
     "Config",
     "ConfigError",
     "DedupConfig",
@@ -52,6 +54,7 @@ __all__ = [
     "DuplicateDocumentError",
     "FileResult",
     "FileStatus",
+    "Hit",
     "Index",
     "IndexBusyError",
     "IndexError_",
@@ -62,6 +65,8 @@ __all__ = [
     "ParseConfig",
     "ParseError",
     "ParsedFile",
+    "QueryConfig",
+    "QueryResult",
     "SchemaError",
     "StripResult",
     "StrippedLine",
@@ -69,11 +74,13 @@ __all__ = [
     "candidate_keys",
     "chunk_document",
     "chunk_page",
+    "dedup_chunks",
     "dedup_exact",
     "exact_key",
     "ingest",
     "remove_documents",
     "running_keys",
+    "search",
     "sentence_spans",
     "strip",
 ]

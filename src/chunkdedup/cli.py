@@ -10,6 +10,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -94,6 +95,11 @@ def main() -> None:
     help="A TOML config file.",
 )
 @click.option("--prune", is_flag=True, help="Remove indexed files that are no longer among the inputs.")
+@click.option(
+    "--embedder",
+    help="Turn the semantic tier on with this embedder: minilm, hash, or a sentence-transformers model.",
+)
+@click.option("--reembed", is_flag=True, help="Drop vectors made by another embedder and embed again.")
 @click.option("--dry-run", is_flag=True, help="Show what would be stripped and merged; write nothing.")
 @json_option
 def ingest_cmd(
@@ -102,6 +108,8 @@ def ingest_cmd(
     manifest: Path | None,
     config_path: Path | None,
     prune: bool,
+    embedder: str | None,
+    reembed: bool,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -111,9 +119,12 @@ def ingest_cmd(
 
         chunkdedup ingest ../shared/data/site-policy --index policies.sqlite \\
             --manifest ../shared/data/site-policy/manifest.jsonl
+        chunkdedup ingest docs/ --index corpus.sqlite --embedder minilm   # adds the semantic tier
     """
     with _errors():
         cfg = Config.load(config_path) if config_path else Config()
+        if embedder:
+            cfg = replace(cfg, semantic=replace(cfg.semantic, enabled=True, embedder=embedder))
         with _progress(not as_json) as tick:
             report = ingest(
                 list(paths),
@@ -123,6 +134,7 @@ def ingest_cmd(
                 prune=prune,
                 dry_run=dry_run,
                 progress=tick,
+                reembed=reembed,
             )
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
@@ -361,3 +373,95 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
     )
     _print_report(report, target)
     click.echo(f"\nnext: chunkdedup boilerplate --index {target}   |   chunkdedup export --index {target}")
+
+
+@main.command("query")
+@click.argument("text")
+@index_option
+@click.option("-k", "k", type=int, default=None, help="How many hits (default 5, or [query] k in --config).")
+@click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Filter on sources: KEY=VALUE, KEY>=VALUE or KEY<=VALUE; the same key repeated is OR, "
+    "different keys AND. Keys: doc, department, family, effective_date, any metadata key.",
+)
+@click.option(
+    "--versions",
+    type=click.Choice(["latest", "label", "all"]),
+    default=None,
+    help="latest (default): only each family's newest version; label: keep old versions, with dates; all.",
+)
+@click.option("--no-safety-net", is_flag=True, help="Skip dedup_chunks, the per-document cap and MMR.")
+@click.option("--explain", is_flag=True, help="Also show each dropped candidate, the step and why.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A TOML config file (its [query] section).",
+)
+@json_option
+def query_cmd(
+    text: str,
+    index_path: Path,
+    k: int | None,
+    where: tuple[str, ...],
+    versions: str | None,
+    no_safety_net: bool,
+    explain: bool,
+    config_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Ask the index: k distinct, cited passages, copies never wasting a slot.
+
+    Example:
+
+        chunkdedup query "how long is personal data kept" --index policies.sqlite \\
+            --where department=privacy-policies --versions label --explain
+    """
+    from chunkdedup.query import search
+
+    with _errors():
+        cfg = Config.load(config_path) if config_path else Config()
+        with Index.open(index_path) as ix:
+            result = search(
+                ix,
+                text,
+                k=k,
+                where=list(where),
+                versions=versions,  # type: ignore[arg-type]
+                safety_net=False if no_safety_net else None,
+                config=cfg.query,
+            )
+    if as_json:
+        click.echo(json.dumps(result.to_json(explain=explain), indent=2, ensure_ascii=False))
+        return
+    out = _stdout()
+    if not result.hits:
+        out.print("no hits")
+    for h in result.hits:
+        label = ""
+        if result.versions == "label" and h.effective_date:
+            label = f"[effective {h.effective_date}"
+            label += f", superseded by {h.superseded_by}] " if h.superseded_by else "] "
+        out.print(f"[bold]{h.rank}[/bold]  {h.score:.6f}  {h.id}", markup=True)
+        out.print(f"   {label}{_trim(h.text, 240)}", markup=False)
+        cites = "; ".join(f"{c.doc} p.{c.page}" for c in h.citations[:6])
+        more = f" (+{len(h.citations) - 6} more)" if len(h.citations) > 6 else ""
+        out.print(f"   {cites}{more}", markup=False)
+    if explain:
+        out.print(f"\ndropped ({len(result.dropped)}):", markup=False)
+        for d in result.dropped:
+            out.print(f"  {d.step:<12} {d.score:.6f}  {d.id}  {d.reason}", markup=False)
+            out.print(f"  {'':<12} {_trim(d.text, 100)}", markup=False)
+
+
+def _register_evaluation_commands() -> None:
+    from chunkdedup.cli_eval import COMMANDS
+
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_register_evaluation_commands()

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkdedup.store import Store
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef
+
+if TYPE_CHECKING:
+    from chunkdedup.query import Hit
 
 
 class Index:
@@ -34,6 +37,16 @@ class Index:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def query(self, text: str, **options: Any) -> list[Hit]:
+        """Answer ``text`` with cited hits; options as :func:`chunkdedup.query.search` (k, where, ...).
+
+        Example:
+            >>> Index.open("policies.sqlite").query("how long are logs kept", k=3)  # doctest: +SKIP
+        """
+        from chunkdedup.query import query
+
+        return query(self, text, **options)
 
     def _one(self, sql: str, *args: Any) -> Any:
         return self.store.conn.execute(sql, args).fetchone()[0]

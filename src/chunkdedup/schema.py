@@ -24,6 +24,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             config_hash TEXT, run_id INTEGER NOT NULL);
         CREATE INDEX documents_file ON documents(file_path);
         CREATE INDEX documents_state ON documents(state);
+        CREATE INDEX documents_family ON documents(family);
         CREATE TABLE pages(
             doc_id TEXT NOT NULL, page INTEGER NOT NULL, has_text INTEGER NOT NULL,
             raw_text TEXT NOT NULL, clean_text TEXT,

@@ -1,0 +1,347 @@
+"""Query latency (BM25 + safety net, N=40, k=5) on sec-10q and on a synthetic 1M-chunk index, and a
+10k-query no-leak property run on the site-policy corpus.
+
+The synthetic index bypasses ingest for speed: a fresh index is created with
+``Store.open(path, create=True)`` and documents, canonicals and sources rows are written directly with
+``executemany`` (the FTS5 table is filled by the store's own triggers). Chunk texts are drawn from the
+word frequencies of the sec-10q chunks, so the sec-10q questions hit posting lists of realistic shape.
+
+Example:
+    python benchmarks/query.py --chunks 1000000 --out benchmarks/results/query.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from chunkdedup import Index, QueryConfig, ingest, search
+from chunkdedup.normalize import canonical_id
+from chunkdedup.query import Filter, Fts5Retriever, Scored
+from chunkdedup.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+DEFAULT_OUT = REPO / "benchmarks" / "results" / "query.json"
+
+
+def percentiles(times: Sequence[float]) -> dict[str, float]:
+    ms = sorted(t * 1000 for t in times)
+    return {
+        "n": len(ms),
+        "p50_ms": statistics.median(ms),
+        "p95_ms": ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))],
+        "max_ms": ms[-1],
+    }
+
+
+def timed_queries(fn: Callable[[str], object], questions: Sequence[str], repeat: int) -> dict[str, float]:
+    for q in questions[:2]:  # warm the page cache and the MinHash kernel
+        fn(q)
+    times = []
+    for _ in range(repeat):
+        for q in questions:
+            start = time.perf_counter()
+            fn(q)
+            times.append(time.perf_counter() - start)
+    return percentiles(times)
+
+
+class AllWords(Fts5Retriever):
+    """The naive formulation, for comparison: every question word OR-ed, stop words included."""
+
+    def retrieve(self, text: str, limit: int) -> list[Scored]:
+        words = [w.lower() for w in __import__("re").findall(r"[^\W_]+", text)]
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
+        if not match:
+            return []
+        rows = self.conn.execute(
+            "SELECT c.id, bm25(canonicals_fts) AS b FROM canonicals_fts"
+            " JOIN canonicals c ON c.rowid = canonicals_fts.rowid"
+            " WHERE canonicals_fts MATCH ? ORDER BY b, c.id LIMIT ?",
+            (match, limit),
+        )
+        return [Scored(r[0], -float(r[1])) for r in rows]
+
+
+def latency_rows(index: Path, questions: Sequence[str], repeat: int, naive: bool) -> dict[str, Any]:
+    cfg = QueryConfig(k=5, pool=40)
+    rows: dict[str, Any] = {}
+    with Index.open(index) as ix:
+        fts = Fts5Retriever(ix.store.conn)
+        rows["bm25 only (content words)"] = timed_queries(lambda q: fts.retrieve(q, 40), questions, repeat)
+        if naive:
+            every = AllWords(ix.store.conn)
+            rows["bm25 only (all words OR-ed)"] = timed_queries(
+                lambda q: every.retrieve(q, 40), questions, repeat
+            )
+        rows["bm25 + filters/versions + safety net"] = timed_queries(
+            lambda q: search(ix, q, config=cfg), questions, repeat
+        )
+        rows["bm25 + versions, safety net off"] = timed_queries(
+            lambda q: search(ix, q, config=cfg, safety_net=False), questions, repeat
+        )
+    return rows
+
+
+# -- the synthetic index ---------------------------------------------------------------------------
+
+
+def word_model(index: Path) -> tuple[list[str], np.ndarray]:
+    counts: Counter[str] = Counter()
+    with Index.open(index) as ix:
+        for (text,) in ix.store.conn.execute("SELECT text FROM canonicals"):
+            counts.update(text.split())
+    words, freq = zip(*counts.most_common(), strict=True)
+    p = np.array(freq, dtype=np.float64)
+    return list(words), p / p.sum()
+
+
+def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, seed: int = 0) -> float:
+    """Write ``n_chunks`` canonicals (one source each, 50 per document, 4 dated versions per family)."""
+    start = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    vocab = np.array(words, dtype=object)
+    per_doc, batch = 50, 20_000
+    store = Store.open(path, create=True)
+    conn = store.conn
+    conn.execute("PRAGMA synchronous = OFF")
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(sources)")}
+    has_groups = conn.execute("SELECT 1 FROM sqlite_master WHERE name='groups'").fetchone() is not None
+    n_docs = -(-n_chunks // per_doc)
+    dates = ["2022-01-01", "2023-01-01", "2024-01-01", "2025-01-01"]
+    with store.transaction():
+        conn.executemany(
+            "INSERT INTO documents(doc_id, file_path, content_hash, unit, metadata, department, family,"
+            " effective_date, n_pages, state, config_hash, run_id)"
+            " VALUES (?, ?, 'x', ?, ?, ?, ?, ?, 1, 'indexed', NULL, 0)",
+            [
+                (
+                    f"d{d:07d}",
+                    f"/synthetic/d{d:07d}.txt",
+                    f"family:f{d // 4}",
+                    json.dumps(
+                        {
+                            "department": f"dept{d % 10}",
+                            "family": f"f{d // 4}",
+                            "effective_date": dates[d % 4],
+                        }
+                    ),
+                    f"dept{d % 10}",
+                    f"f{d // 4}",
+                    dates[d % 4],
+                )
+                for d in range(n_docs)
+            ],
+        )
+    for lo in range(0, n_chunks, batch):
+        hi = min(n_chunks, lo + batch)
+        lengths = rng.integers(60, 240, size=hi - lo)
+        picks = rng.choice(len(vocab), size=int(lengths.sum()), p=p)
+        texts, offset = [], 0
+        for n in lengths:
+            texts.append(" ".join(vocab[picks[offset : offset + n]]))
+            offset += int(n)
+        ids = [canonical_id(f"synthetic {i}") for i in range(lo, hi)]
+        with store.transaction():
+            conn.executemany(
+                "INSERT INTO canonicals(id, text, n_sources, signature, updated_run)"
+                " VALUES (?, ?, 1, 'x', 0)",
+                zip(ids, texts, strict=True),
+            )
+            src = [
+                (f"d{i // per_doc:07d}", (i % per_doc) * 10_000, cid)
+                for i, cid in zip(range(lo, hi), ids, strict=True)
+            ]
+            if "group_id" in cols:
+                conn.executemany(
+                    'INSERT INTO sources(doc_id, page, start, "end", group_id, canonical_id, relation,'
+                    " similarity) VALUES (?, 1, ?, 0, ?, ?, 'exact', 1.0)",
+                    [(d, s, c, c) for d, s, c in src],
+                )
+            else:
+                conn.executemany(
+                    'INSERT INTO sources(doc_id, page, start, "end", canonical_id, relation, similarity)'
+                    " VALUES (?, 1, ?, 0, ?, 'exact', 1.0)",
+                    src,
+                )
+            if has_groups:
+                conn.executemany(
+                    "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
+                    " VALUES (?, ?, 1, ?, 1, ?, ?)",
+                    [(c, t, d, s, c) for (d, s, c), t in zip(src, texts, strict=True)],
+                )
+        print(f"  synthetic: {hi:,}/{n_chunks:,} chunks", file=sys.stderr, end="\r")
+    conn.execute("INSERT INTO canonicals_fts(canonicals_fts) VALUES ('optimize')")
+    store.close()
+    print(file=sys.stderr)
+    return time.perf_counter() - start
+
+
+# -- the no-leak property run ----------------------------------------------------------------------
+
+
+def oracle(conditions: Sequence[str], fields: dict[str, Any]) -> bool:
+    """An independent reading of the rules: same key OR, different keys AND; numbers as numbers."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for c in conditions:
+        op = next(o for o in (">=", "<=", "=") if o in c)
+        key, value = c.split(op, 1)
+        groups.setdefault(key, []).append((op, value))
+    for key, conds in groups.items():
+        if fields.get(key) is None:
+            return False
+        actual = str(fields[key])
+        ok = False
+        for op, value in conds:
+            if op == "=":
+                ok |= actual == value
+                continue
+            try:
+                a: Any = float(actual)
+                b: Any = float(value)
+            except ValueError:
+                a, b = actual, value
+            ok |= a >= b if op == ">=" else a <= b
+        if not ok:
+            return False
+    return True
+
+
+def leak_run(index: Path, n_queries: int, seed: int = 0) -> dict[str, Any]:
+    rng = random.Random(seed)
+    with Index.open(index) as ix:
+        fields = {d["doc"]: {"doc": d["doc"], **d["metadata"]} for d in ix.documents()}
+        sources = {r["id"]: {s["doc"] for s in r["sources"]} for r in ix.export()}
+        words = sorted(
+            {w for (t,) in ix.store.conn.execute("SELECT text FROM canonicals") for w in t.split()}
+        )
+        values: dict[str, list[str]] = {}
+        for f in fields.values():
+            for k, v in f.items():
+                if v is not None and len(str(v)) < 60:
+                    values.setdefault(k, []).append(str(v))
+        keys = sorted(values)
+        hits = leaks = filtered_out = 0
+        start = time.perf_counter()
+        for _ in range(n_queries):
+            conditions = []
+            for _ in range(rng.randint(1, 3)):
+                key = rng.choice(keys)
+                conditions.append(f"{key}{rng.choice(['=', '=', '>=', '<='])}{rng.choice(values[key])}")
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
+            allowed = {d for d, f in fields.items() if oracle(conditions, f)}
+            result = search(
+                ix, text, where=Filter.parse(conditions), versions=rng.choice(["latest", "label", "all"])
+            )  # type: ignore[arg-type]
+            hits += len(result.hits)
+            filtered_out += not allowed
+            for h in result.hits:
+                if not h.citations or {c.doc for c in h.citations} - allowed or not sources[h.id] & allowed:
+                    leaks += 1
+            for d in result.dropped:
+                if not sources[d.id] & allowed:
+                    leaks += 1
+        seconds = time.perf_counter() - start
+    return {
+        "queries": n_queries,
+        "hits": hits,
+        "leaks": leaks,
+        "queries_allowing_nothing": filtered_out,
+        "seconds": seconds,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sec", type=Path, default=DATA / "sec-10q" / "docs")
+    ap.add_argument("--questions", type=Path, default=DATA / "sec-10q" / "qna_data.csv")
+    ap.add_argument("--policy", type=Path, default=DATA / "site-policy")
+    ap.add_argument("--chunks", type=int, default=1_000_000, help="synthetic index size (0: skip)")
+    ap.add_argument("--leak-queries", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=3, help="passes over the questions per row")
+    ap.add_argument(
+        "--synthetic-questions", type=int, default=25, help="questions timed on the synthetic index"
+    )
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--workdir", type=Path, help="keep the built indexes here (default: a temp dir)")
+    args = ap.parse_args()
+
+    with args.questions.open(encoding="utf-8-sig", newline="") as fh:
+        questions = [r["Question"] for r in csv.DictReader(fh) if r["Question"].strip()]
+    result: dict[str, Any] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"platform": platform.platform(), "python": platform.python_version()},
+        "questions": len(questions),
+        "settings": {"pool": 40, "k": 5},
+    }
+    with tempfile.TemporaryDirectory(prefix="chunkdedup-query-bench-") as scratch:
+        tmp = args.workdir or Path(scratch)
+        tmp.mkdir(parents=True, exist_ok=True)
+        sec = Path(tmp) / "sec.sqlite"
+        if not sec.exists():
+            ingest([args.sec], sec)
+        with Index.open(sec) as ix:
+            n_sec = ix.stats()["canonical_chunks"]
+        result["sec10q"] = {
+            "canonical_chunks": n_sec,
+            "rows": latency_rows(sec, questions, args.repeat, True),
+        }
+        if args.chunks:
+            words, p = word_model(sec)
+            synth = Path(tmp) / f"synthetic-{args.chunks}.sqlite"
+            build = 0.0 if synth.exists() else build_synthetic(synth, args.chunks, words, p)
+            result["synthetic"] = {
+                "canonical_chunks": args.chunks,
+                "build_seconds": build,
+                "index_bytes": synth.stat().st_size,
+                "questions": len(questions[: args.synthetic_questions]),
+                "rows": latency_rows(synth, questions[: args.synthetic_questions], 1, True),
+            }
+        policy = Path(tmp) / "policy.sqlite"
+        if not policy.exists():
+            ingest([args.policy], policy, manifest=args.policy / "manifest.jsonl")
+        result["no_leak"] = leak_run(policy, args.leak_queries)
+
+    table = Table("index", "chunks", "row", "p50 ms", "p95 ms", "max ms", title="query latency (N=40, k=5)")
+    for name in ("sec10q", "synthetic"):
+        if name in result:
+            for row, v in result[name]["rows"].items():
+                table.add_row(
+                    name,
+                    f"{result[name]['canonical_chunks']:,}",
+                    row,
+                    f"{v['p50_ms']:.1f}",
+                    f"{v['p95_ms']:.1f}",
+                    f"{v['max_ms']:.1f}",
+                )
+    console = Console()
+    console.print(table)
+    leak = result["no_leak"]
+    console.print(
+        f"no-leak run: {leak['queries']:,} random filtered queries on site-policy, {leak['hits']:,} hits, "
+        f"{leak['leaks']} leaks ({leak['seconds']:.1f} s)"
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

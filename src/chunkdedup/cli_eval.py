@@ -1,0 +1,182 @@
+"""CLI commands for evaluation: ``eval``, ``audit``, ``diff`` and the ``golden`` group (``convert``).
+
+Registered on the main group by ``cli.py`` (``main.add_command(eval_cmd)`` and so on); each command
+calls one library function and turns the library's errors into a one-line CLI error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from chunkdedup.errors import ChunkdedupError
+from chunkdedup.evaluate.audit import audit
+from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
+from chunkdedup.evaluate.golden import convert_docugami
+from chunkdedup.evaluate.run import evaluate
+from chunkdedup.report import write_report
+from chunkdedup.report.table import comparison_rows, funnel_rows
+
+_index = click.option("--index", "index_path", required=True,
+                      type=click.Path(dir_okay=False, path_type=Path), help="The index file.")
+_json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except ChunkdedupError as e:
+        raise click.ClickException(str(e)) from None
+
+
+def _console() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+@click.command("eval")
+@click.argument("golden", type=click.Path(dir_okay=False, path_type=Path))
+@_index
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Baseline index; built from the index's last ingest run when missing or stale "
+                   "(default: INDEX.baseline.sqlite beside the index).")
+@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Results per question.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write report.json and report.html into this folder.")
+@_json
+def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int, out_dir: Path | None,
+             as_json: bool) -> None:
+    """Compare retrieval on a golden set: the index vs a baseline without stripping or dedup.
+
+    GOLDEN is JSONL, one question a line: {"id", "question", "relevant": [{"doc", "page"?}],
+    "answers"?: [...]}.
+
+    Example:
+
+        chunkdedup eval golden.jsonl --index policies.sqlite -k 5 --out report/
+    """
+    with _errors():
+        ev = evaluate(golden, index_path, baseline=baseline_path, k=k)
+        paths = write_report(ev.to_json(), out_dir) if out_dir else None
+    if as_json:
+        click.echo(json.dumps(ev.summary_json(), indent=2))
+        return
+    out = _console()
+    out.print(f"baseline: {ev.meta['baseline']} ({ev.meta['baseline_status']})")
+    table = Table("metric", "baseline", "index", "change", title=f"{len(ev.queries)} questions, k = {k}")
+    for row in comparison_rows(ev.runs, ev.meta["ks"]):
+        table.add_row(*row)
+    out.print(table)
+    funnel = Table("stage", "chunks", "of raw", title="funnel")
+    for f in funnel_rows(ev.figures):
+        funnel.add_row(*f)
+    out.print(funnel)
+    n = ev.runs["index"]
+    out.print(f"answer_in_context counts {n.get('answer_in_context_questions', 0)} question(s) with answers "
+              f"of at most 30 words; page_recall counts {n.get('page_recall_questions', 0)}")
+    if paths:
+        out.print(f"wrote {paths[0]} and {paths[1]}")
+
+
+@click.command("audit")
+@_index
+@click.option("--queries", "queries_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Questions: a golden JSONL file or plain text, one question a line.")
+@click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="Results per query.")
+@_json
+def audit_cmd(index_path: Path, queries_path: Path, k: int, as_json: bool) -> None:
+    """Show each query's results with the pairs that say the same thing, and a threshold calibration.
+
+    Example:
+
+        chunkdedup audit --index policies.sqlite --queries golden.jsonl -k 10
+    """
+    with _errors():
+        result = audit(index_path, queries_path, k=k)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+        return
+    out = _console()
+    for q in result.queries:
+        out.print(f"[bold][{q['id']}] {q['question']}[/bold]", markup=True)
+        for h in q["hits"]:
+            cites = ", ".join(f"{d} p.{p}" for d, p in h["citations"][:3])
+            text = " ".join(h["text"].split())[:90]
+            out.print(f"  {h['rank']:>2}. {text}  ({cites})", markup=False)
+        for p in q["pairs"]:
+            out.print(f"  ≈ {p['a']} and {p['b']} say the same thing (Jaccard {p['similarity']:.3f})")
+    rate = result.duplication_rate
+    out.print(f"duplication rate: {result.duplicate_pairs} of {result.pairs} pairs"
+              f" ({'n/a' if rate is None else f'{rate:.1%}'}), 5-word-shingle Jaccard >= 0.5")
+    _print_calibration(out, result.calibration)
+
+
+def _print_calibration(out: Console, cal: dict[str, object]) -> None:
+    out.print(f"calibration ({cal['measure']}; near threshold {cal['threshold']}):")
+    series = [(name, cal[name]) for name in ("merged", "kept_apart_by_guard", "unmerged_band_neighbours")]
+    bins = int(str(cal["bins"]))
+    out.print("  similarity " + " ".join(f"{name[:22]:>24}" for name, _ in series))
+    for i in range(bins):
+        cells = " ".join(f"{s['histogram'][i]:>24}" for _, s in series)  # type: ignore[index]
+        out.print(f"  {i / bins:.2f}-{(i + 1) / bins:.2f}  {cells}")
+
+
+@click.command("diff")
+@click.argument("report_a", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("report_b", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--run", type=click.Choice(["index", "baseline"]), default="index", show_default=True,
+              help="Which run of the two reports to compare.")
+@_json
+def diff_cmd(report_a: Path, report_b: Path, run: str, as_json: bool) -> None:
+    """Per question, what moved, entered or left between two eval reports, and the metric changes.
+
+    Example:
+
+        chunkdedup diff before/report.json after/report.json --run index
+    """
+    with _errors():
+        diff = diff_reports(load_report(report_a), load_report(report_b), run)
+    click.echo(json.dumps(diff, indent=2) if as_json else format_diff(diff))
+
+
+@click.group("golden")
+def golden_group() -> None:
+    """Golden question sets: convert other formats to chunkdedup's JSONL.
+
+    Example:
+
+        chunkdedup golden convert qna_data.csv --format docugami --docs docs/ > golden.jsonl
+    """
+
+
+@golden_group.command("convert")
+@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["docugami"]), default="docugami", show_default=True,
+              help="The source format (docugami: KG-RAG-datasets qna_data.csv).")
+@click.option("--docs", "docs", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The folder the documents were ingested from (patterns are matched against it).")
+def golden_convert_cmd(source: Path, fmt: str, docs: Path) -> None:
+    """Convert a question file to golden JSONL on stdout.
+
+    Example:
+
+        chunkdedup golden convert ../shared/data/sec-10q/qna_data.csv --format docugami
+        --docs ../shared/data/sec-10q/docs > golden.jsonl
+    """
+    with _errors():
+        questions = convert_docugami(source, docs)
+    for q in questions:
+        click.echo(json.dumps(q.to_json(), ensure_ascii=False))
+
+
+#: the commands ``cli.py`` registers on ``main``
+COMMANDS = (eval_cmd, audit_cmd, diff_cmd, golden_group)
+
+__all__ = ["COMMANDS", "audit_cmd", "diff_cmd", "eval_cmd", "golden_convert_cmd", "golden_group"]

@@ -1,0 +1,120 @@
+"""The baseline index: the same files, manifest and chunk settings as an index's last ingest run, with
+boilerplate stripping and every dedup tier off. Rebuilt when missing or when its corpus fingerprint
+(or its config) differs from the index's; reused otherwise."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from chunkdedup.config import Config, DedupConfig
+from chunkdedup.errors import InputError, SchemaError
+from chunkdedup.normalize import key_hash
+from chunkdedup.pipeline import config_fingerprint, ingest
+from chunkdedup.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRun:
+    """What the last finished ingest run of an index was given."""
+
+    paths: tuple[str, ...]
+    manifest: str | None
+    config: Config
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The baseline index file, whether it was (re)built now, and its corpus fingerprint."""
+
+    path: Path
+    rebuilt: bool
+    fingerprint: str
+    reason: str
+
+
+def recorded_run(store: Store) -> RecordedRun:
+    row = store.conn.execute(
+        "SELECT paths, manifest, config FROM runs WHERE status='done' AND paths != '[]'"
+        " ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        raise InputError(f"index {store.path} records no finished ingest run: run `chunkdedup ingest` first")
+    config = Config.from_dict(json.loads(row[2]), source=f"{store.path} (last run)")
+    return RecordedRun(tuple(json.loads(row[0])), row[1], config)
+
+
+def corpus_fingerprint(store: Store) -> str:
+    """A hash of the content hashes of the input files the index holds (its ``files`` table)."""
+    rows = store.conn.execute(
+        "SELECT content_hash FROM files WHERE content_hash IS NOT NULL ORDER BY content_hash"
+    )
+    return key_hash("\n".join(r[0] for r in rows))
+
+
+def baseline_config(config: Config) -> Config:
+    """``config`` with stripping and every dedup tier off (chunking and parsing unchanged)."""
+    return dataclasses.replace(
+        config,
+        boilerplate=dataclasses.replace(config.boilerplate, enabled=False),
+        dedup=DedupConfig(exact=False),
+        near=dataclasses.replace(config.near, enabled=False),
+    )
+
+
+def _state(path: Path) -> tuple[str, str] | None:
+    """(corpus fingerprint, config fingerprint) of an existing index, ``None`` if it is missing."""
+    if not path.exists():
+        return None
+    try:
+        with Store.open(path, readonly=True) as store:
+            return corpus_fingerprint(store), config_fingerprint(recorded_run(store).config)
+    except (SchemaError, InputError) as e:
+        raise InputError(f"baseline {path} is not a usable chunkdedup index ({e}): give another --baseline "
+                         "path or delete the file") from None
+
+
+def ensure_baseline(index: str | Path, baseline: str | Path) -> Baseline:
+    """Build ``baseline`` from ``index``'s last run unless an up-to-date one is already there.
+
+    Example:
+        >>> ensure_baseline("policies.sqlite", "policies.baseline.sqlite").rebuilt  # doctest: +SKIP
+        True
+    """
+    target = Path(baseline)
+    if target.resolve() == Path(index).resolve():
+        raise InputError(f"--baseline {target} is the index itself: give another path")
+    with Store.open(index, readonly=True) as store:
+        run = recorded_run(store)
+        wanted = corpus_fingerprint(store)
+    config = baseline_config(run.config)
+    have = _state(target)
+    if have == (wanted, config_fingerprint(config)):
+        return Baseline(target, False, wanted, "reused: same corpus fingerprint and config")
+    reason = "missing" if have is None else (
+        "corpus fingerprint differs" if have[0] != wanted else "config differs")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    missing = [p for p in run.paths if not Path(p).exists()]
+    if missing:
+        raise InputError(f"the index's recorded input paths {missing} no longer exist: re-ingest the index "
+                         "from where its files are now")
+    ingest(list(run.paths), target, manifest=run.manifest, config=config)
+    with Store.open(target, readonly=True) as store:
+        built = corpus_fingerprint(store)
+    if built != wanted:
+        reason += "; the input files changed since the index was built, so the two runs see different " \
+                  "corpora: re-ingest the index"
+    return Baseline(target, True, built, f"rebuilt ({reason})")
+
+
+def default_baseline_path(index: str | Path) -> Path:
+    """``corpus.sqlite`` -> ``corpus.baseline.sqlite`` beside it."""
+    p = Path(index)
+    return p.with_name(f"{p.stem}.baseline{p.suffix or '.sqlite'}")
+
+
+__all__ = ["Baseline", "RecordedRun", "baseline_config", "corpus_fingerprint", "default_baseline_path",
+           "ensure_baseline", "recorded_run"]

@@ -1,0 +1,168 @@
+"""Golden sets: one question a line in JSONL, document names resolved against an index, and the
+converter for docugami's ``qna_data.csv``.
+
+A line: ``{"id": ..., "question": ..., "relevant": [{"doc": DOC, "page": N}], "answers": [...]}``;
+``page`` (1-based) and ``answers`` are optional. ``doc`` is a document id, or a document's file name
+without extension when exactly one document in the index has it.
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from chunkdedup.errors import InputError
+
+
+@dataclass(frozen=True, slots=True)
+class Relevant:
+    """A relevant document, or one page of it (``page`` is 1-based; ``None`` means any page)."""
+
+    doc: str
+    page: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One golden question with what should be retrieved and, optionally, accepted answers."""
+
+    id: str
+    question: str
+    relevant: tuple[Relevant, ...]
+    answers: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "question": self.question,
+            "relevant": [{"doc": r.doc} if r.page is None else {"doc": r.doc, "page": r.page}
+                         for r in self.relevant],
+        }
+        if self.answers:
+            out["answers"] = list(self.answers)
+        return out
+
+
+def load_golden(path: str | Path) -> list[Question]:
+    """Read a golden JSONL file; every malformed line is an error naming the file and line.
+
+    Example:
+        >>> questions = load_golden("benchmarks/golden/site-policy.jsonl")  # doctest: +SKIP
+    """
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(f"golden file {p} does not exist: check the path") from None
+    questions: list[Question] = []
+    seen: set[str] = set()
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            q = _question(json.loads(line), n)
+        except (json.JSONDecodeError, TypeError, ValueError, KeyError) as e:
+            raise InputError(
+                f"{p}:{n}: not a golden question ({e}); expected "
+                '{"id", "question", "relevant": [{"doc", "page"?}], "answers"?: [...]}'
+            ) from None
+        if q.id in seen:
+            raise InputError(f"{p}:{n}: question id {q.id!r} appears twice: give each question its own id")
+        seen.add(q.id)
+        questions.append(q)
+    if not questions:
+        raise InputError(f"golden file {p} holds no questions")
+    return questions
+
+
+def _question(data: Any, line: int) -> Question:
+    if not isinstance(data, dict):
+        raise TypeError("a line must be a JSON object")
+    question = data["question"]
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("'question' must be a non-empty string")
+    relevant = []
+    for r in data.get("relevant", []):
+        page = r.get("page")
+        if page is not None and (not isinstance(page, int) or isinstance(page, bool) or page < 1):
+            raise ValueError(f"page must be an integer >= 1, got {page!r}")
+        relevant.append(Relevant(str(r["doc"]), page))
+    answers = data.get("answers", [])
+    if isinstance(answers, str):
+        answers = [answers]
+    return Question(str(data.get("id", line)), question, tuple(relevant), tuple(str(a) for a in answers))
+
+
+class DocResolver:
+    """Map golden ``doc`` names onto document ids: an exact id, else a unique file stem."""
+
+    def __init__(self, doc_ids: Iterable[str]) -> None:
+        self.ids = set(doc_ids)
+        self.by_stem: dict[str, list[str]] = {}
+        for doc in sorted(self.ids):
+            self.by_stem.setdefault(_stem(doc), []).append(doc)
+
+    def resolve(self, name: str) -> str:
+        if name in self.ids:
+            return name
+        found = self.by_stem.get(name, [])
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise InputError(f"golden doc {name!r} matches several documents {found}: use the full id")
+        raise InputError(f"golden doc {name!r} is neither a document id nor a unique file name in the "
+                         "index: `chunkdedup stats` and `chunkdedup export` show the ids")
+
+    def questions(self, questions: Sequence[Question]) -> list[Question]:
+        """The questions with every ``doc`` replaced by its document id."""
+        return [
+            Question(q.id, q.question, tuple(Relevant(self.resolve(r.doc), r.page) for r in q.relevant),
+                     q.answers)
+            for q in questions
+        ]
+
+
+def _stem(doc_id: str) -> str:
+    name = PurePosixPath(doc_id.split("#", 1)[0]).name
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def convert_docugami(csv_path: str | Path, docs: str | Path) -> list[Question]:
+    """Convert docugami's ``qna_data.csv`` (Question, Source Docs, Answer): each "Source Docs" glob
+    (``*AAPL*``, ``*2023 Q3 NVDA*``) is matched against the file names in ``docs``; relevant docs are
+    written as document ids relative to ``docs`` (what ``chunkdedup ingest DOCS`` gives).
+
+    Example:
+        >>> data = "../shared/data/sec-10q"
+        >>> qs = convert_docugami(f"{data}/qna_data.csv", f"{data}/docs")  # doctest: +SKIP
+    """
+    folder = Path(docs)
+    if not folder.is_dir():
+        raise InputError(f"--docs {folder} is not a folder: give the folder the filings were ingested from")
+    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    try:
+        with Path(csv_path).open(encoding="utf-8-sig", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except FileNotFoundError:
+        raise InputError(f"question file {csv_path} does not exist: check the path") from None
+    out: list[Question] = []
+    for n, row in enumerate(rows, start=1):
+        if "Question" not in row or "Source Docs" not in row:
+            raise InputError(f"{csv_path}: expected the columns Question, Source Docs, Answer")
+        patterns = [p.strip() for p in row["Source Docs"].replace(";", ",").split(",") if p.strip()]
+        matched = sorted({name for pat in patterns for name in names
+                          if fnmatch.fnmatchcase(PurePosixPath(name).name, pat)})
+        if not matched:
+            raise InputError(f"{csv_path}: row {n}: {row['Source Docs']!r} matches no file in {folder}")
+        answer = (row.get("Answer") or "").strip()
+        out.append(Question(f"q{n:03d}", row["Question"].strip(), tuple(Relevant(m) for m in matched),
+                            (answer,) if answer else ()))
+    return out
+
+
+__all__ = ["DocResolver", "Question", "Relevant", "convert_docugami", "load_golden"]

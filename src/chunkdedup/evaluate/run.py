@@ -1,0 +1,151 @@
+"""``evaluate``: run a golden set against a baseline index (no stripping, no dedup, no safety net,
+every version) and against the configured index, with the same metrics, and keep every result."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chunkdedup.config import QueryConfig
+from chunkdedup.errors import ConfigError
+from chunkdedup.evaluate.baseline import default_baseline_path, ensure_baseline, recorded_run
+from chunkdedup.evaluate.golden import DocResolver, Question, load_golden
+from chunkdedup.evaluate.metrics import PairSimilarity, Result, Scores, aggregate, score_question
+from chunkdedup.index import Index
+from chunkdedup.query.run import search
+
+#: the cut-offs reported besides the requested k
+EXTRA_KS = (1, 3, 10)
+_CLUSTER_BINS = ((1, 1), (2, 2), (3, 3), (4, 5), (6, 10), (11, 20), (21, None))
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """Metrics of both runs, per-question scores and results, index figures: ``to_json`` is report.json."""
+
+    k: int
+    runs: dict[str, dict[str, Any]]
+    queries: list[dict[str, Any]]
+    figures: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def summary_json(self) -> dict[str, Any]:
+        """What ``eval --json`` prints: ``{"k", "runs": {"baseline", "index"}}``."""
+        return {"k": self.k, "runs": self.runs}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"k": self.k, "runs": self.runs, "figures": self.figures, "meta": self.meta,
+                "queries": self.queries}
+
+
+def evaluate(
+    golden: str | Path | Sequence[Question],
+    index: str | Path,
+    *,
+    baseline: str | Path | None = None,
+    k: int = 5,
+) -> Evaluation:
+    """Evaluate ``golden`` on ``index`` and on its baseline (built or reused at ``baseline``).
+
+    Example:
+        >>> ev = evaluate("golden.jsonl", "policies.sqlite", k=5)  # doctest: +SKIP
+        >>> ev.runs["index"]["recall@5"], ev.runs["baseline"]["recall@5"]  # doctest: +SKIP
+    """
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k}")
+    questions = load_golden(golden) if isinstance(golden, str | Path) else list(golden)
+    base = ensure_baseline(index, baseline or default_baseline_path(index))
+    ks = sorted({k, *EXTRA_KS})
+    similarity = PairSimilarity()
+    with Index.open(index) as ix, Index.open(base.path) as bx:
+        resolved = DocResolver(d["doc"] for d in ix.documents()).questions(questions)
+        qcfg = recorded_run(ix.store).config.query
+        settings: dict[str, dict[str, Any]] = {
+            "baseline": {"versions": "all", "safety_net": False},
+            "index": {"versions": qcfg.versions, "safety_net": qcfg.safety_net},
+        }
+        views = {"baseline": bx, "index": ix}
+        scores: dict[str, list[Scores]] = {"baseline": [], "index": []}
+        queries: list[dict[str, Any]] = []
+        for q in resolved:
+            entry: dict[str, Any] = {**q.to_json(), "metrics": {}, "results": {}}
+            for name, view in views.items():
+                runs = {kk: _retrieve(view, q.question, kk, qcfg, settings[name]) for kk in ks}
+                s = score_question(runs, q, k, similarity)
+                scores[name].append(s)
+                entry["metrics"][name] = s.values
+                entry["results"][name] = [_log_row(r) for r in runs[k]]
+            queries.append(entry)
+        figures = _figures(ix, bx)
+    meta = {"golden": str(golden) if isinstance(golden, str | Path) else None, "index": str(index),
+            "baseline": str(base.path), "baseline_status": base.reason,
+            "corpus_fingerprint": base.fingerprint, "ks": ks, "settings": settings}
+    return Evaluation(k, {n: aggregate(s) for n, s in scores.items()}, queries, figures, meta)
+
+
+def _retrieve(view: Index, text: str, k: int, cfg: QueryConfig, opts: dict[str, Any]) -> list[Result]:
+    hits = search(view, text, k=k, config=cfg, versions=opts["versions"], safety_net=opts["safety_net"]).hits
+    return [Result(h.rank, h.id, h.score, h.text, tuple((c.doc, c.page) for c in h.citations)) for h in hits]
+
+
+def _log_row(r: Result) -> dict[str, Any]:
+    """One line of the per-result log; ``score`` is the float itself (JSON writes its repr)."""
+    doc, page = r.citations[0] if r.citations else (None, None)
+    return {"rank": r.rank, "id": r.id, "doc": doc, "page": page, "score": r.score,
+            "citations": [list(c) for c in r.citations]}
+
+
+def _words(view: Index, column: str) -> int:
+    rows = view.store.conn.execute(f"SELECT COALESCE({column}, '') FROM pages")
+    return sum(len(r[0].split()) for r in rows)
+
+
+def _figures(ix: Index, bx: Index) -> dict[str, Any]:
+    """Index figures and the funnel: raw chunks (the baseline's), after boilerplate, exact, near,
+    semantic; plus words before and after stripping, the top stripped blocks and cluster sizes."""
+    st, bs = ix.stats(), bx.stats()
+    conn = ix.store.conn
+    merged = dict(conn.execute("SELECT relation, COUNT(*) FROM groups GROUP BY relation").fetchall())
+    after_near = st["after_exact"] - int(merged.get("near", 0))
+    funnel = [
+        {"stage": "raw chunks", "chunks": bs["raw_chunks"]},
+        {"stage": "after boilerplate", "chunks": st["raw_chunks"]},
+        {"stage": "after exact", "chunks": st["after_exact"]},
+        {"stage": "after near", "chunks": after_near},
+        {"stage": "after semantic", "chunks": after_near - int(merged.get("semantic", 0))},
+    ]
+    raw = max(1, funnel[0]["chunks"])
+    for i, step in enumerate(funnel):
+        step["share_of_raw"] = step["chunks"] / raw
+        step["removed_share"] = (funnel[i - 1]["chunks"] - step["chunks"]) / raw if i else 0.0
+    sizes = dict(conn.execute("SELECT n_sources, COUNT(*) FROM canonicals GROUP BY n_sources").fetchall())
+    clusters = []
+    for lo, hi in _CLUSTER_BINS:
+        n = sum(c for s, c in sizes.items() if s >= lo and (hi is None or s <= hi))
+        label = str(lo) if lo == hi else (f"{lo}+" if hi is None else f"{lo}-{hi}")
+        clusters.append({"sources": label, "canonicals": n})
+    return {
+        "documents": st["documents"],
+        "pages": st["pages"],
+        "raw_chunks": bs["raw_chunks"],
+        "after_boilerplate": st["raw_chunks"],
+        "after_exact": st["after_exact"],
+        "after_near": funnel[3]["chunks"],
+        "after_semantic": funnel[4]["chunks"],
+        "semantic_tier": bool(merged.get("semantic", 0)),
+        "index_bytes": st["index_bytes"],
+        "baseline_bytes": bs["index_bytes"],
+        "words_raw": _words(ix, "raw_text"),
+        "words_after_boilerplate": _words(ix, "clean_text"),
+        "lines_stripped": st["lines_stripped"],
+        "variant_pairs": st["variant_pairs"],
+        "funnel": funnel,
+        "boilerplate": [{"key": b.key, "example": b.example, "scope": b.scope, "documents": b.doc_count,
+                         "pages": b.page_count} for b in ix.boilerplate(limit=10)],
+        "clusters": clusters,
+    }
+
+
+__all__ = ["EXTRA_KS", "Evaluation", "evaluate"]

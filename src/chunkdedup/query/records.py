@@ -1,0 +1,132 @@
+"""The records a query returns: hits with citations, and, for ``--explain``, the dropped candidates."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from chunkdedup.types import MetaValue, Relation
+
+#: The step that dropped a candidate, in pipeline order (filters drop silently: see ``Dropped``);
+#: ``rank`` is "below the top k" when the safety net is off.
+Step = Literal["versions", "dedup_chunks", "cap", "mmr", "rank"]
+VersionPolicy = Literal["latest", "label", "all"]
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One source of a hit that passed the filter: the same fields as export's ``sources``.
+
+    ``effective_date`` and ``superseded_by`` come from the document's family (``None`` when it has
+    none, or when no newer version within the filter exists).
+    """
+
+    doc: str
+    page: int
+    start: int
+    end: int
+    relation: Relation
+    similarity: float
+    metadata: Mapping[str, MetaValue] = field(default_factory=dict)
+    effective_date: str | None = None
+    superseded_by: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Exactly the fields of an export source."""
+        return {
+            "doc": self.doc,
+            "page": self.page,
+            "start": self.start,
+            "end": self.end,
+            "relation": self.relation,
+            "similarity": self.similarity,
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One returned passage: ``score`` is the retriever's, at full precision (higher is better).
+
+    ``effective_date``/``superseded_by`` describe the newest cited version holding the text; they are
+    filled whenever the cited documents carry dates (the ``label`` policy prints them next to the text).
+    """
+
+    rank: int
+    score: float
+    id: str
+    text: str
+    citations: tuple[Citation, ...]
+    effective_date: str | None = None
+    superseded_by: str | None = None
+
+    def to_json(self, *, label: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rank": self.rank,
+            "score": self.score,
+            "id": self.id,
+            "text": self.text,
+            "citations": [c.to_json() for c in self.citations],
+        }
+        if label:
+            out["effective_date"] = self.effective_date
+            out["superseded_by"] = self.superseded_by
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A candidate the version policy or the safety net removed, with the step and why.
+
+    Candidates the filter removed are never reported: they lie outside what the caller may see.
+    """
+
+    id: str
+    score: float
+    text: str
+    step: Step
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "score": self.score,
+            "text": self.text,
+            "step": self.step,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """Hits best first, plus every eligible candidate that was dropped (in pool order)."""
+
+    query: str
+    hits: tuple[Hit, ...]
+    dropped: tuple[Dropped, ...] = ()
+    versions: VersionPolicy = "latest"
+
+    def to_json(self, *, explain: bool = False) -> dict[str, Any]:
+        label = self.versions == "label"
+        out: dict[str, Any] = {"query": self.query, "hits": [h.to_json(label=label) for h in self.hits]}
+        if explain:
+            out["dropped"] = [d.to_json() for d in self.dropped]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A retrieved chunk after filters and versions: only its passing citations are kept."""
+
+    id: str
+    score: float
+    text: str
+    citations: tuple[Citation, ...]
+    effective_date: str | None = None
+    superseded_by: str | None = None
+
+    def hit(self, rank: int) -> Hit:
+        return Hit(
+            rank, self.score, self.id, self.text, self.citations, self.effective_date, self.superseded_by
+        )

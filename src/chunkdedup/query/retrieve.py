@@ -1,0 +1,127 @@
+"""Retrieval: the :class:`Retriever` extension point, BM25 over the store's FTS5 table, and
+reciprocal rank fusion for hybrid retrieval once a vector retriever exists.
+
+Query formulation matters for speed: every question word OR-ed makes FTS5 score every chunk holding
+"the" or "what". :func:`fts_query` keeps the content words (stop words dropped, each quoted so user
+text can never be read as FTS5 syntax) and ORs them; BM25 ranks chunks holding more of them higher.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+# A compact English stop list (question words included: they carry no topic). Words only: the
+# tokenizer splits "don't" into "don" and "t".
+_STOP = """
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing don down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just me more most
+my myself no nor not now of off on once only or other our ours ourselves out over own same she should
+so some such than that the their theirs them themselves then there these they this those through to
+too under until up very was we were what when where which while who whom why will with would you
+your yours yourself yourselves s t also may might must shall
+"""
+STOP_WORDS: frozenset[str] = frozenset(_STOP.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A retrieved canonical id and its score (higher is better, full precision)."""
+
+    id: str
+    score: float
+
+
+class Retriever(Protocol):
+    """The one extension point of retrieval: the best ``limit`` chunks for a question, best first.
+
+    Returning fewer than ``limit`` means there are no more; the query pipeline asks again with a
+    larger limit when filters leave too few candidates.
+    """
+
+    def retrieve(self, text: str, limit: int) -> Sequence[Scored]: ...
+
+
+def content_terms(text: str) -> list[str]:
+    """The question's words, lowercased, stop words dropped, first occurrence kept.
+
+    If every word is a stop word, all words are kept (a question of stop words still asks something).
+
+    Example:
+        >>> content_terms("What is the refund policy? REFUND within 30 days")
+        ['refund', 'policy', '30', 'days']
+    """
+    words = [w.lower() for w in _WORD.findall(text)]
+    unique = list(dict.fromkeys(words))
+    content = [w for w in unique if w not in STOP_WORDS]
+    return content or unique
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression for a question: content terms, each quoted, OR-ed; None if empty.
+
+    Quoting makes every term a string literal to FTS5 (``"`` doubled inside), so no user text is
+    read as an operator, column filter or prefix.
+
+    Example:
+        >>> fts_query('refund "policy" NEAR(x) OR days*')
+        '"refund" OR "policy" OR "near" OR "x" OR "days"'
+    """
+    terms = content_terms(text)
+    return _match(terms) if terms else None
+
+
+class Fts5Retriever:
+    """BM25 through ``canonicals_fts``. SQLite's ``bm25()`` is lower-is-better; the score here is its
+    negation, so higher is better and no precision is lost.
+
+    FTS5 scores every row holding any OR-ed term, so the cost grows with the posting lists of the
+    question's terms (see benchmarks/README.md for figures and what was tried).
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def retrieve(self, text: str, limit: int) -> list[Scored]:
+        match = fts_query(text)
+        if match is None or limit <= 0:
+            return []
+        rows = self.conn.execute(
+            "SELECT c.id, bm25(canonicals_fts) AS b FROM canonicals_fts"
+            " JOIN canonicals c ON c.rowid = canonicals_fts.rowid"
+            " WHERE canonicals_fts MATCH ? ORDER BY b, c.id LIMIT ?",
+            (match, limit),
+        )
+        return [Scored(r[0], -float(r[1])) for r in rows]
+
+
+def _match(terms: list[str]) -> str:
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+class ReciprocalRankFusion:
+    """Hybrid retrieval: fuse several retrievers by ``sum(1 / (k0 + rank))`` (ranks from 1).
+
+    Each retriever is asked for ``depth * limit`` results; ties break by id.
+    """
+
+    def __init__(self, retrievers: Sequence[Retriever], k0: int = 60, depth: int = 2) -> None:
+        if not retrievers:
+            raise ValueError("ReciprocalRankFusion needs at least one retriever")
+        self.retrievers = tuple(retrievers)
+        self.k0 = k0
+        self.depth = depth
+
+    def retrieve(self, text: str, limit: int) -> list[Scored]:
+        fused: dict[str, float] = {}
+        for r in self.retrievers:
+            for rank, s in enumerate(r.retrieve(text, self.depth * limit), start=1):
+                fused[s.id] = fused.get(s.id, 0.0) + 1.0 / (self.k0 + rank)
+        ordered = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [Scored(i, s) for i, s in ordered[:limit]]

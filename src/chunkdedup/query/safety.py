@@ -1,0 +1,185 @@
+"""The safety net, in order: ``dedup_chunks``, a cap per source document, then MMR.
+
+Each step takes candidates ranked best first and returns (kept, dropped-with-reason), so
+``--explain`` can say which step dropped what and why.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from chunkdedup.normalize import exact_key
+from chunkdedup.query.records import Candidate, Dropped
+
+_WS = re.compile(r"\s+")
+T = TypeVar("T")
+
+
+def dedup_chunks(chunks: list[str]) -> list[str]:
+    """Drop repeated chunks: key = lowercase, whitespace runs collapsed to one space, ends stripped.
+
+    The first occurrence of each key is kept; the original strings come back in the original order.
+
+    Example:
+        >>> dedup_chunks(["Refunds  in 30 days.", "refunds in 30 days. ", "Other."])
+        ['Refunds  in 30 days.', 'Other.']
+        >>> dedup_chunks([])
+        []
+    """
+    seen: set[str] = set()
+    out: list[str] = []
+    for chunk in chunks:
+        key = _dedup_key(chunk)
+        if key not in seen:
+            seen.add(key)
+            out.append(chunk)
+    return out
+
+
+def _dedup_key(text: str) -> str:
+    return _WS.sub(" ", text.lower()).strip()
+
+
+def dedup_step(cands: Sequence[Candidate]) -> tuple[list[Candidate], list[Dropped]]:
+    """``dedup_chunks``' rule over ranked candidates: the best-ranked copy wins."""
+    first: dict[str, Candidate] = {}
+    kept: list[Candidate] = []
+    dropped: list[Dropped] = []
+    for c in cands:
+        key = _dedup_key(c.text)
+        if key in first:
+            reason = f"same text as {first[key].id} (lowercased, whitespace collapsed), which ranks higher"
+            dropped.append(Dropped(c.id, c.score, c.text, "dedup_chunks", reason))
+        else:
+            first[key] = c
+            kept.append(c)
+    return kept, dropped
+
+
+def cap_step(cands: Sequence[Candidate], cap: int) -> tuple[list[Candidate], list[Dropped]]:
+    """At most ``cap`` candidates per source document.
+
+    A kept candidate is charged to its first cited document that still has room; a candidate is
+    dropped only when every document it cites is full (text shared by documents is charged once).
+    """
+    used: dict[str, int] = {}
+    kept: list[Candidate] = []
+    dropped: list[Dropped] = []
+    for c in cands:
+        docs = list(dict.fromkeys(ref.doc for ref in c.citations))
+        room = next((d for d in docs if used.get(d, 0) < cap), None)
+        if room is None:
+            shown = ", ".join(docs[:3]) + (f" and {len(docs) - 3} more" if len(docs) > 3 else "")
+            reason = f"every cited document already has {cap} higher-ranked hit(s): {shown}"
+            dropped.append(Dropped(c.id, c.score, c.text, "cap", reason))
+        else:
+            used[room] = used.get(room, 0) + 1
+            kept.append(c)
+    return kept, dropped
+
+
+class Similarity(Protocol):
+    """How alike two candidates are, in [0, 1]; embeddings can plug in here when stored."""
+
+    def matrix(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class ShingleJaccard:
+    """Jaccard of the ``n``-word shingle sets of the candidates' exact keys (a text shorter than
+    ``n`` words is one shingle).
+
+    When the near tier's compiled kernel (``chunkdedup.dedup.minhash``) is installed its shingle
+    hashes and exact ``jaccard`` are used, so MMR sees the similarity the near tier measures; else
+    a small pure-Python exact Jaccard over the same shingles. Over a pool of 40 the exact value is
+    cheap, so no MinHash estimate is needed.
+    """
+
+    def __init__(self, n: int = 5) -> None:
+        self.n = n
+        self._kernel = _minhash_kernel(n)
+
+    def shingles(self, text: str) -> frozenset[str]:
+        words = exact_key(text).split()
+        if len(words) <= self.n:
+            return frozenset([" ".join(words)])
+        return frozenset(" ".join(words[i : i + self.n]) for i in range(len(words) - self.n + 1))
+
+    def matrix(self, texts: Sequence[str]) -> list[list[float]]:
+        if self._kernel is not None:
+            hasher, jaccard = self._kernel
+            hashed = [hasher.shingles(exact_key(t)) for t in texts]
+            return _pairwise(hashed, jaccard)
+        return _pairwise([self.shingles(t) for t in texts], _set_jaccard)
+
+
+def _minhash_kernel(n: int) -> tuple[Any, Callable[[Any, Any], float]] | None:
+    try:
+        module = importlib.import_module("chunkdedup.dedup.minhash")
+    except ImportError:
+        return None
+    hasher_cls, jaccard = getattr(module, "MinHasher", None), getattr(module, "jaccard", None)
+    if hasher_cls is None or jaccard is None:
+        return None
+    return hasher_cls(shingle_words=n), jaccard
+
+
+def _set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    inter = len(a & b)
+    union = len(a) + len(b) - inter
+    return inter / union if union else 1.0
+
+
+def _pairwise(items: Sequence[T], fn: Callable[[T, T], float]) -> list[list[float]]:
+    m = [[1.0] * len(items) for _ in items]
+    for i, a in enumerate(items):
+        for j in range(i + 1, len(items)):
+            m[i][j] = m[j][i] = float(fn(a, items[j]))
+    return m
+
+
+def mmr_step(
+    cands: Sequence[Candidate], k: int, lam: float, similarity: Similarity
+) -> tuple[list[Candidate], list[Dropped]]:
+    """Maximal marginal relevance: pick ``k``, each maximising
+    ``lam * relevance - (1 - lam) * max similarity to those already picked``.
+
+    Relevance is the score divided by the best score (BM25 is unbounded, the similarity is not);
+    min-max scaled instead when a score is negative. Ties go to the better-ranked candidate. Scores
+    themselves are left untouched.
+    """
+    if not cands or k <= 0:
+        return [], [_mmr_drop(c, "k is 0") for c in cands]
+    scores = [c.score for c in cands]
+    lo, hi = min(scores), max(scores)
+    if lo >= 0 and hi > 0:
+        rel = [s / hi for s in scores]
+    else:
+        rel = [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
+    sim = similarity.matrix([c.text for c in cands])
+    chosen: list[int] = []
+    closest = [0.0] * len(cands)  # max similarity to the chosen set
+    nearest: list[int | None] = [None] * len(cands)
+    left = list(range(len(cands)))
+    while left and len(chosen) < k:
+        best = max(left, key=lambda i: (lam * rel[i] - (1 - lam) * closest[i], -i))
+        chosen.append(best)
+        left.remove(best)
+        for i in left:
+            if sim[i][best] > closest[i]:
+                closest[i], nearest[i] = sim[i][best], best
+    dropped = []
+    for i in left:
+        value = lam * rel[i] - (1 - lam) * closest[i]
+        near = nearest[i]
+        why = f"not among the top {k} by MMR (lambda {lam:g}): score {value:.4f}"
+        if near is not None:
+            why += f", similarity {closest[i]:.4f} to {cands[near].id}"
+        dropped.append(_mmr_drop(cands[i], why))
+    return [cands[i] for i in chosen], dropped
+
+
+def _mmr_drop(c: Candidate, reason: str) -> Dropped:
+    return Dropped(c.id, c.score, c.text, "mmr", reason)

@@ -1,0 +1,110 @@
+"""Filters on sources: ``KEY=VALUE``, ``KEY>=VALUE``, ``KEY<=VALUE``.
+
+The same key repeated is OR, different keys AND. Keys are ``doc`` (the document id), ``department``,
+``family``, ``effective_date``, or any metadata key. A source whose document lacks the key fails.
+``>=``/``<=`` compare numbers as numbers when both sides are numbers, else as strings (ISO dates
+order correctly as strings).
+
+Example:
+    >>> f = Filter.parse(["department=legal", "department=hr", "effective_date>=2024-01-01"])
+    >>> f.passes({"department": "hr", "effective_date": "2024-05-01"})
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from chunkdedup.errors import InputError
+from chunkdedup.types import MetaValue
+
+Op = Literal["=", ">=", "<="]
+_CONDITION = re.compile(r"^\s*([^\s=<>]+)\s*(>=|<=|=)\s*(.*?)\s*$", re.DOTALL)
+#: What the Python API accepts: equality by mapping (a list value is OR), or condition strings.
+Where = Mapping[str, MetaValue | Sequence[MetaValue]] | Sequence["str | Condition"]
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    key: str
+    op: Op
+    value: str
+
+    @classmethod
+    def parse(cls, text: str) -> Condition:
+        """Parse ``KEY=VALUE``, ``KEY>=VALUE`` or ``KEY<=VALUE``."""
+        m = _CONDITION.match(text)
+        if m is None or not m.group(3):
+            raise InputError(
+                f"cannot read the filter {text!r}: write KEY=VALUE, KEY>=VALUE or KEY<=VALUE "
+                "(e.g. department=legal, effective_date>=2024-01-01)"
+            )
+        op: Op = m.group(2)  # type: ignore[assignment]
+        return cls(m.group(1), op, m.group(3))
+
+    def holds(self, actual: MetaValue) -> bool:
+        if actual is None:
+            return False
+        left = _text(actual)
+        if self.op == "=":
+            return left == self.value
+        a, b = _number(left), _number(self.value)
+        if a is not None and b is not None:
+            return a >= b if self.op == ">=" else a <= b
+        return left >= self.value if self.op == ">=" else left <= self.value
+
+    def __str__(self) -> str:
+        return f"{self.key}{self.op}{self.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """Conditions grouped by key: a document passes when, for every key, one condition holds."""
+
+    groups: tuple[tuple[str, tuple[Condition, ...]], ...] = ()
+
+    @classmethod
+    def parse(cls, where: Where | None) -> Filter:
+        if where is None:
+            return cls()
+        conditions: list[Condition] = []
+        if isinstance(where, Mapping):
+            for key, value in where.items():
+                values = value if isinstance(value, Sequence) and not isinstance(value, str) else [value]
+                if not values:
+                    raise InputError(f"filter key {key!r} has an empty list of values: give at least one")
+                conditions.extend(Condition(str(key), "=", _text(v)) for v in values)
+        elif isinstance(where, str):
+            raise InputError(f"where={where!r} is one string: pass a list of conditions or a mapping")
+        else:
+            conditions = [c if isinstance(c, Condition) else Condition.parse(c) for c in where]
+        grouped: dict[str, list[Condition]] = {}
+        for c in conditions:
+            grouped.setdefault(c.key, []).append(c)
+        return cls(tuple((k, tuple(v)) for k, v in sorted(grouped.items())))
+
+    def __bool__(self) -> bool:
+        return bool(self.groups)
+
+    def passes(self, fields: Mapping[str, MetaValue]) -> bool:
+        """Whether a document with these fields (``doc`` included) passes."""
+        return all(any(c.holds(fields.get(key)) for c in conds) for key, conds in self.groups)
+
+    def __str__(self) -> str:
+        return " AND ".join("(" + " OR ".join(map(str, conds)) + ")" for _, conds in self.groups)
+
+
+def _text(value: MetaValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
