@@ -24,7 +24,7 @@ from chunkdedup.errors import ConfigError
 class ParseConfig:
     """Which files are read, and how."""
 
-    suffixes: tuple[str, ...] = (".pdf", ".html", ".htm", ".md", ".markdown", ".txt", ".jsonl")
+    suffixes: tuple[str, ...] = (".pdf", ".html", ".htm", ".md", ".markdown", ".txt", ".jsonl", ".parquet")
     max_file_bytes: int = 512 * 1024 * 1024
 
     def __post_init__(self) -> None:
@@ -176,6 +176,8 @@ class QueryConfig:
     ``cap_per_doc``: at most this many hits per source document. ``mmr_lambda``: 1 is pure
     relevance, 0 pure diversity. ``shingle_words``: shingle size of the MMR similarity.
     ``max_candidates``: how deep retrieval may go to fill the pool when filters drop candidates.
+    ``retriever``: ``bm25`` (FTS5), ``vector`` (the index's stored embeddings), ``hybrid`` (both, by
+    reciprocal rank fusion) or ``auto`` (hybrid when the index has embeddings, else bm25).
     """
 
     k: int = 5
@@ -186,10 +188,15 @@ class QueryConfig:
     mmr_lambda: float = 0.5
     shingle_words: int = 5
     max_candidates: int = 20_000
+    retriever: str = "auto"
 
     def __post_init__(self) -> None:
         if self.k < 1:
             raise ConfigError(f"query.k must be >= 1, got {self.k}")
+        if self.retriever not in ("auto", "bm25", "vector", "hybrid"):
+            raise ConfigError(
+                f"query.retriever must be auto, bm25, vector or hybrid, got {self.retriever!r}"
+            )
         if self.pool < self.k:
             raise ConfigError(f"query.pool ({self.pool}) must be >= query.k ({self.k})")
         if self.versions not in ("latest", "label", "all"):

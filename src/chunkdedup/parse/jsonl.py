@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
@@ -26,6 +27,12 @@ def parse_record(line: str, number: int) -> Extracted:
         raise ParseError(f"not valid JSON: {e.msg} at column {e.colno}") from None
     if not isinstance(record, dict):
         raise ParseError(f"a JSON {type(record).__name__}, not an object with a 'text' field")
+    return record_from_mapping(record, number, bytes_hash(line.encode("utf-8")))
+
+
+def record_from_mapping(record: Mapping[str, object], number: int, content_hash: str) -> Extracted:
+    """A record (a JSONL object or a Parquet row) as a document: ``text``, ``id`` (else ``number``),
+    and every other field as metadata. Raises ``ParseError`` naming what is wrong."""
     text = record.get("text")
     if not isinstance(text, str):
         raise ParseError("no string 'text' field")
@@ -45,7 +52,7 @@ def parse_record(line: str, number: int) -> Extracted:
         pages=(Page(number=1, text=text.replace("\r\n", "\n").replace("\r", "\n")),),
         metadata=metadata,
         record_id=record_id,
-        content_hash=bytes_hash(line.encode("utf-8")),
+        content_hash=content_hash,
     )
 
 

@@ -47,6 +47,10 @@ def parser_for(suffix: str) -> Parser:
             from chunkdedup.parse.jsonl import JsonlParser
 
             return JsonlParser()
+        case ".parquet":
+            from chunkdedup.parse.parquet import ParquetParser
+
+            return ParquetParser()
         case _:
             from chunkdedup.parse.text import TextParser
 
