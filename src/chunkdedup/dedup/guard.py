@@ -65,6 +65,8 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from chunkdedup.dedup.minhash import fmix64  # one 64-bit finaliser for every compiled hash
+
 __all__ = ["guard_diff", "guard_fingerprints", "numeric_tokens", "token_diff"]
 
 U8Array = npt.NDArray[np.uint8]
@@ -247,16 +249,6 @@ _WINDOW_RIGHT = 3
 
 
 @njit(cache=True, nogil=True)
-def _mix(h: np.uint64) -> np.uint64:
-    h ^= h >> _U64(33)
-    h *= _U64(0xFF51AFD7ED558CCD)
-    h ^= h >> _U64(33)
-    h *= _U64(0xC4CEB9FE1A85EC53)
-    h ^= h >> _U64(33)
-    return h
-
-
-@njit(cache=True, nogil=True)
 def _fingerprint_kernel(buf: U8Array, offsets: I64Array, out: U64Array) -> None:
     """``out[r]``: an order-free hash of the digit windows of key ``buf[offsets[r]:offsets[r + 1]]``."""
     longest = 1
@@ -301,9 +293,9 @@ def _fingerprint_kernel(buf: U8Array, offsets: I64Array, out: U64Array) -> None:
             h = _U64(0xCBF29CE484222325)
             for b in range(starts[first], ends[last]):
                 h = (h ^ _U64(buf[b])) * _U64(0x100000001B3)
-            acc += _mix(h ^ _U64(ends[last] - starts[first]))
+            acc += fmix64(h ^ _U64(ends[last] - starts[first]))
             count += _U64(1)
-        out[r] = _mix(acc ^ _mix(count + _U64(0x9E3779B97F4A7C15)))
+        out[r] = fmix64(acc ^ fmix64(count + _U64(0x9E3779B97F4A7C15)))
 
 
 def guard_fingerprints(keys: Sequence[str]) -> U64Array:

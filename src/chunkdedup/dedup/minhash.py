@@ -65,7 +65,7 @@ _SPACE = 32
 
 
 @njit(cache=True, nogil=True)
-def _fmix64(h: np.uint64) -> np.uint64:
+def fmix64(h: np.uint64) -> np.uint64:
     """murmur3's 64-bit finaliser: full avalanche, so shingle hashes look random to the permutations."""
     h ^= h >> _U64(33)
     h *= _U64(0xFF51AFD7ED558CCD)
@@ -106,7 +106,7 @@ def _shingle_hashes(buf: U8Array, lo: int, hi: int, k: int, words: U64Array, out
         g = _SHINGLE_SEED
         for j in range(width):
             g = (g ^ words[s + j]) * _FNV_PRIME
-        out[s] = _fmix64(g)
+        out[s] = fmix64(g)
     return count
 
 
@@ -169,10 +169,10 @@ def _signature_hash_kernel(
         # The word hashes are still in ``words``: fold them in order (the word count, then each word).
         # Many shingles: count + k - 1 words; one shingle: 1 to k words, counted.
         nw = count + k - 1 if count > 1 else (_word_count(buf, offsets[r], offsets[r + 1]) if count else 0)
-        g = _fmix64(_SHINGLE_SEED ^ _U64(nw))
+        g = fmix64(_SHINGLE_SEED ^ _U64(nw))
         for w in range(nw):
             g = (g ^ words[w]) * _FNV_PRIME
-        hashes[r] = _fmix64(g)
+        hashes[r] = fmix64(g)
         for p in range(num_perm):
             ap = a[p]
             bp = b[p]
