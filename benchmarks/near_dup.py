@@ -20,7 +20,9 @@ each key from the same pass (``MinHasher.signatures_and_hashes``), band keys 16 
 the key hashes (the pipeline's exact tier); then candidate pairs of the exact
 representatives; verification in blocks of pairs (regenerate the paired chunks' texts, the stand-in
 for reading them back from the store, ``MinHasher.shingle_sets``, ``lsh.verified_edges_flat``,
-``lsh.guard_edges``); ``lsh.leader_cluster_checked``. Kept across the pass: band keys (n x 16
+``lsh.guard_edges``); ``lsh.leader_cluster_checked`` under both rules (``linkage="leader"`` and
+``"complete"``, on the same edges, interleaved; accuracy and planted recall are reported for both
+as well). Kept across the pass: band keys (n x 16
 uint64) and key hashes. Generating the corpus in the first pass is input, not timed.
 
 **Accuracy.** Real paragraphs (current and historical versions) plus, per sampled paragraph, a copy
@@ -63,6 +65,7 @@ from xxhash import xxh3_64_intdigest
 from chunkdedup.dedup import minhash
 from chunkdedup.dedup.guard import guard_diff
 from chunkdedup.dedup.lsh import (
+    LINKAGES,
     band_keys,
     candidate_pairs,
     guard_edges,
@@ -450,12 +453,32 @@ def end_to_end(corpus: Corpus, hasher: MinHasher, batch: int, block: int) -> dic
     edges = np.concatenate(edges_parts) if edges_parts else np.empty((0, 2), dtype=np.int64)
     sims = np.concatenate(sims_parts) if sims_parts else np.empty(0)
     passed = np.concatenate(passed_parts) if passed_parts else np.empty(0, dtype=np.bool_)
-    clusters = st.time(
-        "leader_cluster_checked",
-        lambda: leader_cluster_checked(np.arange(n, dtype=np.int64), edges, sims, passed, tokens),
-    )
-    leader = clusters.leader[rep]
-    total = sum(st.seconds.values())
+    shared = sum(st.seconds.values())
+    by_linkage: dict[str, dict[str, Any]] = {}
+    leaders: dict[str, I64] = {}
+    order = np.arange(n, dtype=np.int64)
+    walls: dict[str, list[float]] = {lk: [] for lk in LINKAGES}
+    for _ in range(3):  # the clustering step is short: 3 interleaved rounds, medians
+        for linkage in LINKAGES:
+            t = time.perf_counter()
+            clusters = leader_cluster_checked(order, edges, sims, passed, tokens, linkage=linkage)
+            walls[linkage].append(time.perf_counter() - t)
+            leaders[linkage] = clusters.leader[rep]
+            by_linkage[linkage] = {
+                "leaders": int(np.sum(leaders[linkage] == np.arange(n))),
+                "near_merges": len(clusters.merges),
+                "variants": len(clusters.variants),
+            }
+            del clusters
+    for linkage in LINKAGES:
+        cluster_s = statistics.median(walls[linkage])
+        by_linkage[linkage] |= {
+            "cluster_seconds": cluster_s,
+            "cluster_seconds_all": walls[linkage],
+            "seconds": shared + cluster_s,
+            "chunks_per_s": n / (shared + cluster_s),
+        }
+    default = by_linkage[LINKAGES[0]]
     return {
         "chunks": n,
         "exact_duplicates": int(n - reps.size),
@@ -463,14 +486,17 @@ def end_to_end(corpus: Corpus, hasher: MinHasher, batch: int, block: int) -> dic
         "regenerated_texts": int(regenerated),
         "verified_pairs": int(edges.shape[0]),
         "guard_failed_pairs": int((~passed).sum()),
-        "leaders": int(np.sum(leader == np.arange(n))),
-        "near_merges": len(clusters.merges),
-        "variants": len(clusters.variants),
-        "steps_seconds": st.seconds,
-        "seconds": total,
-        "chunks_per_s": n / total,
+        "steps_seconds": st.seconds | {"leader_cluster_checked": default["cluster_seconds"]},
+        "shared_seconds": shared,
+        # The figures below are the library default (linkage="leader"); by_linkage has both rules.
+        "leaders": default["leaders"],
+        "near_merges": default["near_merges"],
+        "variants": default["variants"],
+        "seconds": default["seconds"],
+        "chunks_per_s": default["chunks_per_s"],
+        "by_linkage": by_linkage,
         "generate_seconds_untimed": generate,
-        "leader": leader,
+        "leader": leaders,
     }
 
 
@@ -582,25 +608,49 @@ def accuracy(root: Path, hasher: MinHasher, per_kind: int, seed: int) -> dict[st
     items = np.arange(m, dtype=np.int64)
     edges, sims = verified_edges_flat(pairs, items, flat, offsets, THRESHOLD)
     passed, tokens = guard_edges(edges, keys)
-    leader = leader_cluster_checked(items, edges, sims, passed, tokens).leader[rep]
     # Brute force: every pair's exact Jaccard, then the guard on the pairs at or above the threshold.
     left, right = np.triu_indices(m, k=1)
     every = np.stack((left, right), axis=1).astype(np.int64)
     close, _ = verified_edges_flat(every, items, flat, offsets, THRESHOLD)
     clean = np.array([not guard_diff(keys[a], keys[b]) for a, b in close.tolist()], dtype=np.bool_)
     positive = close[clean]
-    found = leader[positive[:, 0]] == leader[positive[:, 1]]
     identical = np.array([keys[a] == keys[b] for a, b in positive.tolist()], dtype=np.bool_)
-    same = np.flatnonzero(leader[left] == leader[right])
-    same_pairs = {(int(left[k]), int(right[k])) for k in same}
     true_pairs = {(int(a), int(b)) for a, b in positive.tolist()}
-    false_pairs = np.array(sorted(same_pairs - true_pairs), dtype=np.int64).reshape(-1, 2)
-    _, false_sims = verified_edges_flat(false_pairs, items, flat, offsets, 0.0)
-    differs = sum(bool(guard_diff(keys[a], keys[b])) for a, b in same_pairs)
-    # Merge precision: each member against the leader it joined (the decision the tier stores).
-    members = np.flatnonzero(leader != np.arange(m))
-    joined = {(int(min(i, leader[i])), int(max(i, leader[i]))) for i in members}
     planted_sims = verified_edges_flat(np.array(planted_numeric).reshape(-1, 2), items, flat, offsets, 0.0)[1]
+    by_linkage = {}
+    for linkage in LINKAGES:
+        leader = leader_cluster_checked(items, edges, sims, passed, tokens, linkage=linkage).leader[rep]
+        found = leader[positive[:, 0]] == leader[positive[:, 1]]
+        same = np.flatnonzero(leader[left] == leader[right])
+        same_pairs = {(int(left[k]), int(right[k])) for k in same}
+        false_pairs = np.array(sorted(same_pairs - true_pairs), dtype=np.int64).reshape(-1, 2)
+        _, false_sims = verified_edges_flat(false_pairs, items, flat, offsets, 0.0)
+        differs = sum(bool(guard_diff(keys[a], keys[b])) for a, b in same_pairs)
+        # Merge precision: each member against the leader it joined (the decision the tier stores).
+        members = np.flatnonzero(leader != np.arange(m))
+        joined = {(int(min(i, leader[i])), int(max(i, leader[i]))) for i in members}
+        lost = positive[~found]
+        size = np.bincount(leader, minlength=m)
+        by_linkage[linkage] = {
+            "same_cluster_pairs": len(same_pairs),
+            "precision": len(same_pairs & true_pairs) / len(same_pairs) if same_pairs else 1.0,
+            "false_same_cluster_pairs": len(false_pairs),
+            "false_pairs_jaccard_range": [float(false_sims.min()), float(false_sims.max())]
+            if false_sims.size
+            else [],
+            "merges": len(joined),
+            "merge_precision": len(joined & true_pairs) / len(joined) if joined else 1.0,
+            "recall": float(found.mean()) if found.size else 1.0,
+            "recall_not_identical": float(found[~identical].mean()) if (~identical).any() else 1.0,
+            "missed_positive_pairs": int(lost.shape[0]),
+            # Lost pairs split between two clusters of >= 2 (complete linkage's cost: a copy close
+            # to the leader but not to an earlier member starts or joins another cluster).
+            "missed_pairs_both_in_multi_member_clusters": int(
+                ((size[leader[lost[:, 0]]] > 1) & (size[leader[lost[:, 1]]] > 1)).sum()
+            ),
+            "number_date_variants_merged": sum(int(leader[a] == leader[b]) for a, b in planted_numeric),
+            "same_cluster_pairs_with_number_date_difference": differs,
+        }
     return {
         "paragraphs": len(paragraphs),
         "texts": m,
@@ -608,20 +658,11 @@ def accuracy(root: Path, hasher: MinHasher, per_kind: int, seed: int) -> dict[st
         "pairs_at_or_above_threshold": int(close.shape[0]),
         "positive_pairs": len(true_pairs),
         "positive_pairs_not_identical": int((~identical).sum()),
-        "same_cluster_pairs": len(same_pairs),
-        "precision": len(same_pairs & true_pairs) / len(same_pairs) if same_pairs else 1.0,
-        "false_same_cluster_pairs": len(false_pairs),
-        "false_pairs_jaccard_range": [float(false_sims.min()), float(false_sims.max())]
-        if false_sims.size
-        else [],
-        "merges": len(joined),
-        "merge_precision": len(joined & true_pairs) / len(joined) if joined else 1.0,
-        "recall": float(found.mean()) if found.size else 1.0,
-        "recall_not_identical": float(found[~identical].mean()) if (~identical).any() else 1.0,
         "number_date_variants_planted": len(planted_numeric),
         "number_date_variants_at_or_above_threshold": int((planted_sims >= THRESHOLD).sum()),
-        "number_date_variants_merged": sum(int(leader[a] == leader[b]) for a, b in planted_numeric),
-        "same_cluster_pairs_with_number_date_difference": differs,
+        # The figures of the library default (linkage="leader") at the top level, as before.
+        **by_linkage[LINKAGES[0]],
+        "by_linkage": by_linkage,
     }
 
 
@@ -657,18 +698,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     warm_flat, warm_off = hasher.shingle_sets(warm)
     warm_pairs = candidate_pairs(band_keys(hasher.signatures(warm), BANDS, ROWS))
     warm_items = np.arange(len(warm), dtype=np.int64)
-    e, s = verified_edges_flat(warm_pairs, warm_items, warm_flat, warm_off, 0.0)
-    p, tk = guard_edges(e, warm)
-    leader_cluster_checked(warm_items, e, s, p, tk)
+    warm_edges, warm_sims = verified_edges_flat(warm_pairs, warm_items, warm_flat, warm_off, 0.0)
+    warm_passed, warm_tokens = guard_edges(warm_edges, warm)
+    for lk in LINKAGES:
+        leader_cluster_checked(warm_items, warm_edges, warm_sims, warm_passed, warm_tokens, linkage=lk)
     warm_s = time.perf_counter() - t
     console.print(f"setup (sentence table, compile or load numba caches): {warm_s:.2f} s")
 
     # The tier first, in a fresh heap: its peak RSS is then its own, not the reference rows' leftovers.
     e2e = end_to_end(corpus, hasher, args.batch, args.block)
-    leader = e2e.pop("leader")
+    leaders = e2e.pop("leader")
     e2e["peak_rss_mib_after"] = peak_rss_mib()
-    planted = planted_recall(corpus, hasher, leader, 20_000)
-    del leader
+    planted_by = {lk: planted_recall(corpus, hasher, leaders[lk], 20_000) for lk in LINKAGES}
+    planted = planted_by[LINKAGES[0]] | {"by_linkage": planted_by}
+    del leaders
     acc = accuracy(ACCURACY_SOURCE, hasher, args.accuracy_per_kind, args.seed)
     threads = minhash._thread_count()
     sample = corpus.keys(np.arange(min(args.sample, args.chunks), dtype=np.int64))
@@ -700,9 +743,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{ours_n / row.rate:.1f}x",
         )
     table.add_row("ours, signatures, all chunks streamed", f"{corpus.n:,}", "", f"{sign_rate:,.0f}", "")
-    table.add_row(
-        "ours, end to end, all chunks", f"{corpus.n:,}", f"{e2e['seconds']:.2f}", f"{e2e_rate:,.0f}"
-    )
+    for lk, b in e2e["by_linkage"].items():
+        table.add_row(
+            f"ours, end to end, all chunks, linkage={lk}",
+            f"{corpus.n:,}",
+            f"{b['seconds']:.2f}",
+            f"{b['chunks_per_s']:,.0f}",
+        )
     console.print(table)
     seed_rate, rensa_rate = rows[0].rate, rows[2].rate
     ratios = {
@@ -731,12 +778,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for step, seconds in e["steps_seconds"].items():
         console.print(f"  {step}: {seconds:.2f} s")
+    for lk, b in e["by_linkage"].items():
+        console.print(
+            f"  leader_cluster_checked, linkage={lk}: {b['cluster_seconds']:.3f} s (median of 3,"
+            f" interleaved); end to end {b['seconds']:.2f} s"
+        )
     console.print(
         f"  (untimed: generating the corpus in the first pass {e['generate_seconds_untimed']:.2f} s)"
     )
     pl = planted
     console.print(
-        f"planted copies (sample of {pl['sampled_copies']:,}): same cluster as their original"
+        f"planted copies, linkage={LINKAGES[0]} (sample of {pl['sampled_copies']:,}):"
+        " same cluster as their original"
         f" {pl['recall_above_threshold_guard_clean']:.4f} of {pl['above_threshold_guard_clean']:,}"
         f" at or above {THRESHOLD} and guard-clean; {pl['merged_guard_differs']} of"
         f" {pl['above_threshold_guard_differs']:,} differing in a number merged;"
@@ -744,16 +797,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     a = acc
     console.print(
-        f"accuracy ({a['texts']:,} texts from {a['paragraphs']:,} real paragraphs, {a['all_pairs']:,} pairs):"
-        f" precision {a['precision']:.4f} (target >= 0.99), recall {a['recall']:.4f} (target >= 0.95;"
-        f" {a['recall_not_identical']:.4f} over the {a['positive_pairs_not_identical']:,} non-identical"
-        f" of {a['positive_pairs']:,} positives); number/date-only variants merged:"
-        f" {a['number_date_variants_merged']} of {a['number_date_variants_planted']} (target 0;"
-        f" {a['number_date_variants_at_or_above_threshold']} at or above {THRESHOLD});"
-        f" merge precision (member vs its leader) {a['merge_precision']:.4f} over {a['merges']:,};"
-        f" {a['false_same_cluster_pairs']} same-cluster pairs below the threshold,"
-        f" Jaccard {a['false_pairs_jaccard_range']}"
+        f"accuracy ({a['texts']:,} texts from {a['paragraphs']:,} real paragraphs, {a['all_pairs']:,} pairs;"
+        f" {a['positive_pairs']:,} positives, {a['positive_pairs_not_identical']:,} not identical after"
+        f" exact_key; {a['number_date_variants_planted']} number/date-only variants planted,"
+        f" {a['number_date_variants_at_or_above_threshold']} at or above {THRESHOLD}):"
     )
+    for lk, r_acc in a["by_linkage"].items():
+        console.print(
+            f"  linkage={lk}: precision {r_acc['precision']:.4f} (target >= 0.99), recall"
+            f" {r_acc['recall']:.4f} (target >= 0.95; {r_acc['recall_not_identical']:.4f} not identical);"
+            f" number/date-only variants merged {r_acc['number_date_variants_merged']} (target 0);"
+            f" merge precision (member vs its leader) {r_acc['merge_precision']:.4f} over"
+            f" {r_acc['merges']:,}; {r_acc['false_same_cluster_pairs']} same-cluster pairs below the"
+            f" threshold, Jaccard {r_acc['false_pairs_jaccard_range']}; {r_acc['missed_positive_pairs']}"
+            f" positives missed, {r_acc['missed_pairs_both_in_multi_member_clusters']} of them split"
+            " between two clusters of >= 2"
+        )
+    rules = Table(
+        title=f"clustering rule (linkage), threshold {THRESHOLD}: accuracy set, then {corpus.n:,} chunks"
+    )
+    for col in (
+        "linkage",
+        "precision",
+        "recall",
+        "recall (not identical)",
+        "merge precision",
+        "false / same-cluster pairs",
+        "missed pairs",
+        "number/date merged",
+        "planted recall",
+        "cluster s",
+        "end to end s",
+    ):
+        rules.add_column(col, justify="left" if col == "linkage" else "right")
+    for lk in LINKAGES:
+        r_acc, r_e2e, r_pl = a["by_linkage"][lk], e["by_linkage"][lk], planted_by[lk]
+        rules.add_row(
+            lk,
+            f"{r_acc['precision']:.4f}",
+            f"{r_acc['recall']:.4f}",
+            f"{r_acc['recall_not_identical']:.4f}",
+            f"{r_acc['merge_precision']:.4f}",
+            f"{r_acc['false_same_cluster_pairs']:,} / {r_acc['same_cluster_pairs']:,}",
+            f"{r_acc['missed_positive_pairs']:,}",
+            f"{r_acc['number_date_variants_merged']} of {a['number_date_variants_planted']}",
+            f"{r_pl['recall_above_threshold_guard_clean']:.4f}",
+            f"{r_e2e['cluster_seconds']:.3f}",
+            f"{r_e2e['seconds']:.2f}",
+        )
+    console.print(rules)
+    console.print("  (targets: precision >= 0.99, recall >= 0.95, 0 number/date-only variants merged)")
     wall = time.perf_counter() - wall0
     console.print(
         f"peak RSS {peak:,.0f} MiB for the whole command, {e2e['peak_rss_mib_after']:,.0f} MiB at the end of"

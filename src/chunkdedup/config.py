@@ -111,6 +111,11 @@ class NearConfig:
 
     ``bands * rows`` must equal ``num_perm``. 16 x 8 at threshold 0.85 finds nearly every true pair
     (the candidates are verified exactly, so recall is bought with verification work, not precision).
+
+    ``linkage``: ``complete`` (default) lets a group join a leader only when it matches the leader and
+    every member that joined before it, so every two copies in a canonical are within the threshold;
+    ``leader`` checks the leader alone. Measured on the labelled set of ``benchmarks/near_dup.py``:
+    complete gives pairwise precision 1.000 / recall 0.947, leader 0.983 / 0.973, at the same speed.
     """
 
     enabled: bool = True
@@ -121,10 +126,13 @@ class NearConfig:
     rows: int = 8
     seed: int = 1
     guard: bool = True
+    linkage: str = "complete"
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold <= 1.0:
             raise ConfigError(f"near.threshold must be in (0, 1], got {self.threshold}")
+        if self.linkage not in ("complete", "leader"):
+            raise ConfigError(f"near.linkage must be 'complete' or 'leader', got {self.linkage!r}")
         if self.num_perm < 1 or self.shingle_words < 1:
             raise ConfigError(
                 "near.num_perm and near.shingle_words must be >= 1, "

@@ -20,6 +20,15 @@ is empty, or the guard is off); ties go to the earlier rank. Every candidate lea
 fails is recorded as a :class:`Variant`. If ``i`` joins nobody it is a leader. There is no
 transitive closure: in a chain A~B~C with A !~ C, C never joins A.
 
+**Linkage.** ``linkage="leader"`` (the default) is the rule above: a member matches its leader, but
+two members of one leader may be further apart than the threshold (radius, not diameter).
+``linkage="complete"`` adds one condition: ``i`` may join leader ``L`` only if it also has a passing
+verified edge to every member that joined ``L`` before it (members join in rank order, so this is
+still a rule on the data). Every pair in a cluster then has a verified edge at or above the threshold
+with the guard passing; among the leaders that qualify the choice and the tie rule are unchanged,
+and variants are recorded as under the leader rule (candidate leaders whose guard fails). Both
+rules have every property below; an item costs ``O(degree)`` under either.
+
 The result depends only on the verified edges, the ranks and the keys, never on item indices or
 arrival order, and an item's fate depends only on items of its connected component: clustering any
 union of components alone gives the same clusters as clustering everything. :func:`components`
@@ -31,6 +40,11 @@ Example:
     >>> sims = np.array([0.9, 0.9])
     >>> c = leader_cluster(np.array([0, 1, 2]), edges, sims, ["a", "b", "c"])
     >>> c.leader.tolist()
+    [0, 0, 2]
+    >>> star = np.array([[0, 1], [0, 2]])             # B~A, C~A, not B~C
+    >>> leader_cluster(np.array([0, 1, 2]), star, sims, ["a", "b", "c"]).leader.tolist()
+    [0, 0, 0]
+    >>> leader_cluster(np.array([0, 1, 2]), star, sims, ["a", "b", "c"], linkage="complete").leader.tolist()
     [0, 0, 2]
 """
 
@@ -46,6 +60,7 @@ from numba import njit
 from chunkdedup.dedup.guard import guard_fingerprints, numeric_tokens, token_diff
 
 __all__ = [
+    "LINKAGES",
     "Clustering",
     "Merge",
     "Variant",
@@ -72,6 +87,8 @@ _HASH_MASK = _U64((1 << (64 - _BAND_BITS)) - 1)
 _BAND_BLOCK = 1 << 15  # signature rows per banding step: bounds the uint64 temporaries (~4 MB)
 _PAIR_MERGE = 1 << 22  # accumulated pair codes before deduplicating them
 _VERIFY_BLOCK = 1 << 16  # pairs per verification step: bounds the concatenated shingles
+LINKAGES = ("leader", "complete")
+"""The values of ``linkage`` (see the module docstring)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,30 +395,59 @@ class Clustering:
 
 @njit(cache=True, nogil=True)
 def _walk(
-    visit: I64Array, rank: I64Array, indptr: I64Array, nbr: I64Array, sim: F64Array, ok: BoolArray
+    visit: I64Array,
+    rank: I64Array,
+    indptr: I64Array,
+    nbr: I64Array,
+    sim: F64Array,
+    ok: BoolArray,
+    complete: bool,
 ) -> tuple[I64Array, F64Array, I64Array]:
-    """The leader rule over a CSR adjacency; returns (leader, similarity, adjacency slots of variants)."""
+    """The leader rule over a CSR adjacency; returns (leader, similarity, adjacency slots of variants).
+
+    With ``complete``, a leader qualifies only if every item already in its cluster (the leader and
+    its members, all earlier by rank) is a passing neighbour of ``i``: ``hits[L]`` counts ``i``'s
+    passing earlier neighbours in cluster ``L`` and is compared with ``size[L]`` (edges are unique,
+    so nothing counts twice). The scratch is reset through the same neighbours, so an item costs
+    ``O(degree)`` either way.
+    """
     n = rank.size
     leader = np.arange(n)
     best_sim = np.ones(n)
     variants = np.empty(nbr.size, np.int64)
+    size = np.ones(n if complete else 0, np.int64)
+    hits = np.zeros(n if complete else 0, np.int64)
     nv = 0
     for i in visit:
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        if complete:
+            for e in range(lo, hi):
+                j = nbr[e]
+                if ok[e] and rank[j] < rank[i]:
+                    hits[leader[j]] += 1
         best = -1
         top = -1.0
-        for e in range(indptr[i], indptr[i + 1]):
+        for e in range(lo, hi):
             j = nbr[e]
             if rank[j] >= rank[i] or leader[j] != j:
                 continue
             if not ok[e]:
                 variants[nv] = e
                 nv += 1
+            elif complete and hits[j] != size[j]:
+                continue
             elif sim[e] > top or (sim[e] == top and best >= 0 and rank[j] < rank[best]):
                 best = j
                 top = sim[e]
+        if complete:
+            for e in range(lo, hi):
+                hits[leader[nbr[e]]] = 0
         if best >= 0:
             leader[i] = best
             best_sim[i] = top
+            if complete:
+                size[best] += 1
     return leader, best_sim, variants[:nv]
 
 
@@ -456,14 +502,20 @@ def _guard_ok(
 
 
 def leader_cluster(
-    order: I64Array, edges: I64Array, similarity: F64Array, keys: Sequence[str], guard: bool = True
+    order: I64Array,
+    edges: I64Array,
+    similarity: F64Array,
+    keys: Sequence[str],
+    guard: bool = True,
+    linkage: str = "leader",
 ) -> Clustering:
     """Leader clustering of ``len(order)`` items over verified edges (see the module docstring).
 
     ``order[i]`` is item ``i``'s rank (distinct values; lower visits first), ``edges`` an ``(m, 2)``
     array of item pairs in either direction with ``similarity[k]`` for edge ``k``, ``keys[i]`` the
     exact key the guard reads. Items without edges are leaders at no cost; the guard runs only on
-    edges.
+    edges. ``linkage`` is ``"leader"`` (a member matches its leader) or ``"complete"`` (a member
+    matches its leader and every earlier member of its cluster).
 
     Example:
         >>> keys = ["refunds within 30 days", "refunds within 30 days!", "refunds within 45 days"]
@@ -472,6 +524,7 @@ def leader_cluster(
         >>> c.leader.tolist(), c.variants[0].differing
         ([0, 0, 2], ('-30', '+45'))
     """
+    _check_linkage(linkage)
     n = np.asarray(order).size
     if len(keys) != n:
         raise ValueError(f"order has {n} items but keys has {len(keys)}: pass one key per item")
@@ -479,7 +532,12 @@ def leader_cluster(
     lo, hi, sims, _ = _undirected(n, edges, similarity)
     tokens = _Tokens(keys)
     ok = _guard_ok(lo, hi, keys, tokens) if guard and lo.size else np.ones(lo.size, dtype=np.bool_)
-    return _cluster(rank, lo, hi, sims, ok, tokens)
+    return _cluster(rank, lo, hi, sims, ok, tokens, linkage == "complete")
+
+
+def _check_linkage(linkage: str) -> None:
+    if linkage not in LINKAGES:
+        raise ValueError(f"linkage must be one of {LINKAGES}, got {linkage!r}")
 
 
 def _ranks(order: I64Array) -> I64Array:
@@ -521,10 +579,12 @@ def leader_cluster_checked(
     similarity: F64Array,
     passed: BoolArray,
     tokens: Mapping[int, tuple[str, ...]],
+    linkage: str = "leader",
 ) -> Clustering:
     """:func:`leader_cluster` with the guard already decided per edge (:func:`guard_edges`).
 
-    Gives what ``leader_cluster(order, edges, similarity, keys, guard=True)`` gives, reading no keys:
+    Gives what ``leader_cluster(order, edges, similarity, keys, guard=True, linkage=linkage)`` gives,
+    reading no keys:
     ``passed[k]`` is edge ``k``'s guard verdict and ``tokens`` the numeric tokens of every item on a
     failed edge. Use it when the keys of millions of items cannot be held at once.
 
@@ -537,12 +597,13 @@ def leader_cluster_checked(
         >>> c.leader.tolist(), c.variants[0].differing
         ([0, 0, 2], ('-30', '+45'))
     """
+    _check_linkage(linkage)
     rank = _ranks(order)
     verdicts = np.asarray(passed, dtype=np.bool_).reshape(-1)
     if verdicts.size != np.asarray(edges).reshape(-1, 2).shape[0]:
         raise ValueError(f"{verdicts.size} verdicts for {np.asarray(edges).reshape(-1, 2).shape[0]} edges")
     lo, hi, sims, source = _undirected(rank.size, edges, similarity)
-    return _cluster(rank, lo, hi, sims, verdicts[source], tokens.__getitem__)
+    return _cluster(rank, lo, hi, sims, verdicts[source], tokens.__getitem__, linkage == "complete")
 
 
 def _cluster(
@@ -552,6 +613,7 @@ def _cluster(
     sims: F64Array,
     ok: BoolArray,
     tokens: Callable[[int], tuple[str, ...]],
+    complete: bool,
 ) -> Clustering:
     n = rank.size
     src = np.concatenate((lo, hi))
@@ -562,7 +624,9 @@ def _cluster(
     visit = np.argsort(rank, kind="stable")
     visit = visit[indptr[visit + 1] > indptr[visit]]  # items without edges stay leaders
     adjacent_sims = np.concatenate((sims, sims))[by_src]
-    leader, best, slots = _walk(visit, rank, indptr, nbr, adjacent_sims, np.concatenate((ok, ok))[by_src])
+    leader, best, slots = _walk(
+        visit, rank, indptr, nbr, adjacent_sims, np.concatenate((ok, ok))[by_src], complete
+    )
     members = visit[leader[visit] != visit]
     merges = tuple(Merge(int(i), int(leader[i]), float(best[i])) for i in members)
     variants = _variants(slots, src[by_src], nbr, adjacent_sims, rank, tokens)

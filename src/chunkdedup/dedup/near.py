@@ -102,7 +102,7 @@ def update_clusters(
         rows, edges = _components(store, dirty, near, semantic=model is not None)
     else:
         rows, edges = tables.group_rows(dirty), {}
-    assignments, variants = _decide(rows, edges, near.guard)
+    assignments, variants = _decide(rows, edges, near.guard, near.linkage)
     with store.transaction():
         tables.apply(assignments, variants, run_id)
     progress("cluster", len(rows), len(rows))
@@ -222,7 +222,7 @@ Edges = dict[tuple[str, str], tuple[str, float]]
 
 
 def _decide(
-    rows: Sequence[GroupRow], edges: Edges, guard: bool
+    rows: Sequence[GroupRow], edges: Edges, guard: bool, linkage: str
 ) -> tuple[list[Assignment], list[tuple[str, str, float, tuple[str, ...]]]]:
     """Leader clustering over the edges; a near edge weighs ``1 + jaccard`` so it outranks any cosine."""
     index = {row.id: i for i, row in enumerate(rows)}
@@ -237,7 +237,9 @@ def _decide(
         return edges[(a, b) if a < b else (b, a)]
 
     keys = [exact_key(row.text) for row in rows]
-    result = leader_cluster(order, edge_array, np.asarray(weights, dtype=np.float64), keys, guard=guard)
+    result = leader_cluster(
+        order, edge_array, np.asarray(weights, dtype=np.float64), keys, guard=guard, linkage=linkage
+    )
     assignments = []
     for i, row in enumerate(rows):
         leader = int(result.leader[i])
