@@ -1,6 +1,12 @@
 """Query latency (BM25 + safety net, N=40, k=5) on sec-10q and on a synthetic 1M-chunk index, and a
 10k-query no-leak property run on the site-policy corpus.
 
+Vector and hybrid retrieval are timed on the same indexes with vectors added straight into the
+``embeddings`` table (``--embed-dim``, default 384 like all-MiniLM-L6-v2): the sec-10q groups embedded
+with the deterministic ``hash:DIM`` embedder, the synthetic groups given random unit vectors (only the
+latency matters there); the index records ``hash:DIM:0`` so questions embed in microseconds. The cost of
+embedding a question with the real MiniLM is timed on its own row when the ``[embed]`` extra is there.
+
 The synthetic index bypasses ingest for speed: a fresh index is created with
 ``Store.open(path, create=True)`` and documents, canonicals and sources rows are written directly with
 ``executemany`` (the FTS5 table is filled by the store's own triggers). Chunk texts are drawn from the
@@ -17,6 +23,7 @@ import csv
 import json
 import platform
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -32,8 +39,9 @@ from rich.console import Console
 from rich.table import Table
 
 from chunkdedup import Index, QueryConfig, ingest, search
+from chunkdedup.embed import HashEmbedder, get_embedder
 from chunkdedup.normalize import canonical_id
-from chunkdedup.query import Filter, Fts5Retriever, Scored
+from chunkdedup.query import Filter, Fts5Retriever, Scored, VectorRetriever
 from chunkdedup.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,12 +100,91 @@ def latency_rows(index: Path, questions: Sequence[str], repeat: int, naive: bool
                 lambda q: every.retrieve(q, 40), questions, repeat
             )
         rows["bm25 + filters/versions + safety net"] = timed_queries(
-            lambda q: search(ix, q, config=cfg), questions, repeat
+            lambda q: search(ix, q, config=cfg, retriever="bm25"), questions, repeat
         )
         rows["bm25 + versions, safety net off"] = timed_queries(
-            lambda q: search(ix, q, config=cfg, safety_net=False), questions, repeat
+            lambda q: search(ix, q, config=cfg, safety_net=False, retriever="bm25"), questions, repeat
+        )
+        rows["second retrieval passes (bm25 search)"] = second_passes(ix, questions, cfg)
+    return rows
+
+
+def vector_rows(index: Path, questions: Sequence[str], repeat: int) -> dict[str, Any]:
+    """Vector and hybrid rows on an index holding embeddings (the matrix cached after the first query)."""
+    cfg = QueryConfig(k=5, pool=40)
+    rows: dict[str, Any] = {}
+    with Index.open(index) as ix:
+        vr = VectorRetriever.for_index(ix.store)
+        start = time.perf_counter()
+        vr.retrieve(questions[0], 40)
+        rows["first vector query (loads the matrix)"] = {"n": 1, "ms": (time.perf_counter() - start) * 1000}
+        rows["vector only (exact cosine)"] = timed_queries(lambda q: vr.retrieve(q, 160), questions, repeat)
+        rows["search(): vector + versions + safety net"] = timed_queries(
+            lambda q: search(ix, q, config=cfg, retriever="vector"), questions, repeat
+        )
+        rows["search(): hybrid (RRF) + versions + safety net"] = timed_queries(
+            lambda q: search(ix, q, config=cfg, retriever="hybrid"), questions, repeat
         )
     return rows
+
+
+class _Counting:
+    def __init__(self, inner: Fts5Retriever) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    def retrieve(self, text: str, limit: int) -> list[Scored]:
+        self.calls += 1
+        return self.inner.retrieve(text, limit)
+
+
+def second_passes(ix: Index, questions: Sequence[str], cfg: QueryConfig) -> dict[str, float]:
+    """How often the first (deeper) retrieval pass left the pool short, so retrieval ran again."""
+    again = 0
+    for q in questions:
+        counting = _Counting(Fts5Retriever(ix.store.conn))
+        search(ix, q, config=cfg, retriever=counting)
+        again += counting.calls > 1
+    return {"n": len(questions), "queries_with_a_second_pass": again, "share": again / max(1, len(questions))}
+
+
+def minilm_question_row(questions: Sequence[str]) -> dict[str, float] | None:
+    try:
+        model = get_embedder("minilm")
+    except Exception:  # the [embed] extra is optional
+        return None
+    return timed_queries(lambda q: model.embed_batch([q]), questions, 1)
+
+
+def add_vectors(index: Path, dim: int, *, random_vectors: bool, seed: int = 0) -> float:
+    """Store a vector for every group (hash:DIM of its text, or random unit vectors) and record the
+    embedder ``hash:DIM:0``. Returns seconds."""
+    start = time.perf_counter()
+    store = Store.open(index)
+    conn = store.conn
+    rng = np.random.default_rng(seed)
+    embedder = HashEmbedder(dim)
+    table = "groups" if conn.execute("SELECT 1 FROM sqlite_master WHERE name='groups'").fetchone() else None
+    ids_sql = f"SELECT id, text FROM {table or 'canonicals'} ORDER BY id"
+    rows = conn.execute(ids_sql).fetchall()
+    for lo in range(0, len(rows), 20_000):
+        part = rows[lo : lo + 20_000]
+        if random_vectors:
+            v = rng.standard_normal((len(part), dim)).astype(np.float32)
+            v /= np.linalg.norm(v, axis=1, keepdims=True)
+        else:
+            v = embedder.embed_batch([t for _, t in part])
+        vectors = np.asarray(v, dtype="<f4")
+        with store.transaction():
+            conn.executemany(
+                "INSERT OR REPLACE INTO embeddings(group_id, vector) VALUES (?, ?)",
+                [(gid, vectors[i].tobytes()) for i, (gid, _) in enumerate(part)],
+            )
+    with store.transaction():
+        store.set_meta("embedder_name", embedder.name)
+        store.set_meta("embedder_dim", str(dim))
+    store.close()
+    return time.perf_counter() - start
 
 
 # -- the synthetic index ---------------------------------------------------------------------------
@@ -279,6 +366,7 @@ def main() -> None:
     ap.add_argument(
         "--synthetic-questions", type=int, default=25, help="questions timed on the synthetic index"
     )
+    ap.add_argument("--embed-dim", type=int, default=384, help="vector size for the vector rows (0: skip)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--workdir", type=Path, help="keep the built indexes here (default: a temp dir)")
     args = ap.parse_args()
@@ -303,6 +391,15 @@ def main() -> None:
             "canonical_chunks": n_sec,
             "rows": latency_rows(sec, questions, args.repeat, True),
         }
+        if args.embed_dim:
+            sec_vec = Path(tmp) / f"sec-hash{args.embed_dim}.sqlite"
+            if not sec_vec.exists():
+                shutil.copyfile(sec, sec_vec)
+                add_vectors(sec_vec, args.embed_dim, random_vectors=False)
+            result["sec10q"]["rows"].update(vector_rows(sec_vec, questions, args.repeat))
+            minilm = minilm_question_row(questions)
+            if minilm is not None:
+                result["sec10q"]["rows"]["MiniLM: embedding the question alone"] = minilm
         if args.chunks:
             words, p = word_model(sec)
             synth = Path(tmp) / f"synthetic-{args.chunks}.sqlite"
@@ -314,6 +411,16 @@ def main() -> None:
                 "questions": len(questions[: args.synthetic_questions]),
                 "rows": latency_rows(synth, questions[: args.synthetic_questions], 1, True),
             }
+            if args.embed_dim:
+                with Index.open(synth) as check:
+                    embedded = check.store.meta("embedder_name") is not None
+                if not embedded:
+                    result["synthetic"]["vector_build_seconds"] = add_vectors(
+                        synth, args.embed_dim, random_vectors=True
+                    )
+                result["synthetic"]["rows"].update(
+                    vector_rows(synth, questions[: args.synthetic_questions], 1)
+                )
         policy = Path(tmp) / "policy.sqlite"
         if not policy.exists():
             ingest([args.policy], policy, manifest=args.policy / "manifest.jsonl")
@@ -323,14 +430,13 @@ def main() -> None:
     for name in ("sec10q", "synthetic"):
         if name in result:
             for row, v in result[name]["rows"].items():
-                table.add_row(
-                    name,
-                    f"{result[name]['canonical_chunks']:,}",
-                    row,
-                    f"{v['p50_ms']:.1f}",
-                    f"{v['p95_ms']:.1f}",
-                    f"{v['max_ms']:.1f}",
-                )
+                if "p50_ms" in v:
+                    cells = [f"{v['p50_ms']:.1f}", f"{v['p95_ms']:.1f}", f"{v['max_ms']:.1f}"]
+                elif "ms" in v:
+                    cells = [f"{v['ms']:.1f}", "", ""]
+                else:
+                    cells = [f"{v['queries_with_a_second_pass']}/{v['n']}", "", ""]
+                table.add_row(name, f"{result[name]['canonical_chunks']:,}", row, *cells)
     console = Console()
     console.print(table)
     leak = result["no_leak"]

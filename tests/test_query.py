@@ -401,12 +401,21 @@ def build_corpus(folder: Path, docs: Sequence[tuple[list[str], dict[str, Any]]])
     return fields
 
 
-def assert_no_leak(ix: Index, text: str, conditions: list[str], policy: str, net: bool, fields: Any) -> None:
+def assert_no_leak(
+    ix: Index, text: str, conditions: list[str], policy: str, net: bool, fields: Any, retriever: str = "auto"
+) -> None:
     allowed = {d for d, f in fields.items() if oracle_passes(conditions, f)}
     page_sql = "SELECT group_concat(clean_text, ' ') FROM pages WHERE doc_id=?"
     content = {d: exact_key(ix.store.conn.execute(page_sql, (d,)).fetchone()[0] or "") for d in allowed}
     sources = {r["id"]: {s["doc"] for s in r["sources"]} for r in ix.export()}
-    result = search(ix, text, where=conditions, versions=policy, safety_net=net)  # type: ignore[arg-type]
+    result = search(
+        ix,
+        text,
+        where=conditions,
+        versions=policy,  # type: ignore[arg-type]
+        safety_net=net,
+        retriever=retriever,
+    )
     for h in result.hits:
         assert h.citations, h
         assert {c.doc for c in h.citations} <= allowed, (conditions, h)

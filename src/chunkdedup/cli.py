@@ -394,6 +394,19 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
     help="latest (default): only each family's newest version; label: keep old versions, with dates; all.",
 )
 @click.option("--no-safety-net", is_flag=True, help="Skip dedup_chunks, the per-document cap and MMR.")
+@click.option(
+    "--retriever",
+    type=click.Choice(["auto", "bm25", "vector", "hybrid"]),
+    default=None,
+    help="bm25 (FTS5), vector (the index's stored embeddings), hybrid (both, reciprocal rank fusion); "
+    "default auto: hybrid when the index has embeddings, else bm25.",
+)
+@click.option(
+    "--embedder",
+    default=None,
+    metavar="NAME",
+    help="The embedder for the question; must be the one the index was embedded with (the default).",
+)
 @click.option("--explain", is_flag=True, help="Also show each dropped candidate, the step and why.")
 @click.option(
     "--config",
@@ -409,6 +422,8 @@ def query_cmd(
     where: tuple[str, ...],
     versions: str | None,
     no_safety_net: bool,
+    retriever: str | None,
+    embedder: str | None,
     explain: bool,
     config_path: Path | None,
     as_json: bool,
@@ -419,6 +434,7 @@ def query_cmd(
 
         chunkdedup query "how long is personal data kept" --index policies.sqlite \\
             --where department=privacy-policies --versions label --explain
+        chunkdedup query "staff leave" --index embedded.sqlite --retriever vector
     """
     from chunkdedup.query import search
 
@@ -433,6 +449,8 @@ def query_cmd(
                 versions=versions,  # type: ignore[arg-type]
                 safety_net=False if no_safety_net else None,
                 config=cfg.query,
+                retriever=retriever,
+                embedder=embedder,
             )
     if as_json:
         click.echo(json.dumps(result.to_json(explain=explain), indent=2, ensure_ascii=False))

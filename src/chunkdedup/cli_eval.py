@@ -10,13 +10,14 @@ import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from chunkdedup.errors import ChunkdedupError
-from chunkdedup.evaluate.audit import audit
+from chunkdedup.evaluate.audit import NEIGHBOUR_SAMPLE, NO_EMBEDDINGS, audit
 from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
 from chunkdedup.evaluate.golden import convert_docugami
 from chunkdedup.evaluate.run import evaluate
@@ -90,20 +91,26 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
 @click.option("--queries", "queries_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Questions: a golden JSONL file or plain text, one question a line.")
 @click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="Results per query.")
+@click.option("--sample", "sample", type=click.IntRange(min=1), default=NEIGHBOUR_SAMPLE, show_default=True,
+              help="Groups whose nearest unmerged neighbour enters the cosine calibration.")
 @_json
-def audit_cmd(index_path: Path, queries_path: Path, k: int, as_json: bool) -> None:
-    """Show each query's results with the pairs that say the same thing, and a threshold calibration.
+def audit_cmd(index_path: Path, queries_path: Path, k: int, sample: int, as_json: bool) -> None:
+    """Show each query's results with the pairs that say the same thing, and threshold calibrations.
+
+    Pairs are compared by 5-word-shingle Jaccard and, when the index holds embeddings (ingest
+    --embedder), by the cosine of their stored vectors; both are shown for every marked pair.
 
     Example:
 
         chunkdedup audit --index policies.sqlite --queries golden.jsonl -k 10
     """
     with _errors():
-        result = audit(index_path, queries_path, k=k)
+        result = audit(index_path, queries_path, k=k, sample=sample)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
         return
     out = _console()
+    sem = result.semantic
     for q in result.queries:
         out.print(f"[bold][{q['id']}] {q['question']}[/bold]", markup=True)
         for h in q["hits"]:
@@ -111,11 +118,21 @@ def audit_cmd(index_path: Path, queries_path: Path, k: int, as_json: bool) -> No
             text = " ".join(h["text"].split())[:90]
             out.print(f"  {h['rank']:>2}. {text}  ({cites})", markup=False)
         for p in q["pairs"]:
-            out.print(f"  ≈ {p['a']} and {p['b']} say the same thing (Jaccard {p['similarity']:.3f})")
+            cosine = "" if sem is None else (
+                ", cosine n/a" if p["cosine"] is None else f", cosine {p['cosine']:.3f}")
+            out.print(f"  ≈ {p['a']} and {p['b']} say the same thing (Jaccard {p['jaccard']:.3f}{cosine};"
+                      f" by {' and '.join(p['by'])})", markup=False)
     rate = result.duplication_rate
+    rule = "5-word-shingle Jaccard >= 0.5" if sem is None else (
+        f"5-word-shingle Jaccard >= 0.5 ({result.jaccard_pairs}) or cosine >= {sem['threshold']:g}"
+        f" ({result.cosine_pairs})")
     out.print(f"duplication rate: {result.duplicate_pairs} of {result.pairs} pairs"
-              f" ({'n/a' if rate is None else f'{rate:.1%}'}), 5-word-shingle Jaccard >= 0.5")
+              f" ({'n/a' if rate is None else f'{rate:.1%}'}), {rule}", markup=False)
     _print_calibration(out, result.calibration)
+    if sem is None:
+        out.print(f"cosine: {NO_EMBEDDINGS}", markup=False)
+    else:
+        _print_semantic_calibration(out, sem)
 
 
 def _print_calibration(out: Console, cal: dict[str, object]) -> None:
@@ -126,6 +143,44 @@ def _print_calibration(out: Console, cal: dict[str, object]) -> None:
     for i in range(bins):
         cells = " ".join(f"{s['histogram'][i]:>24}" for _, s in series)  # type: ignore[index]
         out.print(f"  {i / bins:.2f}-{(i + 1) / bins:.2f}  {cells}")
+
+
+def semantic_calibration_lines(sem: dict[str, Any]) -> list[str]:
+    """The cosine calibration as a table: per bin edge (highest first), each series' count in the bin,
+    its count at or above the edge and that count's share; the current threshold's row is marked."""
+    edges: list[float] = sem["edges"]
+    series = [("merged", sem["merged"]), ("kept apart by guard", sem["kept_apart_by_guard"]),
+              ("nearest unmerged", sem["unmerged_nearest"])]
+    near = sem["unmerged_nearest"]
+    labels = [f"{name} (n={s['n']})" for name, s in series]
+    width = max(27, *(len(label) + 2 for label in labels))
+    lines = [
+        f"semantic calibration (cosine of the stored {sem['embedder']} vectors, dim {sem['dim']};"
+        f" semantic threshold {sem['threshold']:g}):",
+        "  merged: each semantically merged group to its leader; kept apart by guard: pairs that differ"
+        " in a number or date;",
+        f"  nearest unmerged: best cosine to another canonical, for {near['sampled']} of"
+        f" {near['embedded_groups']} groups. At threshold t, merged >= t stay merged and nearest"
+        " unmerged >= t would merge too.",
+        "           " + "".join(f"{label:>{width}}" for label in labels),
+        "  cosine >=" + f"{'in bin':>{width - 17}}{'>= t':>8}{'share':>9}" * len(series),
+    ]
+    threshold = float(sem["threshold"])
+    marked = max((i for i, e in enumerate(edges[:-1]) if e <= threshold + 1e-9), default=None)
+    for i in range(len(edges) - 2, -1, -1):
+        cells = ""
+        for _, s in series:
+            share = s["share_at_or_above"][i]
+            pct = "-" if share is None else f"{share:.1%}"
+            cells += f"{s['histogram'][i]:>{width - 17}}{s['at_or_above'][i]:>8}{pct:>9}"
+        mark = "  <- threshold" if i == marked else ""
+        lines.append(f"  {edges[i]:>8.2f} {cells}{mark}")
+    return lines
+
+
+def _print_semantic_calibration(out: Console, sem: dict[str, Any]) -> None:
+    for line in semantic_calibration_lines(sem):
+        out.print(line, markup=False)
 
 
 @click.command("diff")

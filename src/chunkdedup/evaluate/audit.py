@@ -1,39 +1,85 @@
 """``audit``: for each query, the retrieved set with every pair that says substantially the same thing,
-the overall duplication rate, and a calibration view of the near-duplicate threshold.
+the overall duplication rate, and calibration views of the near-duplicate and semantic thresholds.
 
-Pairs are compared by 5-word-shingle Jaccard of their exact keys (the index holds no embeddings, so
-no cosine is available). The calibration view shows how similar the groups merged into a canonical
-are to their leader, next to how similar unmerged neighbours are: pairs the number/date guard kept
-apart (``variants``) and pairs that shared an LSH band but stayed in different canonicals.
+**Pairs.** Every pair of hits is compared by 5-word-shingle Jaccard of their texts and, when the index
+holds embeddings (``chunkdedup ingest --embedder ...``), by the cosine of the stored vectors of their
+canonicals (a canonical's vector is its leader group's; no model is loaded, so the cosine is the
+recorded embedder's). A pair is marked when its Jaccard reaches 0.5 or its cosine reaches the index's
+semantic threshold, and both similarities are shown. Without embeddings only Jaccard is used.
+
+**Near calibration** (always): how similar the groups the near tier merged are to their leader, next
+to how similar unmerged neighbours are: pairs the number/date guard kept apart (``variants``) and
+pairs that shared an LSH band but stayed in different canonicals, all by shingle Jaccard.
+
+**Semantic calibration** (with embeddings), by cosine, from :func:`chunkdedup.dedup.semantic.calibration`:
+
+- ``merged``: each group the semantic tier merged, to its leader (``groups.similarity`` of
+  ``relation = 'semantic'`` groups);
+- ``kept_apart_by_guard``: each ``variants`` pair (versions that differ in a number or a date), from
+  their vectors;
+- ``unmerged_nearest``: for a deterministic sample of up to 2,000 groups (evenly spaced in id order),
+  the best cosine to a group of another canonical, guard-kept partners excluded (they have their own
+  series). Computed with numpy over the stored vectors, streamed from the index in blocks of 4,096, so
+  memory stays at ``sample x block`` float32 (32 MB) whatever the index size.
+
+Read it as: at a threshold ``t``, the ``merged`` share at or above ``t`` is what would stay merged,
+and the ``unmerged_nearest`` share at or above ``t`` is what would be merged in addition.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+import sqlite3
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from chunkdedup.dedup.semantic import Calibration, calibration
 from chunkdedup.errors import InputError
 from chunkdedup.evaluate.baseline import recorded_run
 from chunkdedup.evaluate.metrics import DUPLICATE_JACCARD, PairSimilarity
 from chunkdedup.index import Index
 from chunkdedup.query.run import search
+from chunkdedup.store import Store
 
 _MAX_NEIGHBOURS = 5000
+#: groups sampled for the nearest unmerged neighbour cosines
+NEIGHBOUR_SAMPLE = 2000
+#: vectors per block streamed from the index
+_BLOCK = 4096
+_IN_BATCH = 500
 BINS = 20
+NO_EMBEDDINGS = (
+    "the index holds no embeddings: pairs are compared by shingle Jaccard only; the cosine view and "
+    "the semantic calibration need `chunkdedup ingest --embedder minilm` (or [semantic] enabled = true)"
+)
+
+F32Array = npt.NDArray[np.float32]
+F64Array = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)
 class Audit:
-    """Per query: hits and duplicate pairs; overall duplication; calibration histograms (20 bins)."""
+    """Per query: hits and duplicate pairs; overall duplication; calibration histograms.
+
+    ``duplicate_pairs`` counts the pairs marked by either measure, ``jaccard_pairs`` and
+    ``cosine_pairs`` those marked by each (``cosine_pairs`` is ``None`` without embeddings).
+    ``semantic`` is the cosine calibration (``None`` without embeddings).
+    """
 
     k: int
     queries: list[dict[str, Any]]
     duplicate_pairs: int
     pairs: int
     calibration: dict[str, Any]
+    jaccard_pairs: int = 0
+    cosine_pairs: int | None = None
+    semantic: dict[str, Any] | None = None
 
     @property
     def duplication_rate(self) -> float | None:
@@ -41,9 +87,13 @@ class Audit:
 
     def to_json(self) -> dict[str, Any]:
         return {"k": self.k, "duplication_rate": self.duplication_rate,
-                "duplicate_pairs": self.duplicate_pairs,
+                "duplicate_pairs": self.duplicate_pairs, "jaccard_pairs": self.jaccard_pairs,
+                "cosine_pairs": self.cosine_pairs,
                 "pairs": self.pairs, "threshold": DUPLICATE_JACCARD, "similarity": "shingle-jaccard-5",
-                "queries": self.queries, "calibration": self.calibration}
+                "cosine_threshold": None if self.semantic is None else self.semantic["threshold"],
+                "queries": self.queries, "calibration": self.calibration,
+                "semantic_calibration": self.semantic,
+                "note": NO_EMBEDDINGS if self.semantic is None else None}
 
 
 def read_queries(path: str | Path) -> list[tuple[str, str]]:
@@ -68,35 +118,51 @@ def read_queries(path: str | Path) -> list[tuple[str, str]]:
     return out
 
 
-def audit(index: str | Path, queries: str | Path | Sequence[str], *, k: int = 10) -> Audit:
-    """Retrieve each query from ``index`` as configured and mark the pairs of near-identical hits.
+def audit(index: str | Path, queries: str | Path | Sequence[str], *, k: int = 10,
+          sample: int = NEIGHBOUR_SAMPLE) -> Audit:
+    """Retrieve each query from ``index`` as configured and mark the pairs of hits that say the same
+    thing (by shingle Jaccard, and by cosine when the index holds embeddings).
+
+    ``sample`` bounds the groups whose nearest unmerged neighbour enters the semantic calibration.
 
     Example:
         >>> result = audit("policies.sqlite", ["how long is personal data kept"], k=10)  # doctest: +SKIP
-        >>> result.duplication_rate  # doctest: +SKIP
+        >>> result.duplication_rate, result.semantic is None  # doctest: +SKIP
     """
+    if sample < 1:
+        raise ValueError(f"sample must be >= 1, got {sample}")
     items = read_queries(queries) if isinstance(queries, str | Path) else [
         (str(i), q) for i, q in enumerate(queries, start=1)]
     similarity = PairSimilarity()
     out: list[dict[str, Any]] = []
-    dup = total = 0
+    dup = total = by_jaccard = by_cosine = 0
     with Index.open(index) as ix:
         cfg = recorded_run(ix.store).config
+        embedded = _has_embeddings(ix.store)
+        threshold = _cosine_threshold(ix.store, cfg.semantic.threshold) if embedded else None
         for qid, text in items:
             hits = search(ix, text, k=k, config=cfg.query).hits
+            vectors = _vectors(ix.store.conn, [h.id for h in hits]) if embedded else {}
             pairs = []
             for i in range(len(hits)):
                 for j in range(i + 1, len(hits)):
-                    sim = similarity(hits[i].text, hits[j].text)
+                    jac = similarity(hits[i].text, hits[j].text)
+                    cos = _cosine(vectors.get(hits[i].id), vectors.get(hits[j].id))
+                    by = (["jaccard"] if jac >= DUPLICATE_JACCARD else []) + (
+                        ["cosine"] if cos is not None and threshold is not None and cos >= threshold else [])
                     total += 1
-                    if sim >= DUPLICATE_JACCARD:
+                    by_jaccard += "jaccard" in by
+                    by_cosine += "cosine" in by
+                    if by:
                         dup += 1
-                        pairs.append({"a": hits[i].rank, "b": hits[j].rank, "similarity": sim})
+                        pairs.append({"a": hits[i].rank, "b": hits[j].rank, "similarity": jac,
+                                      "jaccard": jac, "cosine": cos, "by": by})
             out.append({"id": qid, "question": text, "pairs": pairs, "hits": [
                 {"rank": h.rank, "id": h.id, "score": h.score, "text": h.text,
                  "citations": [[c.doc, c.page] for c in h.citations]} for h in hits]})
-        calibration = _calibration(ix, similarity, cfg.near.threshold)
-    return Audit(k, out, dup, total, calibration)
+        near_view = _calibration(ix, similarity, cfg.near.threshold)
+        semantic = _semantic_calibration(ix.store, threshold, sample) if threshold is not None else None
+    return Audit(k, out, dup, total, near_view, by_jaccard, by_cosine if embedded else None, semantic)
 
 
 def histogram(values: Sequence[float], bins: int = BINS) -> list[int]:
@@ -109,9 +175,13 @@ def histogram(values: Sequence[float], bins: int = BINS) -> list[int]:
 
 def _calibration(ix: Index, similarity: PairSimilarity, threshold: float) -> dict[str, Any]:
     conn = ix.store.conn
+    # near merges only: a semantic merge's similarity is a cosine (it has its own view)
     merged = [r[0] for r in conn.execute(
-        "SELECT similarity FROM groups WHERE relation IN ('near', 'semantic') ORDER BY id")]
-    guarded = [r[0] for r in conn.execute("SELECT similarity FROM variants ORDER BY a, b")]
+        "SELECT similarity FROM groups WHERE relation = 'near' ORDER BY id")]
+    # recomputed from the texts: a variant found over a semantic edge records a cosine
+    guarded = [similarity(a, b) for a, b in conn.execute(
+        "SELECT ga.text, gb.text FROM variants v JOIN groups ga ON ga.id = v.a"
+        " JOIN groups gb ON gb.id = v.b ORDER BY v.a, v.b LIMIT ?", (_MAX_NEIGHBOURS,))]
     rows = conn.execute(
         """
         SELECT DISTINCT ga.text, gb.text FROM bands a
@@ -130,10 +200,169 @@ def _calibration(ix: Index, similarity: PairSimilarity, threshold: float) -> dic
         "measure": "5-word-shingle Jaccard (merged: similarity to the cluster leader)",
         "bins": BINS,
         "merged": {"n": len(merged), "histogram": histogram(merged)},
-        "kept_apart_by_guard": {"n": len(guarded), "histogram": histogram(guarded)},
+        "kept_apart_by_guard": {"n": len(guarded), "histogram": histogram(guarded),
+                                "capped_at": _MAX_NEIGHBOURS},
         "unmerged_band_neighbours": {"n": len(neighbours), "histogram": histogram(neighbours),
                                      "capped_at": _MAX_NEIGHBOURS},
     }
 
 
-__all__ = ["BINS", "Audit", "audit", "histogram", "read_queries"]
+# -- the cosine view -----------------------------------------------------------------------------
+
+def _has_embeddings(store: Store) -> bool:
+    if store.meta("embedder_name") is None:
+        return False
+    return store.conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
+
+
+def _cosine_threshold(store: Store, configured: float) -> float:
+    """The threshold the index's semantic edges were computed at, else the recorded config's."""
+    recorded = store.meta("semantic_edges_for")
+    try:
+        return float(recorded) if recorded is not None else configured
+    except ValueError:
+        return configured
+
+
+def _unit(blob: bytes) -> F32Array:
+    v: F32Array = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+    return v
+
+
+def _vectors(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, F32Array]:
+    out: dict[str, F32Array] = {}
+    unique = sorted(set(ids))
+    for lo in range(0, len(unique), _IN_BATCH):
+        part = unique[lo:lo + _IN_BATCH]
+        marks = ",".join("?" * len(part))
+        for gid, blob in conn.execute(f"SELECT group_id, vector FROM embeddings WHERE group_id IN ({marks})",
+                                      part):
+            out[gid] = _unit(blob)
+    return out
+
+
+def _cosine(a: F32Array | None, b: F32Array | None) -> float | None:
+    """float64 cosine of two stored vectors, rounded to 9 decimals like the semantic tier's."""
+    if a is None or b is None or a.shape != b.shape:
+        return None
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    if norm == 0.0:
+        return None
+    return round(min(1.0, max(-1.0, float(x @ y) / norm)), 9)
+
+
+def _guard_cosines(conn: sqlite3.Connection) -> list[float]:
+    cur = conn.execute(
+        "SELECT ea.vector, eb.vector FROM variants v JOIN embeddings ea ON ea.group_id = v.a"
+        " JOIN embeddings eb ON eb.group_id = v.b ORDER BY v.a, v.b")
+    out: list[float] = []
+    while rows := cur.fetchmany(_BLOCK):
+        out.extend(c for a, b in rows if (c := _cosine(_unit(a), _unit(b))) is not None)
+    return out
+
+
+_EMBEDDED = ("FROM embeddings e JOIN groups g ON g.id = e.group_id")
+
+
+def _blocks(conn: sqlite3.Connection, columns: str) -> Iterator[list[tuple[Any, ...]]]:
+    cur = conn.execute(f"SELECT {columns} {_EMBEDDED} ORDER BY e.group_id")
+    while rows := cur.fetchmany(_BLOCK):
+        yield rows
+
+
+def nearest_unmerged(store: Store, sample: int = NEIGHBOUR_SAMPLE) -> tuple[F64Array, int]:
+    """For up to ``sample`` embedded groups (evenly spaced in id order), the best cosine to a group of
+    another canonical, canonicals the guard kept apart from the group's own excluded (a ``variants``
+    pair between any of their groups); and how many groups are embedded.
+
+    Two streamed passes over the vectors, ``_BLOCK`` at a time: memory is ``sample x block`` float32.
+    A group with no such other group (every vector in its canonical) gives no value.
+    """
+    conn = store.conn
+    n = int(conn.execute(f"SELECT COUNT(*) {_EMBEDDED}").fetchone()[0])
+    if n == 0:
+        return np.empty(0, dtype=np.float64), 0
+    picks = np.unique(np.linspace(0, n - 1, min(sample, n)).round().astype(np.int64))
+    wanted = set(picks.tolist())
+    canon_code: dict[str, int] = {}
+    codes = np.empty(n, dtype=np.int64)
+    rows_s: list[F32Array] = []
+    at = 0
+    for rows in _blocks(conn, "g.canonical_id, e.vector"):
+        for cid, blob in rows:
+            codes[at] = canon_code.setdefault(cid, len(canon_code))
+            if at in wanted:
+                rows_s.append(_unit(blob))
+            at += 1
+    if len({v.shape for v in rows_s}) != 1:
+        raise InputError(f"index {store.path}: stored vectors differ in length; re-embed with --reembed")
+    left = np.stack(rows_s)
+    mine = codes[picks]
+    # canonicals the guard kept apart (a variant pair between any of their groups): masked out
+    kept_apart: dict[int, set[int]] = {}
+    for ca, cb in conn.execute(
+        "SELECT ga.canonical_id, gb.canonical_id FROM variants v JOIN groups ga ON ga.id = v.a"
+        " JOIN groups gb ON gb.id = v.b"
+    ):
+        if ca in canon_code and cb in canon_code and ca != cb:
+            kept_apart.setdefault(canon_code[ca], set()).add(canon_code[cb])
+            kept_apart.setdefault(canon_code[cb], set()).add(canon_code[ca])
+    guarded_rows = [(r, np.asarray(sorted(kept_apart[int(c)]), dtype=np.int64))
+                    for r, c in enumerate(mine) if int(c) in kept_apart]
+    best = np.full(picks.size, -np.inf, dtype=np.float32)
+    lo = 0
+    for rows in _blocks(conn, "e.vector"):
+        block = np.frombuffer(b"".join(r[0] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        hi = lo + len(rows)
+        sims = left @ block.T
+        sims[mine[:, None] == codes[lo:hi][None, :]] = -np.inf
+        for r, partners in guarded_rows:
+            sims[r, np.isin(codes[lo:hi], partners)] = -np.inf
+        np.maximum(best, sims.max(axis=1), out=best)
+        lo = hi
+    found: F64Array = np.clip(best[np.isfinite(best)].astype(np.float64), -1.0, 1.0)
+    result: F64Array = np.round(found, 6)
+    return result, n
+
+
+def threshold_edges(values: Sequence[float] | F64Array) -> tuple[float, int]:
+    """``(low, bins)`` for readable edges: bins of 0.01 when every value is >= 0.8, else of 0.05,
+    from the smallest value floored to the bin width (never below 0)."""
+    arr = np.asarray(values, dtype=np.float64)
+    smallest = float(arr.min()) if arr.size else 0.8
+    width = 0.01 if smallest >= 0.8 else 0.05
+    low = max(0.0, math.floor(round(smallest / width, 6)) * width)
+    low = min(low, 1.0 - width)
+    return round(low, 2), max(1, round((1.0 - low) / width))
+
+
+def _series(n: int, hist: npt.NDArray[np.int64], above: npt.NDArray[np.int64]) -> dict[str, Any]:
+    return {"n": n, "histogram": hist.tolist(), "at_or_above": above.tolist(),
+            "share_at_or_above": [round(int(a) / n, 6) if n else None for a in above]}
+
+
+def _semantic_calibration(store: Store, threshold: float, sample: int) -> dict[str, Any]:
+    conn = store.conn
+    merged = [float(r[0]) for r in conn.execute(
+        "SELECT similarity FROM groups WHERE relation = 'semantic' ORDER BY id")]
+    guarded = _guard_cosines(conn)
+    nearest, embedded = nearest_unmerged(store, sample)
+    low, bins = threshold_edges([*merged, *guarded, *nearest.tolist(), threshold])
+    main: Calibration = calibration(merged, nearest, bins=bins, low=low)
+    guard: Calibration = calibration(guarded, [], bins=bins, low=low)
+    return {
+        "embedder": store.meta("embedder_name"),
+        "dim": int(store.meta("embedder_dim") or 0),
+        "threshold": threshold,
+        "measure": "cosine of the stored embeddings",
+        "edges": [round(float(e), 6) for e in main.edges],
+        "merged": _series(len(merged), main.merged, main.merged_at_or_above),
+        "kept_apart_by_guard": _series(len(guarded), guard.merged, guard.merged_at_or_above),
+        "unmerged_nearest": {**_series(int(nearest.size), main.unmerged, main.unmerged_at_or_above),
+                             "sampled": int(min(sample, embedded)), "embedded_groups": embedded},
+    }
+
+
+__all__ = ["BINS", "NEIGHBOUR_SAMPLE", "NO_EMBEDDINGS", "Audit", "audit", "histogram", "nearest_unmerged",
+           "read_queries", "threshold_edges"]

@@ -1,7 +1,7 @@
 """Query with a safety net: retrieval, filters through sources, versions, dedup_chunks, a cap per
 source document and MMR, with citations.
 
-    question ──retrieve (Retriever: FTS5 BM25 | vectors later | RRF)──▶ scored ids, best first
+    question ──retrieve (Retriever: FTS5 BM25 | stored vectors | both by RRF)──▶ scored ids, best first
              ──filter via sources──▶ ──version policy──▶  (a pool of N eligible candidates)
              ──dedup_chunks──▶ ──cap per source document──▶ ──MMR──▶ k hits with citations
 
@@ -24,12 +24,14 @@ from chunkdedup.query.retrieve import (
 )
 from chunkdedup.query.run import query, search
 from chunkdedup.query.safety import ShingleJaccard, Similarity, dedup_chunks
+from chunkdedup.query.vectors import EmbeddingSimilarity, VectorRetriever, has_embeddings
 from chunkdedup.query.where import Condition, Filter
 
 __all__ = [
     "Citation",
     "Condition",
     "Dropped",
+    "EmbeddingSimilarity",
     "Filter",
     "Fts5Retriever",
     "Hit",
@@ -39,9 +41,11 @@ __all__ = [
     "Scored",
     "ShingleJaccard",
     "Similarity",
+    "VectorRetriever",
     "content_terms",
     "dedup_chunks",
     "fts_query",
+    "has_embeddings",
     "query",
     "search",
 ]

@@ -1,20 +1,39 @@
 """``search``/``query``: retrieve, filter through sources, apply the version policy, then the safety
-net (dedup_chunks, cap per source document, MMR), and return cited hits."""
+net (dedup_chunks, cap per source document, MMR), and return cited hits.
+
+Retrieval is ``bm25`` (FTS5), ``vector`` (exact cosine over the stored embeddings, the question
+embedded with the index's recorded embedder) or ``hybrid`` (both fused by reciprocal rank);
+``auto`` is hybrid when the index holds embeddings, else bm25. MMR compares candidates by the
+cosine of their stored vectors when the index has embeddings, else by shingle Jaccard.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from chunkdedup.config import QueryConfig
+from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
 from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.records import Candidate, Dropped, Hit, QueryResult, VersionPolicy
-from chunkdedup.query.retrieve import Fts5Retriever, Retriever
+from chunkdedup.query.retrieve import Fts5Retriever, ReciprocalRankFusion, Retriever
 from chunkdedup.query.safety import ShingleJaccard, Similarity, cap_step, dedup_step, mmr_step
+from chunkdedup.query.vectors import (
+    EmbeddingSimilarity,
+    VectorRetriever,
+    has_embeddings,
+    index_embedder,
+    read_vectors,
+)
 from chunkdedup.query.where import Filter, Where
 
 if TYPE_CHECKING:
     from chunkdedup.index import Index
+
+RETRIEVERS = ("auto", "bm25", "vector", "hybrid")
+#: The first retrieval pass asks for this many times the pool: filters and versions drop candidates,
+#: and a second pass repeats the whole FTS5 scoring (its cost barely depends on the LIMIT).
+FIRST_PASS_DEPTH = 8
 
 
 def search(
@@ -26,13 +45,16 @@ def search(
     versions: VersionPolicy | None = None,
     safety_net: bool | None = None,
     config: QueryConfig | None = None,
-    retriever: Retriever | None = None,
+    retriever: Retriever | str | None = None,
     similarity: Similarity | None = None,
+    embedder: Embedder | str | None = None,
 ) -> QueryResult:
     """Answer ``text`` with up to ``k`` distinct, cited hits, and every dropped candidate with why.
 
     Keyword arguments override the matching ``config`` fields. ``where`` is a mapping (equality; a
     list value is OR) or a list of ``KEY=VALUE`` / ``KEY>=VALUE`` / ``KEY<=VALUE`` strings.
+    ``retriever`` is ``auto``/``bm25``/``vector``/``hybrid`` or any :class:`Retriever`. ``embedder``
+    (a name or an embedder) must be the index's recorded one; it defaults to that one.
 
     Example:
         >>> with Index.open("policies.sqlite") as ix:  # doctest: +SKIP
@@ -49,13 +71,16 @@ def search(
     pool = max(cfg.pool, k)
     flt = where if isinstance(where, Filter) else Filter.parse(where)
     eligibility = Eligibility(index.store.conn, flt, policy)  # type: ignore[arg-type]
-    found, dropped = _pool(retriever or Fts5Retriever(index.store.conn), eligibility, text, pool, cfg)
+    chosen_retriever, vectors = _retriever(index, retriever or cfg.retriever, embedder)
+    if vectors is None and embedder is not None:  # bm25 with --embedder: still checked, used by MMR
+        vectors = VectorRetriever.for_index(index.store, embedder)
+    found, dropped = _pool(chosen_retriever, eligibility, text, pool, cfg)
     if not (cfg.safety_net if safety_net is None else safety_net):
         chosen = found[:k]
         why = f"below the top {k} (safety net off)"
         dropped += [Dropped(c.id, c.score, c.text, "rank", why) for c in found[k:]]
     else:
-        chosen, more = _safety_net(found, k, cfg, similarity or ShingleJaccard(cfg.shingle_words))
+        chosen, more = _safety_net(found, k, cfg, similarity or _similarity(index, vectors, cfg))
         dropped += more
     hits = tuple(c.hit(rank) for rank, c in enumerate(chosen, start=1))
     order = {c.id: i for i, c in enumerate(found)}
@@ -72,29 +97,72 @@ def query(index: Index, text: str, **options: object) -> list[Hit]:
     return list(search(index, text, **options).hits)  # type: ignore[arg-type]
 
 
+def _retriever(
+    index: Index, which: Retriever | str, embedder: Embedder | str | None
+) -> tuple[Retriever, VectorRetriever | None]:
+    """The retriever to run, and the vector retriever inside it (None for bm25)."""
+    if not isinstance(which, str):
+        return which, None
+    if which not in RETRIEVERS:
+        raise ConfigError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {which!r}")
+    conn = index.store.conn
+    if which == "auto":
+        which = "hybrid" if has_embeddings(conn) else "bm25"
+    if which == "bm25":
+        return Fts5Retriever(conn), None
+    vectors = VectorRetriever.for_index(index.store, embedder)
+    if which == "vector":
+        return vectors, vectors
+    return ReciprocalRankFusion([Fts5Retriever(conn), vectors]), vectors
+
+
+def _similarity(index: Index, vectors: VectorRetriever | None, cfg: QueryConfig) -> Similarity:
+    """Cosine of stored vectors when the index has embeddings, else shingle Jaccard.
+
+    With bm25 retrieval on an embedded index the stored vectors are read without loading the
+    embedder; it is loaded only if a candidate has no stored vector.
+    """
+    store, conn = index.store, index.store.conn
+    shingles = ShingleJaccard(cfg.shingle_words)
+    if vectors is not None:
+        model = vectors.embedder
+        return EmbeddingSimilarity(lambda ids: read_vectors(conn, ids, model.dim), lambda: model)
+    if not has_embeddings(conn):
+        return shingles
+    dim = int(store.meta("embedder_dim") or 0)
+    return EmbeddingSimilarity(
+        lambda ids: read_vectors(conn, ids, dim), lambda: index_embedder(store), shingles.matrix
+    )
+
+
 def _pool(
     retriever: Retriever, eligibility: Eligibility, text: str, pool: int, cfg: QueryConfig
 ) -> tuple[list[Candidate], list[Dropped]]:
     """The first ``pool`` eligible candidates in retrieval order, and the version drops before them.
 
-    Filters can remove most of what is retrieved, so retrieval goes deeper (x8 each round, up to
-    ``max_candidates``) until the pool is full or the retriever has nothing more.
+    The first pass retrieves ``FIRST_PASS_DEPTH * pool`` (capped at ``max_candidates``) and checks
+    them ``pool`` at a time, stopping once the pool is full, so the extra depth costs only when
+    filters or versions drop candidates. When even that is not enough, retrieval goes deeper (x8
+    each round, up to ``max_candidates``) until the pool is full or the retriever has nothing more.
     """
     found: list[Candidate] = []
     dropped: list[Dropped] = []
     seen: set[str] = set()
-    limit = pool
+    limit = min(FIRST_PASS_DEPTH * pool, max(cfg.max_candidates, pool))
     while True:
         scored = list(retriever.retrieve(text, limit))
         fresh = [s for s in scored if s.id not in seen]
         seen.update(s.id for s in fresh)
-        for item in eligibility.apply(fresh):
+        for lo in range(0, len(fresh), pool):
+            for item in eligibility.apply(fresh[lo : lo + pool]):
+                if len(found) >= pool:
+                    break
+                if isinstance(item, Candidate):
+                    found.append(item)
+                else:
+                    dropped.append(item)
             if len(found) >= pool:
                 break
-            if isinstance(item, Candidate):
-                found.append(item)
-            else:
-                dropped.append(item)
         if len(found) >= pool or len(scored) < limit or limit >= cfg.max_candidates:
             return found, dropped
         limit = min(limit * 8, cfg.max_candidates)

@@ -82,9 +82,10 @@ def cap_step(cands: Sequence[Candidate], cap: int) -> tuple[list[Candidate], lis
 
 
 class Similarity(Protocol):
-    """How alike two candidates are, in [0, 1]; embeddings can plug in here when stored."""
+    """How alike candidates are, pairwise, in [0, 1]: ``ids`` are their canonical ids (a similarity
+    over stored embeddings reads vectors by id; one over text ignores them)."""
 
-    def matrix(self, texts: Sequence[str]) -> list[list[float]]: ...
+    def matrix(self, texts: Sequence[str], ids: Sequence[str] | None = None) -> list[list[float]]: ...
 
 
 class ShingleJaccard:
@@ -107,7 +108,7 @@ class ShingleJaccard:
             return frozenset([" ".join(words)])
         return frozenset(" ".join(words[i : i + self.n]) for i in range(len(words) - self.n + 1))
 
-    def matrix(self, texts: Sequence[str]) -> list[list[float]]:
+    def matrix(self, texts: Sequence[str], ids: Sequence[str] | None = None) -> list[list[float]]:
         if self._kernel is not None:
             hasher, jaccard = self._kernel
             hashed = [hasher.shingles(exact_key(t)) for t in texts]
@@ -158,7 +159,7 @@ def mmr_step(
         rel = [s / hi for s in scores]
     else:
         rel = [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
-    sim = similarity.matrix([c.text for c in cands])
+    sim = similarity.matrix([c.text for c in cands], [c.id for c in cands])
     chosen: list[int] = []
     closest = [0.0] * len(cands)  # max similarity to the chosen set
     nearest: list[int | None] = [None] * len(cands)

@@ -1,0 +1,293 @@
+"""Vector retrieval and MMR similarity over the embeddings the semantic tier stored.
+
+A canonical's vector is its leader group's vector: ``canonicals.id`` is the leader's ``groups.id``, and
+``embeddings`` is keyed by group id (``vector``: float32 little-endian, L2-normalised by the embedder;
+normalised again here, so a dot product is a cosine). The question is embedded with the index's
+recorded embedder (meta ``embedder_name``/``embedder_dim``); another one is refused.
+
+Search is exact: normalised float32 dot products over every stored vector, a block of rows at a time,
+keeping a running top ``limit`` (``argpartition``). The top ``limit`` are then re-scored in float64
+(stored vector and question vector each normalised in float64), so a hit's score is its cosine at
+full precision, and ordered by (score desc, id). The matrix stays in memory between queries while
+it fits in ``cache_bytes`` (default 1 GiB: 700k 384-d vectors), per open store, checked against
+``PRAGMA data_version`` so a commit by an ingest reloads it; a larger index is streamed from
+SQLite ``block`` rows at a time on every query, with memory bounded by the block.
+
+Example:
+    >>> from chunkdedup import Index
+    >>> with Index.open("policies.sqlite") as ix:  # doctest: +SKIP
+    ...     vr = VectorRetriever.for_index(ix.store)
+    ...     [(s.id, s.score) for s in vr.retrieve("how long is personal data kept", 3)]
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from chunkdedup.embed import Embedder, get_embedder
+from chunkdedup.errors import ChunkdedupError, ConfigError
+from chunkdedup.query.retrieve import Scored
+from chunkdedup.store import Store
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+_SELECT = "SELECT c.id, e.vector FROM canonicals c JOIN embeddings e ON e.group_id = c.id"
+
+
+def has_embeddings(conn: sqlite3.Connection) -> bool:
+    """Whether the index holds at least one stored vector and the embedder that made it."""
+    table = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='embeddings'").fetchone()
+    if table is None:
+        return False
+    name = conn.execute("SELECT value FROM meta WHERE key='embedder_name'").fetchone()
+    return name is not None and conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
+
+
+@lru_cache(maxsize=4)
+def _load_embedder(name: str) -> Embedder:
+    """Models load once per process (sentence-transformers takes seconds)."""
+    return get_embedder(name)
+
+
+def index_embedder(store: Store, requested: Embedder | str | None = None) -> Embedder:
+    """The index's recorded embedder; ``requested`` (a name or an embedder) must be that one.
+
+    Raises ConfigError when the index has no embeddings, or when ``requested`` is another model.
+    """
+    name, dim = store.meta("embedder_name"), store.meta("embedder_dim")
+    if name is None or not has_embeddings(store.conn):
+        raise ConfigError(
+            f"index {store.path} has no embeddings: vector or hybrid retrieval needs an index ingested "
+            "with --embedder (e.g. chunkdedup ingest DOCS --index FILE --embedder minilm); "
+            "or query with --retriever bm25"
+        )
+    if requested is None:
+        return _load_embedder(name)
+    if isinstance(requested, str):
+        other, other_dim, spec = _spec_name(requested), None, requested.strip()
+    else:
+        other, other_dim, spec = requested.name, str(requested.dim), requested.name
+    if other != name or (other_dim is not None and other_dim != dim):
+        shown = other if other_dim is None else f"{other} (dim {other_dim})"
+        raise ConfigError(
+            f"index {store.path} is embedded with {name} (dim {dim}), not {shown}: query with "
+            f"--embedder {name} (or without --embedder), or re-embed everything with "
+            f"chunkdedup ingest ... --index {store.path} --embedder {spec} --reembed"
+        )
+    return requested if not isinstance(requested, str) else _load_embedder(name)
+
+
+def _spec_name(spec: str) -> str:
+    """The name an embedder spec records, without loading a model when that can be avoided."""
+    from chunkdedup import embed
+
+    text = spec.strip()
+    if text == "hash" or text.startswith("hash:"):
+        return get_embedder(text).name
+    try:
+        return embed._resolve(text)[1]
+    except ChunkdedupError:
+        return get_embedder(text).name  # raises the embedder's own error
+
+
+def read_vectors(conn: sqlite3.Connection, ids: Sequence[str], dim: int) -> dict[str, F64]:
+    """The stored vectors of these canonical ids, normalised in float64 (ids without one are left out)."""
+    out: dict[str, F64] = {}
+    wanted = list(dict.fromkeys(ids))
+    for lo in range(0, len(wanted), 500):
+        part = wanted[lo : lo + 500]
+        rows = conn.execute(
+            f"SELECT group_id, vector FROM embeddings WHERE group_id IN ({','.join('?' * len(part))})",
+            part,
+        ).fetchall()
+        if rows:
+            m = _raw([r[1] for r in rows], dim).astype(np.float64)
+            m = _normalise64(m)
+            out.update((r[0], m[i]) for i, r in enumerate(rows))
+    return out
+
+
+class _Matrix:
+    """Every stored vector of a canonical, normalised, with its id (row order: canonical id)."""
+
+    __slots__ = ("ids", "matrix", "version")
+
+    def __init__(self, ids: list[str], matrix: F32, version: int) -> None:
+        self.ids = ids
+        self.matrix = matrix
+        self.version = version
+
+
+_CACHE: weakref.WeakKeyDictionary[Store, _Matrix] = weakref.WeakKeyDictionary()
+
+
+def _normalise(m: F32) -> F32:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0.0] = 1.0
+    out: F32 = (m / norms).astype(np.float32, copy=False)
+    return out
+
+
+def _normalise64(m: F64) -> F64:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0.0] = 1.0
+    out: F64 = m / norms
+    return out
+
+
+def _raw(blobs: Sequence[bytes], dim: int) -> F32:
+    m: F32 = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim).astype(np.float32)
+    return m
+
+
+def _as_matrix(blobs: Sequence[bytes], dim: int) -> F32:
+    return _normalise(_raw(blobs, dim))
+
+
+class VectorRetriever:
+    """Exact cosine search over the canonicals' stored vectors (a :class:`Retriever`).
+
+    ``embedder`` must be the index's recorded one (use :meth:`for_index` to get it checked).
+    ``block`` rows are scored at a time; the whole matrix is kept in memory (per open store) while
+    it takes at most ``cache_bytes``.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        block: int = 65_536,
+        cache_bytes: int = 1 << 30,
+    ) -> None:
+        if block < 1:
+            raise ConfigError(f"block must be >= 1, got {block}")
+        self.store = store
+        self.conn = store.conn
+        self.embedder = embedder
+        self.block = block
+        self.cache_bytes = cache_bytes
+
+    @classmethod
+    def for_index(
+        cls, store: Store, embedder: Embedder | str | None = None, **options: int
+    ) -> VectorRetriever:
+        """A retriever over ``store`` with its recorded embedder (``embedder`` must match it)."""
+        return cls(store, index_embedder(store, embedder), **options)
+
+    # -- the matrix ------------------------------------------------------------------------------
+    def _count(self) -> int:
+        return int(
+            self.conn.execute(
+                "SELECT COUNT(*) FROM canonicals c JOIN embeddings e ON e.group_id = c.id"
+            ).fetchone()[0]
+        )
+
+    def _cached(self) -> _Matrix | None:
+        version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+        hit = _CACHE.get(self.store)
+        if hit is not None and hit.version == version and hit.matrix.shape[1] == self.embedder.dim:
+            return hit
+        if self._count() * self.embedder.dim * 4 > self.cache_bytes:
+            return None
+        rows = self.conn.execute(_SELECT + " ORDER BY c.id").fetchall()
+        built = _Matrix([r[0] for r in rows], _as_matrix([r[1] for r in rows], self.embedder.dim), version)
+        _CACHE[self.store] = built
+        return built
+
+    def _blocks(self) -> Iterator[tuple[list[str], F32]]:
+        cached = self._cached()
+        if cached is not None:
+            for lo in range(0, len(cached.ids), self.block):
+                yield cached.ids[lo : lo + self.block], cached.matrix[lo : lo + self.block]
+            return
+        cursor = self.conn.execute(_SELECT + " ORDER BY c.id")
+        while rows := cursor.fetchmany(self.block):
+            yield [r[0] for r in rows], _as_matrix([r[1] for r in rows], self.embedder.dim)
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, F64]:
+        """The stored vectors of these canonical ids, normalised (ids without one are left out)."""
+        return read_vectors(self.conn, ids, self.embedder.dim)
+
+    def embed_query(self, text: str) -> F32:
+        """The question's vector as the embedder returns it (float32, not re-normalised)."""
+        v: F32 = np.asarray(self.embedder.embed_batch([text]), dtype=np.float32).reshape(1, -1)
+        if v.shape[1] != self.embedder.dim:
+            got, want = v.shape[1], self.embedder.dim
+            raise ConfigError(f"embedder {self.embedder.name} returned dim {got}, not {want}")
+        return v
+
+    # -- retrieval -------------------------------------------------------------------------------
+    def retrieve(self, text: str, limit: int) -> list[Scored]:
+        if limit <= 0 or not text.strip():
+            return []
+        raw = self.embed_query(text)
+        q = _normalise(raw)[0]
+        best_ids: list[str] = []
+        best_scores = np.empty(0, dtype=np.float32)
+        for ids, block in self._blocks():
+            scores = block @ q
+            top = np.argpartition(-scores, limit - 1)[:limit] if len(ids) > limit else np.arange(len(ids))
+            best_ids.extend(ids[int(i)] for i in top)
+            best_scores = np.concatenate([best_scores, scores[top]])
+            if len(best_ids) > 2 * limit:  # keep the running top bounded
+                keep = np.argpartition(-best_scores, limit - 1)[:limit]
+                best_ids = [best_ids[int(i)] for i in keep]
+                best_scores = best_scores[keep]
+        if len(best_ids) > limit:
+            keep = np.argpartition(-best_scores, limit - 1)[:limit]
+            best_ids = [best_ids[int(i)] for i in keep]
+        # the float32 pass only chose them: the scores are cosines in float64 of the stored vectors
+        q64 = _normalise64(raw.astype(np.float64))[0]
+        stored = self.vectors(best_ids)
+        ranked = sorted(((i, float(stored[i] @ q64)) for i in best_ids), key=lambda p: (-p[1], p[0]))
+        return [Scored(i, s) for i, s in ranked]
+
+
+class EmbeddingSimilarity:
+    """MMR similarity: cosine of the candidates' stored vectors, clipped to [0, 1].
+
+    A candidate whose canonical has no stored vector (ingested without the semantic tier) is embedded
+    from its text with the index's embedder, loaded only then (``embedder``: a zero-argument factory);
+    if that model cannot be loaded here, ``fallback`` (e.g. shingle Jaccard) scores the whole pool.
+    """
+
+    def __init__(
+        self,
+        vectors: Callable[[Sequence[str]], dict[str, F64]],
+        embedder: Callable[[], Embedder],
+        fallback: Callable[[Sequence[str]], list[list[float]]] | None = None,
+    ) -> None:
+        self._vectors = vectors
+        self._embedder = embedder
+        self._fallback = fallback
+
+    def matrix(self, texts: Sequence[str], ids: Sequence[str] | None = None) -> list[list[float]]:
+        keys = list(ids) if ids is not None else []
+        stored = self._vectors(keys) if keys else {}
+        missing = [i for i in range(len(texts)) if i >= len(keys) or keys[i] not in stored]
+        rows: list[F64 | None] = [stored.get(keys[i]) if i < len(keys) else None for i in range(len(texts))]
+        if missing:
+            texts_missing = [texts[i] for i in missing]
+            try:
+                model = self._embedder()
+            except ChunkdedupError:
+                if self._fallback is None:
+                    raise
+                return self._fallback(texts)  # the model is not installed here: text similarity
+            fresh = _normalise64(np.asarray(model.embed_batch(texts_missing), np.float64))
+            for j, i in enumerate(missing):
+                rows[i] = fresh[j]
+        if not texts:
+            return []
+        m = np.stack([r for r in rows if r is not None])
+        sim = np.clip(m @ m.T, 0.0, 1.0)
+        np.fill_diagonal(sim, 1.0)
+        out: list[list[float]] = sim.tolist()
+        return out
