@@ -100,6 +100,15 @@ def main() -> None:
     help="Turn the semantic tier on with this embedder: minilm, hash, or a sentence-transformers model.",
 )
 @click.option("--reembed", is_flag=True, help="Drop vectors made by another embedder and embed again.")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Run the per-document stages on Ray (pip install 'chunkdedup[ray]'); same index either way.",
+)
+@click.option("--address", help="Ray cluster address (auto, ray://host:10001); default: start a local Ray.")
+@click.option("--parallelism", type=int, help="CPUs for a local Ray, and the cap on concurrent map tasks.")
 @click.option("--dry-run", is_flag=True, help="Show what would be stripped and merged; write nothing.")
 @json_option
 def ingest_cmd(
@@ -110,6 +119,9 @@ def ingest_cmd(
     prune: bool,
     embedder: str | None,
     reembed: bool,
+    engine: str,
+    address: str | None,
+    parallelism: int | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -120,22 +132,40 @@ def ingest_cmd(
         chunkdedup ingest ../shared/data/site-policy --index policies.sqlite \\
             --manifest ../shared/data/site-policy/manifest.jsonl
         chunkdedup ingest docs/ --index corpus.sqlite --embedder minilm   # adds the semantic tier
+        chunkdedup ingest shards/ --index corpus.sqlite --engine ray --address auto
     """
+    if engine == "ray" and (prune or dry_run or reembed):
+        raise click.UsageError(
+            "--engine ray does not take --prune, --dry-run or --reembed yet: run them locally"
+        )
     with _errors():
         cfg = Config.load(config_path) if config_path else Config()
         if embedder:
             cfg = replace(cfg, semantic=replace(cfg.semantic, enabled=True, embedder=embedder))
         with _progress(not as_json) as tick:
-            report = ingest(
-                list(paths),
-                index_path,
-                manifest=manifest,
-                config=cfg,
-                prune=prune,
-                dry_run=dry_run,
-                progress=tick,
-                reembed=reembed,
-            )
+            if engine == "ray":
+                from chunkdedup.distributed import ingest_ray
+
+                report = ingest_ray(
+                    list(paths),
+                    index_path,
+                    manifest=manifest,
+                    config=cfg,
+                    address=address,
+                    parallelism=parallelism,
+                    progress=tick,
+                )
+            else:
+                report = ingest(
+                    list(paths),
+                    index_path,
+                    manifest=manifest,
+                    config=cfg,
+                    prune=prune,
+                    dry_run=dry_run,
+                    progress=tick,
+                    reembed=reembed,
+                )
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
     else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,12 +31,13 @@ from chunkdedup.index import Index
 from chunkdedup.normalize import canonical_id, key_hash
 from chunkdedup.parse import InputFile, discover, file_hash, parse_file
 from chunkdedup.store import Store
-from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, ParsedFile
+from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, Page, ParsedFile, StrippedLine
 
 #: progress(stage, done, total)
 Progress = Callable[[str, int, int], None]
 
-_BATCH = 32
+#: documents (or files) written per transaction
+STORE_BATCH = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,22 +174,22 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
                     with store.transaction():
                         store.remove_file(path, run_id)
         fingerprint = config_fingerprint(cfg)
-        _refresh_stale_keys(store, fingerprint, cfg, tick)
-        _decide_chrome(store, cfg)
+        refresh_stale_keys(store, fingerprint, cfg, tick)
+        decide_chrome(store, cfg)
         chunked = _chunk_phase(store, fingerprint, cfg, run_id, tick)
         near = update_clusters(store, cfg, run_id, tick, embedder=run.embedder, reembed=run.reembed)
         view = Index(store)
-        totals = _totals(results, view.stats(), chunked)
-        totals["cluster_pass"] = {
+        summary = run_totals(results, view.stats(), chunked)
+        summary["cluster_pass"] = {
             "signed": near.signed,
             "reclustered": near.reclustered,
             "merged": near.merged,
             "variants": near.variants,
         }
         report = IngestReport(
-            None if dry_run else run_id, tuple(results), totals, tuple(view.boilerplate(limit=10)), dry_run
+            None if dry_run else run_id, tuple(results), summary, tuple(view.boilerplate(limit=10)), dry_run
         )
-        store.finish_run(run_id, totals)
+        store.finish_run(run_id, summary)
     return report
 
 
@@ -197,8 +198,8 @@ def _parse_phase(
 ) -> list[FileResult]:
     results: list[FileResult] = []
     tick("parse", 0, len(inputs))
-    for i in range(0, len(inputs), _BATCH):
-        batch = inputs[i : i + _BATCH]
+    for i in range(0, len(inputs), STORE_BATCH):
+        batch = inputs[i : i + STORE_BATCH]
         parsed: list[tuple[InputFile, str | None, ParsedFile | None]] = []
         for n, inp in enumerate(batch, start=i + 1):
             tick("parse", n - 1, len(inputs))
@@ -214,14 +215,22 @@ def _parse_phase(
                 parsed.append((inp, h, parse_file(inp, cfg.parse)))
         with store.transaction():
             for inp, h, pf in parsed:
-                results.append(_store_file(store, inp, h, pf, cfg, run_id))
+                results.append(store_file(store, inp, h, pf, cfg, run_id))
     tick("parse", len(inputs), len(inputs))
     return results
 
 
-def _store_file(
-    store: Store, inp: InputFile, h: str | None, pf: ParsedFile | None, cfg: Config, run_id: int
+def store_file(
+    store: Store,
+    inp: InputFile,
+    h: str | None,
+    pf: ParsedFile | None,
+    cfg: Config,
+    run_id: int,
+    keys: Sequence[Iterable[str]] | None = None,
 ) -> FileResult:
+    """Write one file's outcome; its documents go in pending chunking, with their boilerplate
+    candidate keys (``keys[i]`` for ``pf.documents[i]`` when a worker computed them already)."""
     path = str(inp.path)
     if pf is None:
         return FileResult(path, FileStatus.UNCHANGED, tuple(store.docs_of_file(path)))
@@ -245,31 +254,35 @@ def _store_file(
     for old in store.docs_of_file(path):
         if old not in new_ids:
             store.remove_document(old, run_id)
-    for doc in pf.documents:
-        store.put_document(doc, boilerplate.candidate_keys(doc.pages, cfg.boilerplate), run_id)
+    for i, doc in enumerate(pf.documents):
+        doc_keys = keys[i] if keys is not None else boilerplate.candidate_keys(doc.pages, cfg.boilerplate)
+        store.put_document(doc, doc_keys, run_id)
     notes = "; ".join(pf.notes) or None
     store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
     return FileResult(path, FileStatus.INGESTED, tuple(d.doc_id for d in pf.documents), notes)
 
 
-def _refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progress) -> None:
+def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progress) -> None:
     """Documents chunked under another config get their candidate keys recomputed first."""
     stale = store.doc_ids(stale_config=fingerprint)
-    for i in range(0, len(stale), _BATCH):
+    for i in range(0, len(stale), STORE_BATCH):
         with store.transaction():
-            for doc_id in stale[i : i + _BATCH]:
+            for doc_id in stale[i : i + STORE_BATCH]:
                 store.set_doc_keys(
                     doc_id, boilerplate.candidate_keys(store.load_pages(doc_id), cfg.boilerplate)
                 )
-        tick("boilerplate", min(i + _BATCH, len(stale)), len(stale))
+        tick("boilerplate", min(i + STORE_BATCH, len(stale)), len(stale))
 
 
-def _decide_chrome(store: Store, cfg: Config) -> None:
+def decide_chrome(
+    store: Store, cfg: Config, counts: Mapping[int, int] | None = None, total: int | None = None
+) -> None:
+    """Store the corpus-chrome keys; ``counts`` (units per key) and ``total`` default to the store's."""
     bp = cfg.boilerplate
     chrome: dict[int, int] = {}
     if bp.enabled:
-        total = store.unit_total()
-        counts = store.key_unit_counts(bp.min_units)
+        total = store.unit_total() if total is None else total
+        counts = store.key_unit_counts(bp.min_units) if counts is None else counts
         chrome = {k: n for k, n in counts.items() if boilerplate.is_chrome(n, total, bp)}
     with store.transaction():
         store.set_chrome(chrome)
@@ -278,21 +291,31 @@ def _decide_chrome(store: Store, cfg: Config) -> None:
 def _chunk_phase(store: Store, fingerprint: str, cfg: Config, run_id: int, tick: Progress) -> int:
     todo = store.docs_to_chunk(fingerprint)
     chrome = store.chrome_ids()
-    for i in range(0, len(todo), _BATCH):
+    for i in range(0, len(todo), STORE_BATCH):
         with store.transaction():
-            for doc_id in todo[i : i + _BATCH]:
-                pages = store.load_pages(doc_id)
-                if cfg.boilerplate.enabled:
-                    result = boilerplate.strip(pages, chrome, cfg.boilerplate)
-                    clean, stripped = result.pages, result.stripped
-                else:
-                    clean, stripped = pages, ()
-                keyed = [k for k in map(key_chunk, chunk_document(doc_id, clean, cfg.chunk)) if k is not None]
-                if not cfg.dedup.exact:
-                    keyed = [_unique(k) for k in keyed]
+            for doc_id in todo[i : i + STORE_BATCH]:
+                clean, keyed, stripped = chunk_pages(doc_id, store.load_pages(doc_id), chrome, cfg)
                 store.replace_chunks(doc_id, clean, keyed, stripped, fingerprint, run_id)
-        tick("chunk", min(i + _BATCH, len(todo)), len(todo))
+        tick("chunk", min(i + STORE_BATCH, len(todo)), len(todo))
     return len(todo)
+
+
+def chunk_pages(
+    doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config
+) -> tuple[tuple[Page, ...], list[KeyedChunk], tuple[StrippedLine, ...]]:
+    """Strip, chunk and key one document: (clean pages, keyed chunks, stripped lines).
+
+    A pure function of its arguments, so the local loop and a distributed worker share it.
+    """
+    if cfg.boilerplate.enabled:
+        result = boilerplate.strip(pages, chrome, cfg.boilerplate)
+        clean, stripped = result.pages, result.stripped
+    else:
+        clean, stripped = tuple(pages), ()
+    keyed = [k for k in map(key_chunk, chunk_document(doc_id, clean, cfg.chunk)) if k is not None]
+    if not cfg.dedup.exact:
+        keyed = [_unique(k) for k in keyed]
+    return clean, keyed, stripped
 
 
 def _unique(k: KeyedChunk) -> KeyedChunk:
@@ -301,7 +324,7 @@ def _unique(k: KeyedChunk) -> KeyedChunk:
     return KeyedChunk(c, k.key, canonical_id(f"{c.doc_id}\x00{c.page}\x00{c.start}\x00{k.key}"))
 
 
-def _totals(results: list[FileResult], stats: dict[str, Any], chunked: int) -> dict[str, Any]:
+def run_totals(results: list[FileResult], stats: dict[str, Any], chunked: int) -> dict[str, Any]:
     by_status = {str(s): 0 for s in FileStatus}
     for r in results:
         by_status[str(r.status)] += 1
@@ -329,7 +352,7 @@ def remove_documents(
                 if path is not None and not store.docs_of_file(path):
                     store.conn.execute("DELETE FROM files WHERE path=?", (path,))
         fingerprint = config_fingerprint(cfg)
-        _decide_chrome(store, cfg)
+        decide_chrome(store, cfg)
         rechunked = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None)
         recorded = store.meta("embedder_name")
         embedder = get_embedder(recorded) if cfg.semantic.enabled and recorded else None
@@ -339,4 +362,16 @@ def remove_documents(
     return summary
 
 
-__all__ = ["IngestReport", "Progress", "config_fingerprint", "ingest", "remove_documents"]
+__all__ = [
+    "STORE_BATCH",
+    "IngestReport",
+    "Progress",
+    "chunk_pages",
+    "config_fingerprint",
+    "decide_chrome",
+    "ingest",
+    "refresh_stale_keys",
+    "remove_documents",
+    "run_totals",
+    "store_file",
+]

@@ -161,13 +161,19 @@ def _embed(
         store.set_meta("semantic_edges_for", str(config.threshold))
 
 
+def sign_keys(hasher: MinHasher, keys: Sequence[str], config: NearConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Signatures (uint32) and band keys (int64, as stored) of exact keys: one pure step that the
+    local pass and a distributed worker share."""
+    sigs = hasher.signatures(keys)
+    return sigs, band_keys(sigs, config.bands, config.rows).view(np.int64)
+
+
 def _sign(store: Store, config: NearConfig, progress: Callable[[str, int, int], None]) -> int:
     hasher = MinHasher.from_config(config)
     done = 0
     total = int(store.conn.execute("SELECT COUNT(*) FROM groups WHERE signature IS NULL").fetchone()[0])
     while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
-        sigs = hasher.signatures([exact_key(text) for _, text in batch])
-        keys = band_keys(sigs, config.bands, config.rows).view(np.int64)
+        sigs, keys = sign_keys(hasher, [exact_key(text) for _, text in batch], config)
         with store.transaction():
             store.chunks.set_signatures(
                 (gid, sigs[i].tobytes(), keys[i].tolist()) for i, (gid, _) in enumerate(batch)

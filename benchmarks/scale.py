@@ -1,0 +1,288 @@
+"""Scale-out: local ingest vs ingest on Ray (1 and 2 workers) on a synthetic corpus.
+
+The corpus is generated deterministically (seeded) into a temporary folder: JSONL shards of
+one-page documents in families of dated versions, plus multi-page text files with a running
+header. It holds what the pipeline decides on: a corpus-wide confidentiality notice (chrome), a
+notice too rare to be chrome, clauses copied verbatim across families (exact), one-word edits
+(near duplicates), and versions that differ only in a number (variants). About one chunk per
+paragraph, so ``--chunks`` sets the size.
+
+Each engine runs in its own process on a fresh index (so its peak memory is its own); Ray worker
+processes are sampled from /proc every 0.2 s for their peak resident memory (it includes pages of
+the shared object store they read). The indexes are compared by a hash of their export.
+
+Example:
+    python benchmarks/scale.py --chunks 200000 --out benchmarks/results/scale.json
+    python benchmarks/scale.py --full     # 200k and 1M chunks
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "benchmarks" / "results" / "scale.json"
+ENGINES = ("local", "ray-1", "ray-2")
+
+_SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "qu", "den", "tor", "mar", "lin"]
+_CHROME = "Confidential: internal use only. Do not forward this document outside the company network."
+_RARE = "Printed copies of this policy are uncontrolled; check the intranet for the current version."
+_PARAGRAPHS_PER_DOC = 20
+_VERSIONS = 4
+_DOCS_PER_SHARD = 200
+
+
+def _vocabulary(rng: random.Random, n: int = 3000) -> list[str]:
+    words: set[str] = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+def _paragraph(rng: random.Random, vocab: list[str], words: int = 110) -> str:
+    """Sentences of 8-16 words, about ``words`` words; one sentence carries a number."""
+    out: list[str] = []
+    n = 0
+    while n < words:
+        k = rng.randint(8, 16)
+        sentence = rng.choices(vocab, k=k)
+        sentence[0] = sentence[0].capitalize()
+        out.append(" ".join(sentence) + ".")
+        n += k
+    out[0] = out[0][:-1] + f" within {rng.randint(2, 90)} days."
+    return " ".join(out)
+
+
+def _edit_word(rng: random.Random, vocab: list[str], text: str) -> str:
+    """A near duplicate: one word replaced (shingle Jaccard about 0.9 for 110 words)."""
+    words = text.split(" ")
+    i = rng.randrange(2, len(words) - 2)
+    words[i] = rng.choice(vocab)
+    return " ".join(words)
+
+
+def write_corpus(folder: Path, chunks: int, seed: int = 0) -> dict[str, int]:
+    """Write a corpus of about ``chunks`` chunks under ``folder``; returns its counts."""
+    rng = random.Random(seed)
+    vocab = _vocabulary(rng)
+    folder.mkdir(parents=True, exist_ok=True)
+    docs = max(_VERSIONS, chunks // _PARAGRAPHS_PER_DOC)
+    families = max(1, docs // _VERSIONS)
+    shared = [_paragraph(rng, vocab) for _ in range(max(20, families // 2))]
+    records: list[str] = []
+    files = 0
+    n_docs = 0
+    for f in range(families):
+        base = [_paragraph(rng, vocab) for _ in range(_PARAGRAPHS_PER_DOC - 2)]
+        base += rng.sample(shared, 2)  # verbatim in a few families each: exact copies, not chrome
+        chrome = f % 5 < 2  # 40% of the families: chrome
+        rare = f % 10 == 9  # 10%: repeated, but not in more than 20% of units
+        multipage = f % 20 == 7
+        for v in range(_VERSIONS):
+            paras = list(base)
+            for i in range(len(paras)):
+                roll = rng.random()
+                if v and roll < 0.10:
+                    paras[i] = _edit_word(rng, vocab, paras[i])  # near duplicate of the older version
+                elif v and roll < 0.20:
+                    paras[i] = paras[i].replace(" days.", f"{v} days.", 1)  # a variant: the number moved
+                elif roll < 0.25:
+                    paras[i] = _paragraph(rng, vocab)  # new text
+            if chrome:
+                paras.append(_CHROME)
+            if rare:
+                paras.append(_RARE)
+            doc_id = f"policy-{f:06d}-v{v}"
+            date = f"{2020 + v}-0{1 + f % 9}-15"
+            if multipage:
+                pages = []
+                for p in range(0, len(paras), 5):
+                    header = f"Acme Holdings | Policy {f} | page {p // 5 + 1}"
+                    pages.append("\n\n".join([header, *paras[p : p + 5]]))
+                (folder / f"{doc_id}.txt").write_text("\f".join(pages) + "\n", encoding="utf-8")
+                files += 1
+            else:
+                record = {"id": doc_id, "text": "\n\n".join(paras), "family": f"f{f}", "effective_date": date}
+                records.append(json.dumps(record))
+                if len(records) == _DOCS_PER_SHARD:
+                    files += _flush(folder, files, records)
+            n_docs += 1
+    if records:
+        files += _flush(folder, files, records)
+    return {"files": files, "documents": n_docs, "families": families, "paragraphs": n_docs * 20}
+
+
+def _flush(folder: Path, n: int, records: list[str]) -> int:
+    (folder / f"shard-{n:05d}.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    records.clear()
+    return 1
+
+
+class _WorkerMemory:
+    """Peak RSS of Ray worker processes (``ray::...`` in /proc), sampled in a thread."""
+
+    def __init__(self) -> None:
+        self.peak: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> _WorkerMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    if not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::"):
+                        continue
+                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                        if line.startswith("VmRSS:"):
+                            kb = int(line.split()[1])
+                            self.peak[int(pid)] = max(self.peak.get(int(pid), 0), kb)
+                except OSError:
+                    continue
+
+
+def _export_hash(index: Path) -> str:
+    from chunkdedup import Index
+
+    digest = hashlib.sha256()
+    with Index.open(index) as ix:
+        for record in ix.export():
+            digest.update(json.dumps(record, sort_keys=True).encode())
+        for b in sorted((b.key, b.scope, b.doc_count, b.page_count) for b in ix.boilerplate()):
+            digest.update(repr(b).encode())
+    return digest.hexdigest()
+
+
+def run_engine(engine: str, corpus: Path, index: Path) -> dict[str, Any]:
+    """Ingest ``corpus`` into a fresh ``index`` with one engine, in this process."""
+    from chunkdedup import ingest
+
+    stages: dict[str, list[float]] = {}
+
+    def tick(stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        span = stages.setdefault(stage, [now, now])
+        span[1] = now
+
+    start = time.perf_counter()
+    if engine == "local":
+        report = ingest([corpus], index, progress=tick)
+        seconds = {k: round(b - a, 3) for k, (a, b) in stages.items()}
+        workers: dict[int, int] = {}
+    else:
+        import ray
+
+        from chunkdedup.distributed import ingest_ray
+
+        n = int(engine.split("-")[1])
+        ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        try:
+            with _WorkerMemory() as mem:
+                report = ingest_ray([corpus], index, parallelism=n)
+            workers = mem.peak
+        finally:
+            ray.shutdown()
+        seconds = report.totals["engine"]["seconds"]
+    wall = time.perf_counter() - start
+    return {
+        "engine": engine,
+        "wall_s": round(wall, 2),
+        "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "worker_peak_rss_mb": round(max(workers.values(), default=0) / 1024, 1),
+        "workers_seen": len(workers),
+        "stage_seconds": seconds,
+        "stage_share": {k: round(v / wall, 3) for k, v in seconds.items()},
+        "raw_chunks": report.totals.get("raw_chunks"),
+        "canonical_chunks": report.totals.get("canonical_chunks"),
+        "export_sha256": _export_hash(index),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=fmt)
+    parser.add_argument("--chunks", type=int, nargs="*", default=[200_000], help="corpus sizes (chunks)")
+    parser.add_argument("--full", action="store_true", help="200k and 1M chunks (the issue's sizes)")
+    parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated: local,ray-1,ray-2")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--one", nargs=3, metavar=("ENGINE", "CORPUS", "INDEX"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:  # a child process: one engine, JSON on stdout
+        print(json.dumps(run_engine(args.one[0], Path(args.one[1]), Path(args.one[2]))))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    sizes = [200_000, 1_000_000] if args.full else args.chunks
+    runs: list[dict[str, Any]] = []
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="chunkdedup-scale-") as tmp:
+            corpus = Path(tmp) / "corpus"
+            t = time.perf_counter()
+            counts = write_corpus(corpus, size)
+            gen = round(time.perf_counter() - t, 1)
+            for engine in args.engines.split(","):
+                index = Path(tmp) / f"{engine}.sqlite"
+                out = subprocess.run(
+                    [sys.executable, __file__, "--one", engine, str(corpus), str(index)],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
+                row = json.loads(out.stdout.strip().splitlines()[-1])
+                runs.append({"target_chunks": size, "corpus": counts, "generate_s": gen, **row})
+    for size in sizes:
+        local = [r for r in runs if r["target_chunks"] == size and r["engine"] == "local"]
+        for r in runs:
+            if r["target_chunks"] == size and local:
+                r["same_as_local"] = r["export_sha256"] == local[0]["export_sha256"]
+    table = Table(title="local vs Ray ingest (fresh index)")
+    for col in ("chunks", "engine", "wall s", "driver MB", "worker MB", "same", "stage shares"):
+        table.add_column(col)
+    for r in runs:
+        shares = ", ".join(f"{k} {v:.0%}" for k, v in r["stage_share"].items())
+        table.add_row(
+            f"{r['raw_chunks']:,}",
+            r["engine"],
+            f"{r['wall_s']:.1f}",
+            f"{r['driver_peak_rss_mb']:.0f}",
+            f"{r['worker_peak_rss_mb']:.0f}",
+            str(r.get("same_as_local", "")),
+            shares,
+        )
+    Console(width=200).print(table)
+    result = {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "runs": runs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
