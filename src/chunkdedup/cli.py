@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from chunkdedup.cli_support import cli_errors
 from chunkdedup.config import Config
-from chunkdedup.errors import ChunkdedupError
 from chunkdedup.index import Index
 from chunkdedup.pipeline import IngestReport, ingest, remove_documents
 
@@ -40,14 +40,6 @@ json_option = click.option(
 
 def _stdout() -> Console:
     return Console(highlight=False, soft_wrap=True)
-
-
-@contextlib.contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except ChunkdedupError as e:
-        raise click.ClickException(str(e)) from None
 
 
 @contextlib.contextmanager
@@ -138,7 +130,7 @@ def ingest_cmd(
         raise click.UsageError(
             "--engine ray does not take --prune, --dry-run or --reembed yet: run them locally"
         )
-    with _errors():
+    with cli_errors():
         cfg = Config.load(config_path) if config_path else Config()
         if embedder:
             cfg = replace(cfg, semantic=replace(cfg.semantic, enabled=True, embedder=embedder))
@@ -221,7 +213,7 @@ def stats_cmd(index_path: Path, as_json: bool) -> None:
 
         chunkdedup stats --index corpus.sqlite --json
     """
-    with _errors(), Index.open(index_path) as ix:
+    with cli_errors(), Index.open(index_path) as ix:
         stats = ix.stats()
     if as_json:
         click.echo(json.dumps(stats, indent=2, sort_keys=True))
@@ -241,7 +233,7 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
 
         chunkdedup show c0123456789abcdef01234567 --index corpus.sqlite
     """
-    with _errors(), Index.open(index_path) as ix:
+    with cli_errors(), Index.open(index_path) as ix:
         chunk = ix.canonical(chunk_id)
         if chunk is None:
             raise click.ClickException(f"no chunk {chunk_id!r} in {index_path}: ids are listed by `export`")
@@ -296,7 +288,7 @@ def boilerplate_cmd(index_path: Path, limit: int, as_json: bool) -> None:
 
         chunkdedup boilerplate --index corpus.sqlite --limit 20
     """
-    with _errors(), Index.open(index_path) as ix:
+    with cli_errors(), Index.open(index_path) as ix:
         keys = ix.boilerplate(limit=limit)
     if as_json:
         click.echo(
@@ -331,7 +323,7 @@ def remove_cmd(doc_ids: tuple[str, ...], index_path: Path) -> None:
 
         chunkdedup remove current/privacy/github-privacy-statement.md --index policies.sqlite
     """
-    with _errors():
+    with cli_errors():
         summary = remove_documents(index_path, list(doc_ids))
     click.echo(
         f"removed {len(doc_ids)} document(s); {summary['canonicals_touched']} canonical chunk(s) touched, "
@@ -361,7 +353,7 @@ def export_cmd(index_path: Path, fmt: str, out: Path | None, changes_since: int 
     """
     from chunkdedup.export import write_export
 
-    with _errors(), Index.open(index_path) as ix:
+    with cli_errors(), Index.open(index_path) as ix:
         if fmt == "parquet" and out is None:
             raise click.UsageError("--format parquet needs --out FILE")
         counts = write_export(ix, out if out is not None else sys.stdout, fmt, changes_since)
@@ -389,7 +381,7 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
     """
     from chunkdedup.demo import write_demo_corpus
 
-    with _errors():
+    with cli_errors():
         corpus = write_demo_corpus(folder / "corpus")
         target = index_path or folder / "index.sqlite"
         with _progress(not as_json) as tick:
@@ -468,7 +460,7 @@ def query_cmd(
     """
     from chunkdedup.query import search
 
-    with _errors():
+    with cli_errors():
         cfg = Config.load(config_path) if config_path else Config()
         with Index.open(index_path) as ix:
             result = search(

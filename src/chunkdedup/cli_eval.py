@@ -6,9 +6,7 @@ calls one library function and turns the library's errors into a one-line CLI er
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from chunkdedup.errors import ChunkdedupError
+from chunkdedup.cli_support import cli_errors
 from chunkdedup.evaluate.audit import NEIGHBOUR_SAMPLE, NO_EMBEDDINGS, audit
 from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
 from chunkdedup.evaluate.golden import convert_docugami
@@ -27,14 +25,6 @@ from chunkdedup.report.table import comparison_rows, funnel_rows
 _index = click.option("--index", "index_path", required=True,
                       type=click.Path(dir_okay=False, path_type=Path), help="The index file.")
 _json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-
-
-@contextlib.contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except ChunkdedupError as e:
-        raise click.ClickException(str(e)) from None
 
 
 def _console() -> Console:
@@ -63,7 +53,7 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
 
         chunkdedup eval golden.jsonl --index policies.sqlite -k 5 --out report/
     """
-    with _errors():
+    with cli_errors():
         ev = evaluate(golden, index_path, baseline=baseline_path, k=k)
         paths = write_report(ev.to_json(), out_dir) if out_dir else None
     if as_json:
@@ -104,7 +94,7 @@ def audit_cmd(index_path: Path, queries_path: Path, k: int, sample: int, as_json
 
         chunkdedup audit --index policies.sqlite --queries golden.jsonl -k 10
     """
-    with _errors():
+    with cli_errors():
         result = audit(index_path, queries_path, k=k, sample=sample)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
@@ -196,7 +186,7 @@ def diff_cmd(report_a: Path, report_b: Path, run: str, as_json: bool) -> None:
 
         chunkdedup diff before/report.json after/report.json --run index
     """
-    with _errors():
+    with cli_errors():
         diff = diff_reports(load_report(report_a), load_report(report_b), run)
     click.echo(json.dumps(diff, indent=2) if as_json else format_diff(diff))
 
@@ -225,7 +215,7 @@ def golden_convert_cmd(source: Path, fmt: str, docs: Path) -> None:
         chunkdedup golden convert ../shared/data/sec-10q/qna_data.csv --format docugami
         --docs ../shared/data/sec-10q/docs > golden.jsonl
     """
-    with _errors():
+    with cli_errors():
         questions = convert_docugami(source, docs)
     for q in questions:
         click.echo(json.dumps(q.to_json(), ensure_ascii=False))

@@ -58,6 +58,7 @@ import numpy.typing as npt
 from numba import njit
 
 from chunkdedup.dedup.guard import guard_fingerprints, numeric_tokens, token_diff
+from chunkdedup.dedup.minhash import intersection_size
 
 __all__ = [
     "LINKAGES",
@@ -236,18 +237,7 @@ def _pair_jaccard(flat: U64Array, offsets: I64Array, left: I64Array, right: I64A
         je = offsets[right[p] + 1]
         na = ie - i
         nb = je - j
-        inter = 0
-        while i < ie and j < je:
-            x = flat[i]
-            y = flat[j]
-            if x == y:
-                inter += 1
-                i += 1
-                j += 1
-            elif x < y:
-                i += 1
-            else:
-                j += 1
+        inter = intersection_size(flat[i:ie], flat[j:je])
         union = na + nb - inter
         out[p] = 1.0 if union == 0 else inter / union
     return out

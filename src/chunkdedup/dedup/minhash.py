@@ -111,6 +111,22 @@ def _shingle_hashes(buf: U8Array, lo: int, hi: int, k: int, words: U64Array, out
 
 
 @njit(cache=True, nogil=True)
+def _min_hashes(shingles: U64Array, count: int, a: U64Array, b: U64Array, out: U32Array) -> None:
+    """``out[p]``: the top 32 bits of the least ``a[p] * h + b[p]`` over the first ``count`` shingles."""
+    # Permutations outer, shingles inner: the inner min-reduction vectorises (64-bit multiply).
+    # The shift is monotone, so min-then-shift equals shift-then-min.
+    for p in range(a.size):
+        ap = a[p]
+        bp = b[p]
+        m = _U64(0xFFFFFFFFFFFFFFFF)
+        for s in range(count):
+            v = ap * shingles[s] + bp
+            if v < m:
+                m = v
+        out[p] = np.uint32(m >> _U64(32))
+
+
+@njit(cache=True, nogil=True)
 def _signature_kernel(
     buf: U8Array, offsets: I64Array, a: U64Array, b: U64Array, k: int, out: U32Array
 ) -> None:
@@ -123,20 +139,9 @@ def _signature_kernel(
             longest = length
     words = np.empty(longest // 2 + 1, np.uint64)
     shingles = np.empty(longest // 2 + 1, np.uint64)
-    num_perm = a.size
     for r in range(n):
         count = _shingle_hashes(buf, offsets[r], offsets[r + 1], k, words, shingles)
-        # Permutations outer, shingles inner: the inner min-reduction vectorises (64-bit multiply).
-        # The shift is monotone, so min-then-shift equals shift-then-min.
-        for p in range(num_perm):
-            ap = a[p]
-            bp = b[p]
-            m = _U64(0xFFFFFFFFFFFFFFFF)
-            for s in range(count):
-                v = ap * shingles[s] + bp
-                if v < m:
-                    m = v
-            out[r, p] = np.uint32(m >> _U64(32))
+        _min_hashes(shingles, count, a, b, out[r])
 
 
 @njit(cache=True, nogil=True)
@@ -163,7 +168,6 @@ def _signature_hash_kernel(
         longest = max(longest, offsets[r + 1] - offsets[r])
     words = np.empty(longest // 2 + 1, np.uint64)
     shingles = np.empty(longest // 2 + 1, np.uint64)
-    num_perm = a.size
     for r in range(n):
         count = _shingle_hashes(buf, offsets[r], offsets[r + 1], k, words, shingles)
         # The word hashes are still in ``words``: fold them in order (the word count, then each word).
@@ -173,15 +177,7 @@ def _signature_hash_kernel(
         for w in range(nw):
             g = (g ^ words[w]) * _FNV_PRIME
         hashes[r] = fmix64(g)
-        for p in range(num_perm):
-            ap = a[p]
-            bp = b[p]
-            m = _U64(0xFFFFFFFFFFFFFFFF)
-            for s in range(count):
-                v = ap * shingles[s] + bp
-                if v < m:
-                    m = v
-            out[r, p] = np.uint32(m >> _U64(32))
+        _min_hashes(shingles, count, a, b, out[r])
 
 
 @njit(cache=True, nogil=True)
@@ -284,7 +280,7 @@ def _compact(src: U64Array, starts: I64Array, counts: I64Array, dst: U64Array, d
 
 
 @njit(cache=True, nogil=True)
-def _intersection_size(a: U64Array, b: U64Array) -> int:
+def intersection_size(a: U64Array, b: U64Array) -> int:
     i = 0
     j = 0
     n = 0
@@ -495,5 +491,5 @@ def jaccard(a: U64Array, b: U64Array) -> float:
     y = np.ascontiguousarray(b, dtype=np.uint64)
     if x.size == 0 and y.size == 0:
         return 1.0
-    inter = int(_intersection_size(x, y))
+    inter = int(intersection_size(x, y))
     return inter / (x.size + y.size - inter)
