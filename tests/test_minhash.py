@@ -127,8 +127,8 @@ def test_batches_and_threads_change_nothing(monkeypatch: pytest.MonkeyPatch) -> 
 def test_import_does_not_compile() -> None:
     code = (
         "import chunkdedup.dedup.minhash as m\n"
-        "kernels = [m._signature_kernel, m._key_shingles, m.intersection_size, m._shingle_sets_kernel, m._min_hashes,\n"
-        "    m._signature_hash_kernel]\n"
+        "kernels = [m._signature_kernel, m._key_shingles, m.intersection_size, m._shingle_sets_kernel,\n"
+        "    m._min_hashes, m._signature_hash_kernel]\n"
         "assert all(not k.signatures for k in kernels), [k.signatures for k in kernels]\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
