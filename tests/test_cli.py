@@ -121,3 +121,18 @@ def test_demo_runs_the_main_job(tmp_path: Path) -> None:
     assert "CONFIDENTIAL" in out  # the footer is the top stripped block
     again = run("demo", str(tmp_path / "demo"))  # re-running rewrites the same corpus: all unchanged
     assert "36 unchanged" in again
+
+
+def test_export_refuses_bad_deltas_and_bad_out_paths(tmp_path: Path) -> None:
+    from chunkdedup.store import Store
+
+    index = tmp_path / "i.sqlite"
+    run("ingest", str(NTSB), "--index", str(index))
+    assert "past the last finished run" in run(
+        "export", "--index", str(index), "--changes-since", "9", ok=False
+    )
+    out = run("export", "--index", str(index), "--out", str(tmp_path / "missing" / "x.jsonl"), ok=False)
+    assert "check that --out's folder exists" in out
+    with Store.open(index) as holder, holder.writer():
+        busy = run("export", "--index", str(index), "--changes-since", "1", ok=False)
+    assert "is running" in busy

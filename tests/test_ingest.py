@@ -282,3 +282,65 @@ def test_changing_two_files_that_share_a_clause(tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.sqlite"
     ingest([corpus], fresh, config=cfg)
     assert snapshot(index)["records"] == snapshot(fresh)["records"]
+
+
+def test_a_manifest_change_reaches_the_index_and_its_filters(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    _write_corpus(corpus, 2, footer_in=set())
+    manifest = corpus / "manifest.jsonl"
+    manifest.write_text('{"path": "doc000.md", "department": "public"}\n', encoding="utf-8")
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index, manifest=manifest)
+    manifest.write_text('{"path": "doc000.md", "department": "restricted"}\n', encoding="utf-8")
+    report = ingest([corpus], index, manifest=manifest)
+    status = {Path(f.path).name: str(f.status) for f in report.files}
+    assert status == {"doc000.md": "ingested", "doc001.md": "unchanged"}
+    with Index.open(index) as ix:
+        assert ix.metadata("doc000.md")["department"] == "restricted"
+        assert ix.query("rule", where={"department": "public"}) == []
+
+
+def test_a_moved_corpus_ingested_with_prune_keeps_every_chunk(tmp_path: Path) -> None:
+    _write_corpus(tmp_path / "old", 5, footer_in=set())
+    index = tmp_path / "i.sqlite"
+    ingest([tmp_path / "old"], index)
+    before = snapshot(index)["records"]
+    (tmp_path / "old").rename(tmp_path / "new")
+    report = ingest([tmp_path / "new"], index, prune=True)
+    assert {str(f.status) for f in report.files} == {"ingested"}
+    assert snapshot(index)["records"] == before
+
+
+def test_a_removed_jsonl_record_comes_back_on_the_next_ingest(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "recs.jsonl").write_text(
+        '{"id": "r1", "text": "Refunds take 30 days."}\n'
+        '{"id": "r2", "text": "Badges are returned on exit."}\n',
+        encoding="utf-8",
+    )
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    remove_documents(index, ["recs.jsonl#r1"])
+    ingest([corpus], index)
+    with Index.open(index) as ix:
+        assert [d["doc"] for d in ix.documents()] == ["recs.jsonl#r1", "recs.jsonl#r2"]
+
+
+def test_two_first_ingests_into_a_new_index_both_succeed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    _write_corpus(tmp_path / "c", 20, footer_in=set())
+    index = tmp_path / "race.sqlite"
+    code = "import sys; from chunkdedup import ingest; ingest([sys.argv[1]], sys.argv[2])"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path / "c"), str(index)], stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    with Index.open(index) as ix:
+        assert ix.stats()["documents"] == 20

@@ -351,12 +351,12 @@ def export_cmd(index_path: Path, fmt: str, out: Path | None, changes_since: int 
         chunkdedup export --index corpus.sqlite --out chunks.jsonl
         chunkdedup export --index corpus.sqlite --changes-since 3 --out delta.jsonl
     """
-    from chunkdedup.export import write_export
+    from chunkdedup.export import export_index
 
-    with cli_errors(), Index.open(index_path) as ix:
-        if fmt == "parquet" and out is None:
-            raise click.UsageError("--format parquet needs --out FILE")
-        counts = write_export(ix, out if out is not None else sys.stdout, fmt, changes_since)
+    if fmt == "parquet" and out is None:
+        raise click.UsageError("--format parquet needs --out FILE")
+    with cli_errors():
+        counts = export_index(index_path, out if out is not None else sys.stdout, fmt, changes_since)
     if out is not None:
         click.echo(
             f"wrote {counts['upserts']} chunk(s) and {counts['deletes']} deletion(s) to {out}", err=True

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from chunkdedup.errors import MissingExtraError
+from chunkdedup.errors import IndexBusyError, InputError, MissingExtraError
 from chunkdedup.index import Index
+from chunkdedup.store import writer_active
 
 _PARQUET_BATCH = 2048
 
@@ -26,6 +27,38 @@ def records(index: Index, changes_since: int | None) -> Iterator[dict[str, Any]]
         yield {"op": "upsert", **rec}
     for cid in index.deleted_since(changes_since):
         yield {"op": "delete", "id": cid}
+
+
+def export_index(
+    index_path: str | Path, out: Path | IO[str], fmt: str = "jsonl", changes_since: int | None = None
+) -> dict[str, int]:
+    """Open an index and export it; a delta (``changes_since``) is refused while an ingest is running,
+    since a half-done run's changes would be sent under a run id the caller then skips.
+
+    Example:
+        >>> export_index("corpus.sqlite", Path("delta.jsonl"), changes_since=3)  # doctest: +SKIP
+        {'upserts': 12, 'deletes': 2}
+    """
+    if changes_since is not None and Path(index_path).exists() and writer_active(index_path):
+        raise IndexBusyError(
+            f"an ingest into {index_path} is running: export --changes-since after it finishes, "
+            "then use the `last_run` of `chunkdedup stats` as the next watermark"
+        )
+    with Index.open(index_path) as index:
+        if changes_since is not None:
+            last = index.stats()["last_run"] or 0
+            if changes_since > last:
+                raise InputError(
+                    f"--changes-since {changes_since} is past the last finished run of {index_path} "
+                    f"({last}): "
+                    "pass a run id you exported at (`chunkdedup stats` shows last_run)"
+                )
+        try:
+            return write_export(index, out, fmt, changes_since)
+        except OSError as e:
+            raise InputError(
+                f"cannot write the export to {out}: {e.strerror}; check that --out's folder exists"
+            ) from None
 
 
 def write_export(index: Index, out: Path | IO[str], fmt: str, changes_since: int | None) -> dict[str, int]:

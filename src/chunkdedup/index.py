@@ -60,7 +60,8 @@ class Index:
             self.store.conn.execute("SELECT scope, SUM(lines) FROM stripped GROUP BY scope").fetchall()
         )
         pages = int(self._one("SELECT COUNT(*) FROM pages"))
-        last_run = self.store.conn.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+        # the newest *finished* run: the watermark for `export --changes-since`
+        last_run = self.store.conn.execute("SELECT MAX(id) FROM runs WHERE status='done'").fetchone()[0]
         return {
             "documents": int(self._one("SELECT COUNT(*) FROM documents")),
             "pending_documents": int(self._one("SELECT COUNT(*) FROM documents WHERE state='pending'")),

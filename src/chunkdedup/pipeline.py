@@ -29,7 +29,7 @@ from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
 from chunkdedup.index import Index
 from chunkdedup.normalize import canonical_id, key_hash
-from chunkdedup.parse import InputFile, discover, file_hash, parse_file
+from chunkdedup.parse import InputFile, discover, input_fingerprint, parse_file
 from chunkdedup.store import Store
 from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, Page, ParsedFile, StrippedLine
 
@@ -166,13 +166,13 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
             str(Path(run.manifest).resolve()) if run.manifest else None,
             cfg.to_dict(),
         )
-        results = _parse_phase(store, run.inputs, cfg, run_id, tick)
-        if run.prune:
+        if run.prune:  # first, so a moved corpus takes over its ids instead of colliding with itself
             keep = {str(i.path) for i in run.inputs}
             for path in store.file_paths():
                 if path not in keep:
                     with store.transaction():
                         store.remove_file(path, run_id)
+        results = _parse_phase(store, run.inputs, cfg, run_id, tick)
         fingerprint = config_fingerprint(cfg)
         refresh_stale_keys(store, fingerprint, cfg, tick)
         decide_chrome(store, cfg)
@@ -205,7 +205,7 @@ def _parse_phase(
             tick("parse", n - 1, len(inputs))
             path = str(inp.path)
             try:
-                h: str | None = file_hash(inp.path)
+                h: str | None = input_fingerprint(inp)
             except OSError as e:
                 parsed.append((inp, None, ParsedFile(path, (), FileStatus.FAILED, f"cannot read: {e}")))
                 continue
@@ -342,7 +342,10 @@ def remove_documents(
         cfg = store.last_config() or Config()
         missing = [d for d in doc_ids if store.doc_owner(d) is None]
         if missing:
-            raise InputError(f"no such document(s) in {index}: {missing}; `chunkdedup stats` lists documents")
+            raise InputError(
+                f"no such document(s) in {index}: {missing}; "
+                "the `doc` fields of `chunkdedup export` name them"
+            )
         run_id = store.begin_run([], None, cfg.to_dict())
         touched = 0
         with store.transaction():
@@ -351,6 +354,8 @@ def remove_documents(
                 touched += store.remove_document(doc_id, run_id)
                 if path is not None and not store.docs_of_file(path):
                     store.conn.execute("DELETE FROM files WHERE path=?", (path,))
+                elif path is not None:  # a JSONL/Parquet file keeps other records: re-read it next time
+                    store.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
         fingerprint = config_fingerprint(cfg)
         decide_chrome(store, cfg)
         rechunked = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None)

@@ -63,7 +63,18 @@ class Store:
                 conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             store = cls(p, conn, None if readonly else os.open(p, os.O_RDONLY))
-            store._migrate(readonly)
+            if readonly:
+                store._migrate(readonly)
+            else:
+                with store.writer():  # two first ingests must not both lay out the schema
+                    store._migrate(readonly)
+        except sqlite3.OperationalError as e:
+            conn.close()
+            if "locked" in str(e):
+                raise IndexBusyError(
+                    f"index {p} is locked by another process ({e}): wait for it to finish, then run again"
+                ) from None
+            raise SchemaError(f"{p} is not a chunkdedup index ({e}): give another --index path") from None
         except sqlite3.DatabaseError as e:
             conn.close()
             raise SchemaError(f"{p} is not a chunkdedup index ({e}): give another --index path") from None
@@ -116,7 +127,10 @@ class Store:
     # -- locking and transactions --------------------------------------------------------------
     @contextlib.contextmanager
     def writer(self, timeout: float = 30.0) -> Iterator[None]:
-        """Hold the index's single-writer lock; wait up to ``timeout`` seconds for it."""
+        """Hold the index's single-writer lock; wait up to ``timeout`` seconds for it (re-entrant)."""
+        if self._locked:
+            yield
+            return
         if self._lock_fd is None:
             raise SchemaError(f"index {self.path} was opened read-only: it cannot be written")
         deadline = time.monotonic() + timeout
@@ -375,6 +389,22 @@ class Store:
             "INSERT INTO stripped(doc_id, khash, scope, pages, lines, example) VALUES (?, ?, ?, ?, ?, ?)",
             rows,
         )
+
+
+def writer_active(path: str | Path) -> bool:
+    """True while a process holds the index's single-writer lock (an ingest or a remove is running).
+
+    Call it before opening the index in this process: closing a second descriptor of an SQLite file
+    would drop the POSIX locks an open connection of this process holds on it.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _statements(sql: str) -> Iterator[str]:

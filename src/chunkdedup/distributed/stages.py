@@ -18,7 +18,7 @@ from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk
 from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.dedup.near import sign_keys
-from chunkdedup.parse import InputFile, file_hash, parse_file
+from chunkdedup.parse import InputFile, input_fingerprint, parse_file
 from chunkdedup.pipeline import chunk_pages
 from chunkdedup.types import FileStatus, Page, ParsedFile, StrippedLine
 
@@ -57,7 +57,7 @@ def _table(columns: dict[str, tuple[Any, list[Any]]]) -> pa.Table:
 def parse_input(inp: InputFile, known_hash: str | None, config: Config) -> ParsedInput:
     """Hash, parse and key one file, as the local parse phase does (unchanged when the hash is known)."""
     try:
-        h: str | None = file_hash(inp.path)
+        h: str | None = input_fingerprint(inp)
     except OSError as e:
         return ParsedInput(inp, None, ParsedFile(str(inp.path), (), FileStatus.FAILED, f"cannot read: {e}"))
     if h is not None and h == known_hash:

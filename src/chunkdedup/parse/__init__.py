@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from chunkdedup.parse.base import Extracted, Extraction, Parser
 from chunkdedup.parse.discover import InputFile, discover
-from chunkdedup.parse.registry import file_hash, parse_file, parser_for
+from chunkdedup.parse.registry import file_hash, input_fingerprint, parse_file, parser_for
 
 __all__ = [
     "Extracted",
@@ -20,6 +20,7 @@ __all__ = [
     "Parser",
     "discover",
     "file_hash",
+    "input_fingerprint",
     "parse_file",
     "parser_for",
 ]

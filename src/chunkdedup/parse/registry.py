@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -90,6 +91,13 @@ def file_hash(path: Path) -> str:
         while block := f.read(_HASH_BLOCK):
             digest.update(block)
     return str(digest.hexdigest())
+
+
+def input_fingerprint(inp: InputFile) -> str:
+    """What decides whether an input is unchanged: its bytes, its document id and its manifest metadata
+    (so reclassifying a file in the manifest re-ingests it, and a filter sees the new metadata)."""
+    extra = json.dumps([inp.doc_id, dict(inp.metadata)], sort_keys=True, default=str)
+    return bytes_hash(f"{file_hash(inp.path)}\x00{extra}".encode())
 
 
 def parse_file(inp: InputFile, config: ParseConfig) -> ParsedFile:
