@@ -72,7 +72,7 @@ from chunkdedup.dedup.lsh import (
     leader_cluster_checked,
     verified_edges_flat,
 )
-from chunkdedup.dedup.minhash import MinHasher
+from chunkdedup.dedup.minhash import MinHasher, fmix64
 from chunkdedup.normalize import exact_key
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,21 +100,11 @@ MAX_SENTENCE = 40  # words per sentence piece in the synthetic corpus
 
 
 @njit(cache=True, nogil=True)
-def _fmix(h: np.uint64) -> np.uint64:
-    h ^= h >> _u64(33)
-    h *= _u64(0xFF51AFD7ED558CCD)
-    h ^= h >> _u64(33)
-    h *= _u64(0xC4CEB9FE1A85EC53)
-    h ^= h >> _u64(33)
-    return h
-
-
-@njit(cache=True, nogil=True)
 def _rand(seed: int, i: int, k: int) -> np.uint64:
     """A counter-based random uint64 for draw ``k`` of chunk ``i``."""
-    h = _fmix((_u64(seed) + _u64(1)) * _u64(0x9E3779B97F4A7C15))
-    h = _fmix(h ^ ((_u64(i) + _u64(1)) * _u64(0xBF58476D1CE4E5B9)))
-    return _fmix(h ^ ((_u64(k) + _u64(1)) * _u64(0x94D049BB133111EB)))
+    h = fmix64((_u64(seed) + _u64(1)) * _u64(0x9E3779B97F4A7C15))
+    h = fmix64(h ^ ((_u64(i) + _u64(1)) * _u64(0xBF58476D1CE4E5B9)))
+    return fmix64(h ^ ((_u64(k) + _u64(1)) * _u64(0x94D049BB133111EB)))
 
 
 @njit(cache=True, nogil=True)

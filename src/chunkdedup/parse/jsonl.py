@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
@@ -61,25 +62,38 @@ class JsonlParser:
 
     def parse(self, data: bytes) -> Extraction:
         """Parse every non-blank line into a record."""
-        records: list[Extracted] = []
-        notes: list[str] = []
-        seen: dict[str, int] = {}
-        for number, line in enumerate(decode_text(data).split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = parse_record(line, number)
-            except ParseError as e:
-                notes.append(f"line {number}: {e.reason}")
-                continue
-            rid = record.record_id or ""
-            if rid in seen:
-                raise ParseError(
-                    f"record id {rid!r} is used on lines {seen[rid]} and {number}: "
-                    "give each record a unique 'id'"
-                )
-            seen[rid] = number
-            records.append(record)
-        if not records:
-            raise ParseError(f"no usable record; first problem: {notes[0]}" if notes else "no records")
-        return Extraction(documents=tuple(records), notes=tuple(notes))
+        lines = enumerate(decode_text(data).split("\n"), start=1)
+        return gather_records(
+            ((number, partial(parse_record, line, number)) for number, line in lines if line.strip()),
+            noun="record",
+            unit="line",
+        )
+
+
+def gather_records(
+    items: Iterable[tuple[int, Callable[[], Extracted]]], *, noun: str, unit: str
+) -> Extraction:
+    """Build each record (``unit`` ``number``); unusable ones become notes, a repeated id fails the file.
+
+    Shared by every multi-record format (JSONL lines, Parquet rows).
+    """
+    records: list[Extracted] = []
+    notes: list[str] = []
+    seen: dict[str, int] = {}
+    for number, build in items:
+        try:
+            record = build()
+        except ParseError as e:
+            notes.append(f"{unit} {number}: {e.reason}")
+            continue
+        rid = record.record_id or ""
+        if rid in seen:
+            raise ParseError(
+                f"record id {rid!r} is used on {unit}s {seen[rid]} and {number}: "
+                "give each record a unique 'id'"
+            )
+        seen[rid] = number
+        records.append(record)
+    if not records:
+        raise ParseError(f"no usable {noun}; first problem: {notes[0]}" if notes else f"no {noun}s")
+    return Extraction(documents=tuple(records), notes=tuple(notes))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import io
 import json
+from functools import partial
 
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
 from chunkdedup.parse.base import Extracted, Extraction
-from chunkdedup.parse.jsonl import record_from_mapping
+from chunkdedup.parse.jsonl import gather_records, record_from_mapping
 
 
 class ParquetParser:
@@ -28,25 +29,12 @@ class ParquetParser:
             ) from None
         if "text" not in table.column_names:
             raise ParseError(f"no 'text' column (columns: {', '.join(table.column_names)})")
-        records: list[Extracted] = []
-        notes: list[str] = []
-        seen: dict[str, int] = {}
-        for number, row in enumerate(table.to_pylist(), start=1):
+
+        def build(row: dict[str, object], number: int) -> Extracted:
             if row.get("id") is not None and not isinstance(row["id"], str | int):
                 row["id"] = str(row["id"])
             digest = bytes_hash(json.dumps(row, sort_keys=True, default=str).encode("utf-8"))
-            try:
-                record = record_from_mapping(row, number, digest)
-            except ParseError as e:
-                notes.append(f"row {number}: {e.reason}")
-                continue
-            rid = record.record_id or ""
-            if rid in seen:
-                raise ParseError(
-                    f"record id {rid!r} is used on rows {seen[rid]} and {number}: give each a unique id"
-                )
-            seen[rid] = number
-            records.append(record)
-        if not records:
-            raise ParseError(f"no usable row; first problem: {notes[0]}" if notes else "no rows")
-        return Extraction(documents=tuple(records), notes=tuple(notes))
+            return record_from_mapping(row, number, digest)
+
+        rows = enumerate(table.to_pylist(), start=1)
+        return gather_records(((n, partial(build, row, n)) for n, row in rows), noun="row", unit="row")
