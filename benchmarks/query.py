@@ -80,9 +80,9 @@ class AllWords(Fts5Retriever):
         if not match:
             return []
         rows = self.conn.execute(
-            "SELECT c.id, bm25(canonicals_fts) AS b FROM canonicals_fts"
-            " JOIN canonicals c ON c.rowid = canonicals_fts.rowid"
-            " WHERE canonicals_fts MATCH ? ORDER BY b, c.id LIMIT ?",
+            "SELECT g.id, bm25(groups_fts) AS b FROM groups_fts"
+            " JOIN groups g ON g.gid = groups_fts.rowid"
+            " WHERE groups_fts MATCH ? ORDER BY b, g.id LIMIT ?",
             (match, limit),
         )
         return [Scored(r[0], -float(r[1])) for r in rows]
@@ -209,8 +209,6 @@ def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, 
     store = Store.open(path, create=True)
     conn = store.conn
     conn.execute("PRAGMA synchronous = OFF")
-    cols = {r[1] for r in conn.execute("PRAGMA table_info(sources)")}
-    has_groups = conn.execute("SELECT 1 FROM sqlite_master WHERE name='groups'").fetchone() is not None
     n_docs = -(-n_chunks // per_doc)
     dates = ["2022-01-01", "2023-01-01", "2024-01-01", "2025-01-01"]
     with store.transaction():
@@ -256,26 +254,18 @@ def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, 
                 (f"d{i // per_doc:07d}", (i % per_doc) * 10_000, cid)
                 for i, cid in zip(range(lo, hi), ids, strict=True)
             ]
-            if "group_id" in cols:
-                conn.executemany(
-                    'INSERT INTO sources(doc_id, page, start, "end", group_id, canonical_id, relation,'
-                    " similarity) VALUES (?, 1, ?, 0, ?, ?, 'exact', 1.0)",
-                    [(d, s, c, c) for d, s, c in src],
-                )
-            else:
-                conn.executemany(
-                    'INSERT INTO sources(doc_id, page, start, "end", canonical_id, relation, similarity)'
-                    " VALUES (?, 1, ?, 0, ?, 'exact', 1.0)",
-                    src,
-                )
-            if has_groups:
-                conn.executemany(
-                    "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
-                    " VALUES (?, ?, 1, ?, 1, ?, ?)",
-                    [(c, t, d, s, c) for (d, s, c), t in zip(src, texts, strict=True)],
-                )
+            conn.executemany(
+                'INSERT INTO sources(doc_id, page, start, "end", group_id, canonical_id, relation,'
+                " similarity) VALUES (?, 1, ?, 0, ?, ?, 'exact', 1.0)",
+                [(d, s, c, c) for d, s, c in src],
+            )
+            conn.executemany(
+                "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
+                " VALUES (?, ?, 1, ?, 1, ?, ?)",
+                [(c, t, d, s, c) for (d, s, c), t in zip(src, texts, strict=True)],
+            )
         print(f"  synthetic: {hi:,}/{n_chunks:,} chunks", file=sys.stderr, end="\r")
-    conn.execute("INSERT INTO canonicals_fts(canonicals_fts) VALUES ('optimize')")
+    conn.execute("INSERT INTO groups_fts(groups_fts) VALUES ('optimize')")
     store.close()
     print(file=sys.stderr)
     return time.perf_counter() - start

@@ -33,7 +33,7 @@ def _consistent(index: Path) -> None:
     conn = sqlite3.connect(index)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        conn.execute("INSERT INTO canonicals_fts(canonicals_fts) VALUES('integrity-check')")
+        conn.execute("INSERT INTO groups_fts(groups_fts) VALUES('integrity-check')")
         orphans = conn.execute(
             "SELECT COUNT(*) FROM canonicals c"
             " WHERE NOT EXISTS (SELECT 1 FROM sources s WHERE s.canonical_id=c.id)"

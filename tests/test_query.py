@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from chunkdedup import ChunkConfig, Config, Index, ingest
 from chunkdedup.cli import main
-from chunkdedup.config import QueryConfig
+from chunkdedup.config import NearConfig, QueryConfig
 from chunkdedup.errors import ConfigError, InputError
 from chunkdedup.normalize import exact_key
 from chunkdedup.query import (
@@ -260,11 +260,16 @@ def test_scores_full_precision_and_no_safety_net(policy_index: Path) -> None:
     with Index.open(policy_index) as ix:
         raw = search(ix, QUESTIONS[1], k=5, safety_net=False)
         net = search(ix, QUESTIONS[1], k=5)
-        bm25 = ix.store.conn.execute(
-            "SELECT bm25(canonicals_fts) FROM canonicals_fts"
-            " JOIN canonicals c ON c.rowid=canonicals_fts.rowid WHERE canonicals_fts MATCH ? AND c.id=?",
-            (fts_query(QUESTIONS[1]), raw.hits[0].id),
-        ).fetchone()[0]
+        # a cluster is placed by its best-scoring copy (no filter here: every copy may place it)
+        bm25 = min(
+            r[0]
+            for r in ix.store.conn.execute(
+                "SELECT bm25(groups_fts), g.canonical_id FROM groups_fts"
+                " JOIN groups g ON g.gid=groups_fts.rowid WHERE groups_fts MATCH ?",
+                (fts_query(QUESTIONS[1]),),
+            )
+            if r[1] == raw.hits[0].id
+        )
     assert raw.hits[0].score == -bm25  # not rounded anywhere
     assert [h.score for h in raw.hits] == sorted((h.score for h in raw.hits), reverse=True)
     assert [h.rank for h in net.hits] == [1, 2, 3, 4, 5]
@@ -513,3 +518,78 @@ def test_no_leak_on_the_policy_corpus(policy_index: Path, conditions: list[str])
                 assert_no_leak(ix, q, conditions, policy, True, fields)
                 hits += len(search(ix, q, where=conditions, versions=policy).hits)  # type: ignore[arg-type]
     assert hits, "the property must not hold vacuously"
+
+
+# -- near-merged copies: every copy is searchable, and only through its own sources ---------------
+
+BASES = (
+    "Every employee who handles customer records must complete the privacy training before access is"
+    " granted and must repeat it each year so that the handling of personal information stays consistent"
+    " with the obligations described in this policy and in the data protection addendum",
+    "Contractors working on site must wear the identification badge issued by reception at all times and"
+    " must return it at the end of the engagement so that the security team can keep an accurate record"
+    " of who holds access to the premises",
+)
+MARKERS = ("alpaca", "bison", "cobra", "dingo", "egret", "ferret")  # one per document, in no base text
+NEAR_TEST = Config(
+    chunk=ChunkConfig(target_words=80, max_words=120),
+    near=NearConfig(threshold=0.7, bands=32, rows=4),
+)
+
+
+def _marked(base: int, doc: int) -> str:
+    words = BASES[base].split()
+    words[20] = MARKERS[doc]  # a one-word edit: near copies of one another, not exact ones
+    return " ".join(words) + ".\n"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.integers(0, 1), st.sampled_from(KEYS["department"])), min_size=2, max_size=6),
+    st.lists(
+        st.tuples(st.sets(st.sampled_from(KEYS["department"])), st.integers(0, 5)), min_size=1, max_size=5
+    ),
+)
+def test_near_copies_are_found_only_through_sources_that_pass(
+    docs: list[tuple[int, str]], queries: list[tuple[set[str], int]]
+) -> None:
+    """A word only one near-merged copy holds finds its cluster exactly when that copy's document
+    passes the filter; outside the filter it finds nothing (no probing another department's wording
+    through a shared cluster). The text shown is the leader's where the caller may see it, else the
+    placing copy's."""
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "c"
+        corpus.mkdir()
+        lines, fields = [], {}
+        for i, (base, dept) in enumerate(docs):
+            (corpus / f"d{i}.txt").write_text(_marked(base, i), encoding="utf-8")
+            lines.append(json.dumps({"path": f"d{i}.txt", "department": dept}))
+            fields[f"d{i}.txt"] = {"doc": f"d{i}.txt", "department": dept}
+        (corpus / "manifest.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        index = Path(tmp) / "i.sqlite"
+        ingest([corpus], index, manifest=corpus / "manifest.jsonl", config=NEAR_TEST)
+        with Index.open(index) as ix:
+            conn = ix.store.conn
+            n_groups = conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0]
+            n_canon = conn.execute("SELECT COUNT(*) FROM canonicals").fetchone()[0]
+            assert (n_groups, n_canon) == (len(docs), len({b for b, _ in docs}))  # copies merged
+            # the leader of each base is its first document (order: doc, page, start)
+            leader = {b: f"d{min(i for i, (bb, _) in enumerate(docs) if bb == b)}.txt" for b, _ in docs}
+            for depts, marked in queries:
+                conditions = [f"department={d}" for d in sorted(depts)]
+                allowed = {d for d, f in fields.items() if not depts or f["department"] in depts}
+                holder = marked < len(docs) and f"d{marked}.txt" in allowed
+                for text in (MARKERS[marked], f"{MARKERS[marked]} policy"):
+                    hits = search(ix, text, where=conditions, versions="all").hits
+                    found = [h for h in hits if f"d{marked}.txt" in {c.doc for c in h.citations}]
+                    assert len(found) == (1 if holder else 0), (text, depts, marked, hits)
+                    if text == MARKERS[marked]:
+                        assert len(hits) == len(found)  # the word is in no other text
+                    if holder:
+                        hit = found[0]
+                        assert hit.rank == 1  # the copy holding the word places its cluster
+                        base = docs[marked][0]
+                        expect = leader[base] if leader[base] in allowed else f"d{marked}.txt"
+                        assert hit.citations[0].doc == expect
+                        assert hit.text == _marked(base, int(expect[1:-4])).strip()
+                assert_no_leak(ix, MARKERS[marked], conditions, "all", True, fields)

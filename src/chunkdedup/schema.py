@@ -93,4 +93,43 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         END;
         """,
     ),
+    (
+        "0002_group_text_index",
+        # Every exact-key group's text is searchable, not only each cluster's leader: a word that only
+        # a near-merged copy holds is found, and a filtered query scores a cluster by the copies its
+        # caller may see. Groups get a stable integer key for the FTS5 external-content table.
+        """
+        CREATE TABLE groups_new(
+            gid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL,
+            n_sources INTEGER NOT NULL, rep_doc TEXT NOT NULL, rep_page INTEGER NOT NULL,
+            rep_start INTEGER NOT NULL, signature BLOB, canonical_id TEXT NOT NULL,
+            relation TEXT NOT NULL DEFAULT 'exact', similarity REAL NOT NULL DEFAULT 1.0,
+            differing TEXT NOT NULL DEFAULT '[]');
+        INSERT INTO groups_new(id, text, n_sources, rep_doc, rep_page, rep_start, signature,
+                canonical_id, relation, similarity, differing)
+            SELECT id, text, n_sources, rep_doc, rep_page, rep_start, signature, canonical_id, relation,
+                similarity, differing FROM groups ORDER BY id;
+        DROP TABLE groups;
+        ALTER TABLE groups_new RENAME TO groups;
+        CREATE INDEX groups_canonical ON groups(canonical_id);
+        CREATE INDEX groups_unsigned ON groups(id) WHERE signature IS NULL;
+        DROP TRIGGER canonicals_ai;
+        DROP TRIGGER canonicals_ad;
+        DROP TRIGGER canonicals_au;
+        DROP TABLE canonicals_fts;
+        CREATE VIRTUAL TABLE groups_fts USING fts5(
+            text, content='groups', content_rowid='gid', tokenize='porter unicode61');
+        INSERT INTO groups_fts(groups_fts) VALUES('rebuild');
+        CREATE TRIGGER groups_ai AFTER INSERT ON groups BEGIN
+            INSERT INTO groups_fts(rowid, text) VALUES (new.gid, new.text);
+        END;
+        CREATE TRIGGER groups_ad AFTER DELETE ON groups BEGIN
+            INSERT INTO groups_fts(groups_fts, rowid, text) VALUES('delete', old.gid, old.text);
+        END;
+        CREATE TRIGGER groups_au AFTER UPDATE OF text ON groups BEGIN
+            INSERT INTO groups_fts(groups_fts, rowid, text) VALUES('delete', old.gid, old.text);
+            INSERT INTO groups_fts(rowid, text) VALUES (new.gid, new.text);
+        END;
+        """,
+    ),
 )

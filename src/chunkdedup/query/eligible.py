@@ -39,6 +39,7 @@ class Eligibility:
     policy: VersionPolicy
     docs: dict[str, DocInfo] = field(default_factory=dict)
     superseded: dict[str, str | None] = field(default_factory=dict)
+    done: set[str] = field(default_factory=set)
     _families: set[str] = field(default_factory=set)
     _variants: bool | None = None
     _grouped: bool = False
@@ -123,32 +124,64 @@ class Eligibility:
     def apply(self, scored: Sequence[Scored]) -> list[Candidate | Dropped]:
         """In retrieval order: candidates with their passing citations, or the version policy's drops.
 
-        A chunk none of whose sources passes the filter vanishes without a trace. When some sources
-        are not cited, the text shown is the first cited source's own span of its page: the
-        canonical text may be the copy of an uncited document (a near duplicate, or an exact one
-        differing in case, whitespace or a generated id), and that copy must not be shown.
+        ``scored`` holds exact-key groups; each candidate is a cluster (canonical id), placed at its
+        best-scoring group that the caller may see. A group counts only through its own sources: a
+        group none of whose sources passes the filter vanishes without a trace, so a word only a copy
+        outside the filter holds neither finds nor ranks its cluster. Under ``latest`` a group only
+        in superseded versions does not place its cluster either (its text is not the current one).
+
+        The text shown is the cluster's canonical text (its leader group's) when the leader has a
+        cited source, else the placing group's: the same id shows the same text as ``export`` and
+        other queries wherever the caller may see it, and a copy only where the leader is not
+        visible. Shown as the group's text when every source of that group is cited, else as the
+        group's first cited source's own span of its page: a group's text is its smallest source's
+        copy (exact keys ignore case, whitespace and generated ids), and an uncited copy is never
+        shown. Citations list every passing (and, under ``latest``, current) source of the cluster,
+        the shown group's first (the per-document cap charges a hit to its first cited document).
+        A cluster is decided once per query (:attr:`done`), at its first placing group.
         """
-        ids = [s.id for s in scored]
-        texts = _texts(self.conn, ids)
-        refs = _sources(self.conn, ids)
-        self._load_docs(r[0] for rs in refs.values() for r in rs)
-        passing = {cid: [r for r in rs if self.passes(r[0])] for cid, rs in refs.items()}
-        visible = [s for s in scored if passing.get(s.id) and s.id in texts]
-        self._load_versions(r[0] for s in visible for r in passing[s.id])
-        newest_variant = self._newest_variants([s.id for s in visible])
+        groups = _groups(self.conn, [s.id for s in scored])
+        canon_ids = sorted({g[0] for g in groups.values()} - self.done)
+        refs = _sources(self.conn, canon_ids)
+        self._load_docs(r[1] for rs in refs.values() for r in rs)
+        passing = {cid: [r for r in rs if self.passes(r[1])] for cid, rs in refs.items()}
+        self._load_versions(r[1] for rs in passing.values() for r in rs)
+        newest_variant = self._newest_variants([c for c in canon_ids if passing.get(c)])
         out: list[Candidate | Dropped] = []
-        for s in visible:
-            cites = tuple(self._cite(r) for r in passing[s.id])
-            n = len(refs[s.id])
-            cand, reason = _versioned(s, texts[s.id], cites, newest_variant.get(s.id), self.policy)
+        for s in scored:
+            if s.id not in groups:
+                continue  # removed since retrieval
+            cid, gtext = groups[s.id]
+            mine = [r for r in passing.get(cid, []) if r[0] == s.id]
+            if cid in self.done or not mine:
+                continue
+            cites = tuple(self._cite(r) for r in passing[cid])
+            cand, reason = _versioned(Scored(cid, s.score), cites, newest_variant.get(cid), self.policy)
+            n_group = sum(1 for r in refs[cid] if r[0] == s.id)
             if cand is None:
-                text = texts[s.id] if len(cites) == n else self._span(cites[0])
-                out.append(Dropped(s.id, s.score, text, "versions", reason))
-            elif len(cand.citations) < n:
-                out.append(replace(cand, text=self._span(cand.citations[0])))
+                text = gtext if len(mine) == n_group else self._span(self._cite(mine[0]))
+                out.append(Dropped(cid, s.score, text, "versions", reason))
+                self.done.add(cid)
+                continue
+            cited = {(c.doc, c.page, c.start) for c in cand.citations}
+            if not any((r[1], r[2], r[3]) in cited for r in mine):
+                continue  # this copy is only in superseded versions: a current copy may place it
+            leader = [r for r in passing[cid] if r[0] == cid and (r[1], r[2], r[3]) in cited]
+            shown_id = cid if leader else s.id
+            shown = leader or [r for r in mine if (r[1], r[2], r[3]) in cited]
+            if len(shown) == sum(1 for r in refs[cid] if r[0] == shown_id):
+                text = gtext if shown_id == s.id else self._group_text(cid)
             else:
-                out.append(cand)
+                text = self._span(self._cite(shown[0]))
+            first = {(r[1], r[2], r[3]) for r in shown}
+            order = sorted(cand.citations, key=lambda c: (c.doc, c.page, c.start) not in first)
+            out.append(replace(cand, text=text, citations=tuple(order)))
+            self.done.add(cid)
         return out
+
+    def _group_text(self, gid: str) -> str:
+        row = self.conn.execute("SELECT text FROM groups WHERE id=?", (gid,)).fetchone()
+        return str(row[0]) if row else ""
 
     def _span(self, c: Citation) -> str:
         # substr counts characters, as Python slicing does (offsets are 0-based, substr 1-based)
@@ -159,9 +192,10 @@ class Eligibility:
         return str(row[0] or "") if row else ""
 
     def _cite(self, r: Sequence[Any]) -> Citation:
-        d = self.docs[r[0]]
+        """A citation from a ``_sources`` row ``(group_id, doc, page, start, end, relation, similarity)``."""
+        d = self.docs[r[1]]
         return Citation(
-            r[0], r[1], r[2], r[3], r[4], r[5], d.metadata, d.effective_date, self.superseded.get(r[0])
+            r[1], r[2], r[3], r[4], r[5], r[6], d.metadata, d.effective_date, self.superseded.get(r[1])
         )
 
     def _newest_variants(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -171,10 +205,10 @@ class Eligibility:
             return {}
         others = sorted({v for vs in variants.values() for v in vs})
         refs = _sources(self.conn, others)
-        self._load_docs(r[0] for rs in refs.values() for r in rs)
+        self._load_docs(r[1] for rs in refs.values() for r in rs)
         newest: dict[str, tuple[str, str]] = {}
         for v, rs in refs.items():
-            dates = [d for r in rs if self.passes(r[0]) and (d := self.docs[r[0]].effective_date)]
+            dates = [d for r in rs if self.passes(r[1]) and (d := self.docs[r[1]].effective_date)]
             if dates:
                 newest[v] = (max(dates), v)
         out: dict[str, tuple[str, str]] = {}
@@ -187,7 +221,6 @@ class Eligibility:
 
 def _versioned(
     s: Scored,
-    text: str,
     cites: tuple[Citation, ...],
     variant: tuple[str, str] | None,
     policy: VersionPolicy,
@@ -214,21 +247,24 @@ def _versioned(
                 f"source is effective {date})"
             )
         cites = current
-    return Candidate(s.id, s.score, text, cites, date, superseded_by), ""
+    return Candidate(s.id, s.score, "", cites, date, superseded_by), ""
 
 
-def _texts(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for part in _chunks(list(ids)):
-        out.update(conn.execute(f"SELECT id, text FROM canonicals WHERE id IN ({_marks(part)})", part))
+def _groups(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """``group id -> (canonical id, group text)`` for the ids still in the index."""
+    out: dict[str, tuple[str, str]] = {}
+    for part in _chunks(list(dict.fromkeys(ids))):
+        rows = conn.execute(f"SELECT id, canonical_id, text FROM groups WHERE id IN ({_marks(part)})", part)
+        out.update((r[0], (r[1], r[2])) for r in rows)
     return out
 
 
 def _sources(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, list[tuple[Any, ...]]]:
+    """Per canonical id: its sources as ``(group_id, doc, page, start, end, relation, similarity)``."""
     out: dict[str, list[tuple[Any, ...]]] = {}
     for part in _chunks(list(ids)):
         rows = conn.execute(
-            'SELECT canonical_id, doc_id, page, start, "end", relation, similarity FROM sources'
+            'SELECT canonical_id, group_id, doc_id, page, start, "end", relation, similarity FROM sources'
             f" WHERE canonical_id IN ({_marks(part)}) ORDER BY canonical_id, doc_id, page, start",
             part,
         )

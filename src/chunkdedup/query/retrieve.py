@@ -32,14 +32,19 @@ STOP_WORDS: frozenset[str] = frozenset(_STOP.split())
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """A retrieved canonical id and its score (higher is better, full precision)."""
+    """A retrieved exact-key group id and its score (higher is better, full precision).
+
+    Retrieval works on groups, every distinct text the index holds, not on clusters: a word only a
+    near-merged copy holds is still found, and a filtered query scores a cluster by the copies its
+    caller may see (:class:`~chunkdedup.query.eligible.Eligibility` maps groups to their clusters).
+    """
 
     id: str
     score: float
 
 
 class Retriever(Protocol):
-    """The one extension point of retrieval: the best ``limit`` chunks for a question, best first.
+    """The one extension point of retrieval: the best ``limit`` groups for a question, best first.
 
     Returning fewer than ``limit`` means there are no more; the query pipeline asks again with a
     larger limit when filters leave too few candidates.
@@ -78,7 +83,7 @@ def fts_query(text: str) -> str | None:
 
 
 class Fts5Retriever:
-    """BM25 through ``canonicals_fts``. SQLite's ``bm25()`` is lower-is-better; the score here is its
+    """BM25 through ``groups_fts``. SQLite's ``bm25()`` is lower-is-better; the score here is its
     negation, so higher is better and no precision is lost.
 
     FTS5 scores every row holding any OR-ed term, so the cost grows with the posting lists of the
@@ -93,9 +98,9 @@ class Fts5Retriever:
         if match is None or limit <= 0:
             return []
         rows = self.conn.execute(
-            "SELECT c.id, bm25(canonicals_fts) AS b FROM canonicals_fts"
-            " JOIN canonicals c ON c.rowid = canonicals_fts.rowid"
-            " WHERE canonicals_fts MATCH ? ORDER BY b, c.id LIMIT ?",
+            "SELECT g.id, bm25(groups_fts) AS b FROM groups_fts"
+            " JOIN groups g ON g.gid = groups_fts.rowid"
+            " WHERE groups_fts MATCH ? ORDER BY b, g.id LIMIT ?",
             (match, limit),
         )
         return [Scored(r[0], -float(r[1])) for r in rows]

@@ -1,9 +1,11 @@
 """Vector retrieval and MMR similarity over the embeddings the semantic tier stored.
 
-A canonical's vector is its leader group's vector: ``canonicals.id`` is the leader's ``groups.id``, and
-``embeddings`` is keyed by group id (``vector``: float32 little-endian, L2-normalised by the embedder;
-normalised again here, so a dot product is a cosine). The question is embedded with the index's
-recorded embedder (meta ``embedder_name``/``embedder_dim``); another one is refused.
+Retrieval searches every exact-key group's vector (a cluster's copies each have one, so a filtered
+query can match the copy its caller may see); MMR compares candidates by their cluster's leader
+vector (``canonicals.id`` is the leader's ``groups.id``). ``embeddings`` is keyed by group id
+(``vector``: float32 little-endian, L2-normalised by the embedder; normalised again here, so a dot
+product is a cosine). The question is embedded with the index's recorded embedder (meta
+``embedder_name``/``embedder_dim``); another one is refused.
 
 Search is exact: normalised float32 dot products over every stored vector, a block of rows at a time,
 keeping a running top ``limit`` (``argpartition``). The top ``limit`` are then re-scored in float64
@@ -37,7 +39,7 @@ from chunkdedup.store import Store
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
-_SELECT = "SELECT c.id, e.vector FROM canonicals c JOIN embeddings e ON e.group_id = c.id"
+_SELECT = "SELECT g.id, e.vector FROM groups g JOIN embeddings e ON e.group_id = g.id"
 
 
 def has_embeddings(conn: sqlite3.Connection) -> bool:
@@ -97,7 +99,10 @@ def _spec_name(spec: str) -> str:
 
 
 def read_vectors(conn: sqlite3.Connection, ids: Sequence[str], dim: int) -> dict[str, F64]:
-    """The stored vectors of these canonical ids, normalised in float64 (ids without one are left out)."""
+    """The stored vectors of these group ids, normalised in float64 (ids without one are left out).
+
+    A canonical id is its leader group's id, so canonical ids work too.
+    """
     out: dict[str, F64] = {}
     wanted = list(dict.fromkeys(ids))
     for lo in range(0, len(wanted), 500):
@@ -114,7 +119,7 @@ def read_vectors(conn: sqlite3.Connection, ids: Sequence[str], dim: int) -> dict
 
 
 class _Matrix:
-    """Every stored vector of a canonical, normalised, with its id (row order: canonical id)."""
+    """Every stored vector of a group, normalised, with its id (row order: group id)."""
 
     __slots__ = ("ids", "matrix", "version")
 
@@ -151,7 +156,7 @@ def _as_matrix(blobs: Sequence[bytes], dim: int) -> F32:
 
 
 class VectorRetriever:
-    """Exact cosine search over the canonicals' stored vectors (a :class:`Retriever`).
+    """Exact cosine search over the groups' stored vectors (a :class:`Retriever`).
 
     ``embedder`` must be the index's recorded one (use :meth:`for_index` to get it checked).
     ``block`` rows are scored at a time; the whole matrix is kept in memory (per open store) while
@@ -185,7 +190,7 @@ class VectorRetriever:
     def _count(self) -> int:
         return int(
             self.conn.execute(
-                "SELECT COUNT(*) FROM canonicals c JOIN embeddings e ON e.group_id = c.id"
+                "SELECT COUNT(*) FROM groups g JOIN embeddings e ON e.group_id = g.id"
             ).fetchone()[0]
         )
 
@@ -196,7 +201,7 @@ class VectorRetriever:
             return hit
         if self._count() * self.embedder.dim * 4 > self.cache_bytes:
             return None
-        rows = self.conn.execute(_SELECT + " ORDER BY c.id").fetchall()
+        rows = self.conn.execute(_SELECT + " ORDER BY g.id").fetchall()
         built = _Matrix([r[0] for r in rows], _as_matrix([r[1] for r in rows], self.embedder.dim), version)
         _CACHE[self.store] = built
         return built
@@ -207,12 +212,12 @@ class VectorRetriever:
             for lo in range(0, len(cached.ids), self.block):
                 yield cached.ids[lo : lo + self.block], cached.matrix[lo : lo + self.block]
             return
-        cursor = self.conn.execute(_SELECT + " ORDER BY c.id")
+        cursor = self.conn.execute(_SELECT + " ORDER BY g.id")
         while rows := cursor.fetchmany(self.block):
             yield [r[0] for r in rows], _as_matrix([r[1] for r in rows], self.embedder.dim)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, F64]:
-        """The stored vectors of these canonical ids, normalised (ids without one are left out)."""
+        """The stored vectors of these group ids, normalised (ids without one are left out)."""
         return read_vectors(self.conn, ids, self.embedder.dim)
 
     def embed_query(self, text: str) -> F32:
