@@ -38,10 +38,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from chunkdedup import Index, QueryConfig, ingest, search
+from chunkdedup import Index, QueryConfig, ingest, search, textindex
 from chunkdedup.embed import HashEmbedder, get_embedder
-from chunkdedup.normalize import canonical_id
-from chunkdedup.query import Filter, Fts5Retriever, Scored, VectorRetriever
+from chunkdedup.normalize import canonical_id, exact_key
+from chunkdedup.query import Filter, Fts5Retriever, Scored, TantivyRetriever, VectorRetriever
 from chunkdedup.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,24 +89,50 @@ class AllWords(Fts5Retriever):
 
 
 def latency_rows(index: Path, questions: Sequence[str], repeat: int, naive: bool) -> dict[str, Any]:
+    """FTS5 rows, and tantivy rows when the index has a tantivy folder, side by side."""
     cfg = QueryConfig(k=5, pool=40)
     rows: dict[str, Any] = {}
     with Index.open(index) as ix:
         fts = Fts5Retriever(ix.store.conn)
-        rows["bm25 only (content words)"] = timed_queries(lambda q: fts.retrieve(q, 40), questions, repeat)
+        rows["FTS5: bm25 only (content words)"] = timed_queries(
+            lambda q: fts.retrieve(q, 40), questions, repeat
+        )
         if naive:
             every = AllWords(ix.store.conn)
-            rows["bm25 only (all words OR-ed)"] = timed_queries(
+            rows["FTS5: bm25 only (all words OR-ed)"] = timed_queries(
                 lambda q: every.retrieve(q, 40), questions, repeat
             )
-        rows["bm25 + filters/versions + safety net"] = timed_queries(
-            lambda q: search(ix, q, config=cfg, retriever="bm25"), questions, repeat
+        rows["FTS5: bm25 + filters/versions + safety net"] = timed_queries(
+            lambda q: search(ix, q, config=cfg, retriever=fts), questions, repeat
         )
-        rows["bm25 + versions, safety net off"] = timed_queries(
-            lambda q: search(ix, q, config=cfg, safety_net=False, retriever="bm25"), questions, repeat
+        rows["FTS5: bm25 + versions, safety net off"] = timed_queries(
+            lambda q: search(ix, q, config=cfg, safety_net=False, retriever=fts), questions, repeat
         )
         rows["second retrieval passes (bm25 search)"] = second_passes(ix, questions, cfg)
+        handle = ix.text_handle()
+        if handle is not None:
+            tan = TantivyRetriever(ix.store.conn, handle)
+            rows["tantivy: bm25 only (content words)"] = timed_queries(
+                lambda q: tan.retrieve(q, 40), questions, repeat
+            )
+            rows["tantivy: bm25 + filters/versions + safety net"] = timed_queries(
+                lambda q: search(ix, q, config=cfg, retriever=tan), questions, repeat
+            )
+            rows["tantivy: bm25 + versions, safety net off"] = timed_queries(
+                lambda q: search(ix, q, config=cfg, safety_net=False, retriever=tan), questions, repeat
+            )
     return rows
+
+
+def add_tantivy(index: Path) -> dict[str, float]:
+    """Switch an index to the tantivy engine and build its folder: seconds and folder bytes."""
+    start = time.perf_counter()
+    with Store.open(index) as store, store.writer(30.0):
+        textindex.set_engine(store, "tantivy")
+        textindex.sync(store)
+    folder = textindex.folder(index)
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    return {"seconds": time.perf_counter() - start, "folder_bytes": size}
 
 
 def vector_rows(index: Path, questions: Sequence[str], repeat: int) -> dict[str, Any]:
@@ -306,9 +332,10 @@ def leak_run(index: Path, n_queries: int, seed: int = 0) -> dict[str, Any]:
     with Index.open(index) as ix:
         fields = {d["doc"]: {"doc": d["doc"], **d["metadata"]} for d in ix.documents()}
         sources = {r["id"]: {s["doc"] for s in r["sources"]} for r in ix.export()}
-        words = sorted(
-            {w for (t,) in ix.store.conn.execute("SELECT text FROM canonicals") for w in t.split()}
-        )
+        # words of every distinct text, near-merged copies included (their words are searchable too)
+        words = sorted({w for (t,) in ix.store.conn.execute("SELECT text FROM groups") for w in t.split()})
+        pages = "SELECT doc_id, group_concat(clean_text, ' ') FROM pages GROUP BY doc_id"
+        content = {d: exact_key(t or "") for d, t in ix.store.conn.execute(pages)}
         values: dict[str, list[str]] = {}
         for f in fields.values():
             for k, v in f.items():
@@ -330,7 +357,10 @@ def leak_run(index: Path, n_queries: int, seed: int = 0) -> dict[str, Any]:
             hits += len(result.hits)
             filtered_out += not allowed
             for h in result.hits:
-                if not h.citations or {c.doc for c in h.citations} - allowed or not sources[h.id] & allowed:
+                cited = {c.doc for c in h.citations}
+                # the shown text must be the first cited document's own copy
+                shown_elsewhere = bool(cited) and exact_key(h.text) not in content[h.citations[0].doc]
+                if not cited or cited - allowed or not sources[h.id] & allowed or shown_elsewhere:
                     leaks += 1
             for d in result.dropped:
                 if not sources[d.id] & allowed:
@@ -377,26 +407,34 @@ def main() -> None:
             ingest([args.sec], sec)
         with Index.open(sec) as ix:
             n_sec = ix.stats()["canonical_chunks"]
+        plain = Path(tmp) / "sec-fts5.sqlite"  # the word model and the vector rows use an FTS5-only copy
+        shutil.copyfile(sec, plain)
+        sec_text = add_tantivy(sec)
         result["sec10q"] = {
             "canonical_chunks": n_sec,
+            "tantivy_build": sec_text,
             "rows": latency_rows(sec, questions, args.repeat, True),
         }
         if args.embed_dim:
             sec_vec = Path(tmp) / f"sec-hash{args.embed_dim}.sqlite"
             if not sec_vec.exists():
-                shutil.copyfile(sec, sec_vec)
+                shutil.copyfile(plain, sec_vec)
                 add_vectors(sec_vec, args.embed_dim, random_vectors=False)
             result["sec10q"]["rows"].update(vector_rows(sec_vec, questions, args.repeat))
             minilm = minilm_question_row(questions)
             if minilm is not None:
                 result["sec10q"]["rows"]["MiniLM: embedding the question alone"] = minilm
         if args.chunks:
-            words, p = word_model(sec)
+            words, p = word_model(plain)
             synth = Path(tmp) / f"synthetic-{args.chunks}.sqlite"
             build = 0.0 if synth.exists() else build_synthetic(synth, args.chunks, words, p)
+            with Index.open(synth) as check:
+                has_folder = check.text_handle() is not None
+            text_build = None if has_folder else add_tantivy(synth)
             result["synthetic"] = {
                 "canonical_chunks": args.chunks,
                 "build_seconds": build,
+                "tantivy_build": text_build,
                 "index_bytes": synth.stat().st_size,
                 "questions": len(questions[: args.synthetic_questions]),
                 "rows": latency_rows(synth, questions[: args.synthetic_questions], 1, True),
@@ -415,6 +453,11 @@ def main() -> None:
         if not policy.exists():
             ingest([args.policy], policy, manifest=args.policy / "manifest.jsonl")
         result["no_leak"] = leak_run(policy, args.leak_queries)
+        policy_tantivy = Path(tmp) / "policy-tantivy.sqlite"
+        if not policy_tantivy.exists():
+            manifest = args.policy / "manifest.jsonl"
+            ingest([args.policy], policy_tantivy, manifest=manifest, text_engine="tantivy")
+        result["no_leak_tantivy"] = leak_run(policy_tantivy, args.leak_queries)
 
     table = Table("index", "chunks", "row", "p50 ms", "p95 ms", "max ms", title="query latency (N=40, k=5)")
     for name in ("sec10q", "synthetic"):
@@ -429,11 +472,12 @@ def main() -> None:
                 table.add_row(name, f"{result[name]['canonical_chunks']:,}", row, *cells)
     console = Console()
     console.print(table)
-    leak = result["no_leak"]
-    console.print(
-        f"no-leak run: {leak['queries']:,} random filtered queries on site-policy, {leak['hits']:,} hits, "
-        f"{leak['leaks']} leaks ({leak['seconds']:.1f} s)"
-    )
+    for key, engine in (("no_leak", "FTS5"), ("no_leak_tantivy", "tantivy")):
+        leak = result[key]
+        console.print(
+            f"no-leak run ({engine}): {leak['queries']:,} random filtered queries on site-policy, "
+            f"{leak['hits']:,} hits, {leak['leaks']} leaks ({leak['seconds']:.1f} s)"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     console.print(f"wrote {args.out}")

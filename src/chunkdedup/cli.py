@@ -101,6 +101,13 @@ def main() -> None:
 )
 @click.option("--address", help="Ray cluster address (auto, ray://host:10001); default: start a local Ray.")
 @click.option("--parallelism", type=int, help="CPUs for a local Ray, and the cap on concurrent map tasks.")
+@click.option(
+    "--text-index",
+    "text_engine",
+    type=click.Choice(["fts5", "tantivy"]),
+    help="The BM25 engine: fts5 inside the index file (the default), or a tantivy folder INDEX.tantivy "
+    "beside it for large indexes (pip install 'chunkdedup[tantivy]'). Kept by later runs.",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be stripped and merged; write nothing.")
 @json_option
 def ingest_cmd(
@@ -114,6 +121,7 @@ def ingest_cmd(
     engine: str,
     address: str | None,
     parallelism: int | None,
+    text_engine: str | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -125,10 +133,12 @@ def ingest_cmd(
             --manifest ../shared/data/site-policy/manifest.jsonl
         chunkdedup ingest docs/ --index corpus.sqlite --embedder minilm   # adds the semantic tier
         chunkdedup ingest shards/ --index corpus.sqlite --engine ray --address auto
+        chunkdedup ingest docs/ --index corpus.sqlite --text-index tantivy   # BM25 for millions of chunks
     """
-    if engine == "ray" and (prune or dry_run or reembed):
+    if engine == "ray" and (prune or dry_run or reembed or text_engine):
         raise click.UsageError(
-            "--engine ray does not take --prune, --dry-run or --reembed yet: run them locally"
+            "--engine ray does not take --prune, --dry-run, --reembed or --text-index yet: run them "
+            "locally (a local run with no changed input does only that)"
         )
     with cli_errors():
         cfg = Config.load(config_path) if config_path else Config()
@@ -157,6 +167,7 @@ def ingest_cmd(
                     dry_run=dry_run,
                     progress=tick,
                     reembed=reembed,
+                    text_engine=text_engine,
                 )
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
@@ -190,6 +201,10 @@ def _print_report(report: IngestReport, index_path: Path) -> None:
         for b in report.top_stripped[:5]:
             table.add_row(str(b.doc_count), str(b.page_count), b.scope, _trim(b.example, 70))
         out.print(table)
+    if "text_index" in t:
+        ti = t["text_index"]
+        what = "built from all" if ti["rebuilt"] else "updated"
+        out.print(f"text index: {ti['engine']} ({what} {ti['groups']} texts)")
     bad = [f for f in report.files if f.status in ("skipped", "failed")]
     for f in bad:
         out.print(f"[yellow]{f.status}[/yellow] {f.path}: {f.reason}")

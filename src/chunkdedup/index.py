@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chunkdedup.errors import ChunkdedupError
 from chunkdedup.store import Store
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef
 
@@ -24,6 +25,23 @@ class Index:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._text_handle: Any = None
+
+    def text_handle(self) -> Any:
+        """The open ``tantivy.Index`` of this index's text folder, or None when the index uses FTS5,
+        the folder is missing (it is derived: the next ingest rebuilds it) or tantivy is not installed;
+        BM25 then runs on FTS5, which every index maintains."""
+        from chunkdedup import textindex
+
+        if self._text_handle is None and textindex.engine(self.store) == "tantivy":
+            path = textindex.folder(self.store.path)
+            try:
+                tantivy = textindex.import_tantivy()
+            except ChunkdedupError:
+                return None
+            if (path / "meta.json").exists():
+                self._text_handle = tantivy.Index.open(str(path))
+        return self._text_handle
 
     @classmethod
     def open(cls, path: str | Path) -> Index:
@@ -82,7 +100,19 @@ class Index:
             "variant_pairs": int(self._one("SELECT COUNT(*) FROM variants")),
             "index_bytes": self.store.path.stat().st_size + _wal_size(self.store.path),
             "last_run": last_run,
+            "text_engine": self._text_engine(),
         }
+
+    def _text_engine(self) -> dict[str, Any]:
+        """The BM25 engine, the changes its tantivy folder still lacks, and the folder's size."""
+        from chunkdedup import textindex
+
+        name = textindex.engine(self.store)
+        if name == "fts5":
+            return {"name": name}
+        folder = textindex.folder(self.store.path)
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.exists() else 0
+        return {"name": name, "pending": textindex.pending(self.store), "folder_bytes": size}
 
     def documents(self) -> list[dict[str, Any]]:
         rows = self.store.conn.execute(

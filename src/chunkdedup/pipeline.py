@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chunkdedup import boilerplate
+from chunkdedup import boilerplate, textindex
 from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk, key_chunk
 from chunkdedup.dedup.near import update_clusters
 from chunkdedup.embed import Embedder, get_embedder
-from chunkdedup.errors import InputError
+from chunkdedup.errors import ConfigError, InputError
 from chunkdedup.index import Index
 from chunkdedup.normalize import canonical_id, key_hash
 from chunkdedup.parse import InputFile, discover, input_fingerprint, parse_file
@@ -101,6 +101,7 @@ class _Run:
     lock_timeout: float
     embedder: Embedder | None
     reembed: bool
+    text_engine: str | None
 
 
 def ingest(
@@ -115,11 +116,14 @@ def ingest(
     lock_timeout: float = 30.0,
     embedder: Embedder | None = None,
     reembed: bool = False,
+    text_engine: str | None = None,
 ) -> IngestReport:
     """Ingest files into an index; with ``dry_run`` nothing is written to ``index``.
 
     ``embedder`` overrides ``config.semantic.embedder`` when the semantic tier is enabled;
-    ``reembed`` drops the vectors of an index embedded with another model.
+    ``reembed`` drops the vectors of an index embedded with another model. ``text_engine``
+    (``fts5`` or ``tantivy``, see :mod:`chunkdedup.textindex`) switches the index's BM25 engine;
+    ``None`` keeps the one it has.
 
     Example:
         >>> report = ingest(["docs/"], "index.sqlite", manifest="docs/manifest.jsonl")  # doctest: +SKIP
@@ -136,7 +140,12 @@ def ingest(
         lock_timeout,
         embedder,
         reembed,
+        text_engine,
     )
+    if text_engine is not None and text_engine not in textindex.ENGINES:
+        raise ConfigError(f"text engine must be one of {', '.join(textindex.ENGINES)}, got {text_engine!r}")
+    if text_engine == "tantivy":
+        textindex.import_tantivy()  # a missing extra fails before the index is touched
     if not dry_run:
         return _run(run, Path(index), dry_run=False)
     # A dry run does the real work on a scratch copy, so it shows exactly what a run would do.
@@ -166,6 +175,8 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
             str(Path(run.manifest).resolve()) if run.manifest else None,
             cfg.to_dict(),
         )
+        if run.text_engine is not None:
+            textindex.set_engine(store, run.text_engine)
         if run.prune:  # first, so a moved corpus takes over its ids instead of colliding with itself
             keep = {str(i.path) for i in run.inputs}
             for path in store.file_paths():
@@ -178,6 +189,7 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
         decide_chrome(store, cfg)
         chunked = _chunk_phase(store, fingerprint, cfg, run_id, tick)
         near = update_clusters(store, cfg, run_id, tick, embedder=run.embedder, reembed=run.reembed)
+        text = textindex.sync(store, tick) if not dry_run else None
         view = Index(store)
         summary = run_totals(results, view.stats(), chunked)
         summary["cluster_pass"] = {
@@ -186,6 +198,8 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
             "merged": near.merged,
             "variants": near.variants,
         }
+        if text is not None and text.engine != "fts5":
+            summary["text_index"] = {"engine": text.engine, "rebuilt": text.rebuilt, "groups": text.groups}
         report = IngestReport(
             None if dry_run else run_id, tuple(results), summary, tuple(view.boilerplate(limit=10)), dry_run
         )
@@ -362,6 +376,7 @@ def remove_documents(
         recorded = store.meta("embedder_name")
         embedder = get_embedder(recorded) if cfg.semantic.enabled and recorded else None
         update_clusters(store, cfg, run_id, embedder=embedder)
+        textindex.sync(store)
         summary = {"removed": list(doc_ids), "canonicals_touched": touched, "documents_rechunked": rechunked}
         store.finish_run(run_id, summary)
     return summary

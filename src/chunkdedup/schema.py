@@ -132,4 +132,24 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         END;
         """,
     ),
+    (
+        "0003_text_log",
+        # While the text engine is tantivy (chunkdedup.textindex), every change to a group's text is
+        # logged in the same transaction, and replayed into the tantivy folder after the run.
+        """
+        CREATE TABLE text_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, gid INTEGER NOT NULL);
+        CREATE TRIGGER groups_log_ai AFTER INSERT ON groups
+            WHEN (SELECT value FROM meta WHERE key='text_engine') = 'tantivy' BEGIN
+            INSERT INTO text_log(gid) VALUES (new.gid);
+        END;
+        CREATE TRIGGER groups_log_ad AFTER DELETE ON groups
+            WHEN (SELECT value FROM meta WHERE key='text_engine') = 'tantivy' BEGIN
+            INSERT INTO text_log(gid) VALUES (old.gid);
+        END;
+        CREATE TRIGGER groups_log_au AFTER UPDATE OF text ON groups
+            WHEN (SELECT value FROM meta WHERE key='text_engine') = 'tantivy' BEGIN
+            INSERT INTO text_log(gid) VALUES (new.gid);
+        END;
+        """,
+    ),
 )

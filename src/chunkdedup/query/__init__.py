@@ -19,6 +19,7 @@ from chunkdedup.query.retrieve import (
     ReciprocalRankFusion,
     Retriever,
     Scored,
+    TantivyRetriever,
     content_terms,
     fts_query,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "Scored",
     "ShingleJaccard",
     "Similarity",
+    "TantivyRetriever",
     "VectorRetriever",
     "content_terms",
     "dedup_chunks",

@@ -12,7 +12,7 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -104,6 +104,46 @@ class Fts5Retriever:
             (match, limit),
         )
         return [Scored(r[0], -float(r[1])) for r in rows]
+
+
+class TantivyRetriever:
+    """BM25 through the index's tantivy folder (:mod:`chunkdedup.textindex`): the question's content
+    terms OR-ed, each analysed by the folder's tokenizer, ranked by tantivy's BM25 (top ``limit`` by
+    block-max WAND, so common terms do not make it score every document).
+
+    ``handle`` is an open ``tantivy.Index``; it is reloaded on each call, so a sync by an ingest
+    is seen by the next question. The score is tantivy's (a float32 widened, never rounded);
+    ties are ordered by group id.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, handle: Any) -> None:
+        self.conn = conn
+        self.handle = handle
+
+    def retrieve(self, text: str, limit: int) -> list[Scored]:
+        terms = content_terms(text)
+        if not terms or limit <= 0:
+            return []
+        import tantivy  # present: the caller opened ``handle`` with it
+
+        should = tantivy.Occur.Should
+        # each term quoted: user text is never read as query syntax
+        query = tantivy.Query.boolean_query(
+            [(should, self.handle.parse_query('"' + t + '"', ["text"])) for t in terms]
+        )
+        self.handle.reload()
+        searcher = self.handle.searcher()
+        hits = searcher.search(query, limit, count=False).hits
+        if not hits:
+            return []
+        gids = searcher.fast_field_values("gid", [address for _, address in hits])
+        ids: dict[int, str] = {}
+        for lo in range(0, len(gids), 500):
+            part = [g for g in gids[lo : lo + 500] if g is not None]
+            marks = ",".join("?" * len(part))
+            ids.update(self.conn.execute(f"SELECT gid, id FROM groups WHERE gid IN ({marks})", part))
+        scored = [Scored(ids[g], float(score)) for (score, _), g in zip(hits, gids, strict=True) if g in ids]
+        return sorted(scored, key=lambda s: (-s.score, s.id))
 
 
 def _match(terms: list[str]) -> str:

@@ -1,7 +1,8 @@
 """``search``/``query``: retrieve, filter through sources, apply the version policy, then the safety
 net (dedup_chunks, cap per source document, MMR), and return cited hits.
 
-Retrieval is ``bm25`` (FTS5), ``vector`` (exact cosine over the stored embeddings, the question
+Retrieval is ``bm25`` (FTS5, or tantivy when the index has that engine: see
+:mod:`chunkdedup.textindex`), ``vector`` (exact cosine over the stored embeddings, the question
 embedded with the index's recorded embedder) or ``hybrid`` (both fused by reciprocal rank);
 ``auto`` is hybrid when the index holds embeddings, else bm25. MMR compares candidates by the
 cosine of their stored vectors when the index has embeddings, else by shingle Jaccard.
@@ -16,7 +17,7 @@ from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
 from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.records import Candidate, Dropped, Hit, QueryResult, VersionPolicy
-from chunkdedup.query.retrieve import Fts5Retriever, ReciprocalRankFusion, Retriever
+from chunkdedup.query.retrieve import Fts5Retriever, ReciprocalRankFusion, Retriever, TantivyRetriever
 from chunkdedup.query.safety import ShingleJaccard, Similarity, cap_step, dedup_step, mmr_step
 from chunkdedup.query.vectors import (
     EmbeddingSimilarity,
@@ -109,11 +110,19 @@ def _retriever(
     if which == "auto":
         which = "hybrid" if has_embeddings(conn) else "bm25"
     if which == "bm25":
-        return Fts5Retriever(conn), None
+        return bm25_retriever(index), None
     vectors = VectorRetriever.for_index(index.store, embedder)
     if which == "vector":
         return vectors, vectors
-    return ReciprocalRankFusion([Fts5Retriever(conn), vectors]), vectors
+    return ReciprocalRankFusion([bm25_retriever(index), vectors]), vectors
+
+
+def bm25_retriever(index: Index) -> Retriever:
+    """BM25 on the index's text engine: its tantivy folder when it has one, else FTS5."""
+    handle = index.text_handle()
+    if handle is not None:
+        return TantivyRetriever(index.store.conn, handle)
+    return Fts5Retriever(index.store.conn)
 
 
 def _similarity(index: Index, vectors: VectorRetriever | None, cfg: QueryConfig) -> Similarity:

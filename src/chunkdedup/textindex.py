@@ -1,0 +1,153 @@
+"""The BM25 text engine of an index: SQLite FTS5 inside the file (default), or tantivy beside it.
+
+FTS5 scores every row that holds any query term, so its latency grows with the posting lists: at
+1M chunks a question takes hundreds of milliseconds. tantivy (optional extra ``[tantivy]``) ranks
+with block-max WAND and answers the same question in a few milliseconds. The SQLite file stays the
+single source of truth: the tantivy folder ``INDEX.tantivy`` beside it is derived from the
+``groups`` table and can be deleted at any time (the next ingest or ``chunkdedup text-index``
+rebuilds it), as SQLite's own ``INDEX-wal`` file sits beside the index.
+
+Keeping the folder in step: while the engine is ``tantivy`` (meta ``text_engine``), triggers on
+``groups`` append the changed group's key to ``text_log`` inside the same transaction as the change
+itself. :func:`sync` replays the log into tantivy (delete the key, add the group's current text if it
+still exists), commits tantivy, then trims the log in SQLite. A crash between the two commits
+replays the same keys next time, which is idempotent; so the folder never loses a change. Every
+ingest and removal ends with a sync, so queries see the text of the last finished run (during a
+run, text added by it becomes searchable when the run ends; removed text is already filtered out
+by the query's lookup of the groups it retrieves).
+
+Example:
+    >>> with Store.open("index.sqlite") as store:  # doctest: +SKIP
+    ...     set_engine(store, "tantivy")
+    ...     sync(store)
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from chunkdedup.errors import ConfigError, MissingExtraError
+from chunkdedup.store import Store
+
+ENGINES = ("fts5", "tantivy")
+_BATCH = 10_000
+_HEAP = 256 * 1024 * 1024  # the tantivy writer's memory budget (split between its threads)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncStats:
+    """What one :func:`sync` did: ``rebuilt`` (every group re-indexed) or ``replayed`` log entries."""
+
+    engine: str
+    rebuilt: bool
+    groups: int
+
+
+def folder(index: str | Path) -> Path:
+    """The tantivy folder of an index file: ``INDEX.tantivy`` beside it."""
+    p = Path(index)
+    return p.with_name(p.name + ".tantivy")
+
+
+def engine(store: Store) -> str:
+    """The index's text engine (``fts5`` unless set otherwise)."""
+    return store.meta("text_engine") or "fts5"
+
+
+def pending(store: Store) -> int:
+    """Changes not yet in the tantivy folder (0 for fts5, whose table moves with each transaction)."""
+    if engine(store) != "tantivy":
+        return 0
+    if store.meta("text_built") != "1":
+        return int(store.conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0])
+    return int(store.conn.execute("SELECT COUNT(DISTINCT gid) FROM text_log").fetchone()[0])
+
+
+def import_tantivy() -> ModuleType:
+    try:
+        import tantivy
+    except ImportError:
+        raise MissingExtraError("the tantivy text engine", "tantivy", "tantivy") from None
+    return tantivy
+
+
+def set_engine(store: Store, name: str) -> bool:
+    """Choose the index's text engine; True when it changed. The caller holds the writer lock.
+
+    Switching to tantivy marks the folder for a full build (by the next :func:`sync`); switching to
+    fts5 deletes the folder (FTS5 is always maintained, so nothing needs building).
+    """
+    if name not in ENGINES:
+        raise ConfigError(f"text engine must be one of {', '.join(ENGINES)}, got {name!r}")
+    if name == "tantivy":
+        import_tantivy()  # a missing extra fails before the index is touched
+    if name == engine(store):
+        return False
+    with store.transaction():
+        store.set_meta("text_engine", name)
+        store.set_meta("text_built", "0")
+        store.conn.execute("DELETE FROM text_log")
+    if name == "fts5":
+        shutil.rmtree(folder(store.path), ignore_errors=True)
+    return True
+
+
+def _schema(tantivy: ModuleType) -> Any:
+    sb = tantivy.SchemaBuilder()
+    # en_stem: lowercase, split on non-alphanumerics, English Snowball stems (as FTS5's porter)
+    sb.add_text_field("text", stored=False, tokenizer_name="en_stem", index_option="freq")
+    sb.add_integer_field("gid", stored=False, indexed=True, fast=True)
+    return sb.build()
+
+
+def sync(store: Store, progress: Callable[[str, int, int], None] | None = None) -> SyncStats:
+    """Bring the tantivy folder up to the index's groups (a no-op for fts5). Needs the writer lock."""
+    name = engine(store)
+    if name != "tantivy":
+        return SyncStats(name, False, 0)
+    tick = progress or (lambda stage, done, total: None)
+    tantivy = import_tantivy()
+    path = folder(store.path)
+    conn = store.conn
+    upto = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM text_log").fetchone()[0])
+    rebuild = store.meta("text_built") != "1" or not (path / "meta.json").exists()
+    if rebuild:
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        ix = tantivy.Index(_schema(tantivy), path=str(path))
+        total = int(conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0])
+        writer = ix.writer(_HEAP)
+        done = 0
+        for gid, text in conn.execute("SELECT gid, text FROM groups ORDER BY gid"):
+            writer.add_document(tantivy.Document(text=text, gid=int(gid)))
+            done += 1
+            if done % _BATCH == 0:
+                tick("text index", done, total)
+        n = done
+    else:
+        ix = tantivy.Index.open(str(path))
+        changed = [
+            int(r[0])
+            for r in conn.execute("SELECT DISTINCT gid FROM text_log WHERE seq <= ? ORDER BY gid", (upto,))
+        ]
+        writer = ix.writer(_HEAP)
+        for lo in range(0, len(changed), 500):
+            part = changed[lo : lo + 500]
+            for gid in part:
+                writer.delete_documents_by_term("gid", gid)
+            marks = ",".join("?" * len(part))
+            for gid, text in conn.execute(f"SELECT gid, text FROM groups WHERE gid IN ({marks})", part):
+                writer.add_document(tantivy.Document(text=text, gid=int(gid)))
+            tick("text index", min(lo + 500, len(changed)), len(changed))
+        n = len(changed)
+    writer.commit()
+    writer.wait_merging_threads()
+    with store.transaction():
+        conn.execute("DELETE FROM text_log WHERE seq <= ?", (upto,))
+        store.set_meta("text_built", "1")
+    return SyncStats(name, rebuild, n)
