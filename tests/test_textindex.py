@@ -181,3 +181,25 @@ def test_cli_switches_the_engine_and_reports_it(tmp_path: Path) -> None:
     assert [h["text"] for h in hits["hits"]] == ["Refunds are paid within thirty days of a written request."]
     bad = runner.invoke(main, ["ingest", str(corpus), "--index", str(index), "--text-index", "lucene"])
     assert bad.exit_code == 2 and "fts5" in bad.output
+
+
+def test_an_unchanged_text_is_not_reindexed(tmp_path: Path) -> None:
+    """Adding a document that repeats a text refreshes that group (its count changes), not its text:
+    neither FTS5 nor the log sees a change."""
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Refunds are paid within thirty days of a written request.\n")
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index, text_engine="tantivy")
+    (corpus / "b.txt").write_text("Refunds are paid within thirty days of a written request.\n")
+    with sqlite3.connect(index) as conn:
+        conn.execute(
+            "CREATE TRIGGER watch AFTER INSERT ON text_log BEGIN"
+            " INSERT INTO meta(key, value) VALUES ('logged', new.gid) ON CONFLICT(key) DO UPDATE"
+            " SET value = value || ',' || new.gid; END"
+        )
+    report = ingest([corpus], index)
+    assert report.totals["text_index"]["groups"] == 0
+    with sqlite3.connect(index) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='logged'").fetchone() is None
+        assert conn.execute("SELECT n_sources FROM groups").fetchall() == [(2,)]

@@ -126,7 +126,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE TRIGGER groups_ad AFTER DELETE ON groups BEGIN
             INSERT INTO groups_fts(groups_fts, rowid, text) VALUES('delete', old.gid, old.text);
         END;
-        CREATE TRIGGER groups_au AFTER UPDATE OF text ON groups BEGIN
+        -- a refresh rewrites every touched group's text: re-index only a real change
+        CREATE TRIGGER groups_au AFTER UPDATE OF text ON groups WHEN old.text IS NOT new.text BEGIN
             INSERT INTO groups_fts(groups_fts, rowid, text) VALUES('delete', old.gid, old.text);
             INSERT INTO groups_fts(rowid, text) VALUES (new.gid, new.text);
         END;
@@ -147,7 +148,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             INSERT INTO text_log(gid) VALUES (old.gid);
         END;
         CREATE TRIGGER groups_log_au AFTER UPDATE OF text ON groups
-            WHEN (SELECT value FROM meta WHERE key='text_engine') = 'tantivy' BEGIN
+            WHEN old.text IS NOT new.text
+            AND (SELECT value FROM meta WHERE key='text_engine') = 'tantivy' BEGIN
             INSERT INTO text_log(gid) VALUES (new.gid);
         END;
         """,
