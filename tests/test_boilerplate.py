@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chunkdedup import BoilerplateConfig, Index, Page, boilerplate_key, candidate_keys, running_keys, strip
 from chunkdedup.boilerplate import is_chrome, key_id
@@ -35,6 +39,17 @@ def test_digit_masking_makes_page_numbers_one_key() -> None:
     )
     assert boilerplate_key("www.epc-cep.eu 35") == boilerplate_key("www.epc-cep.eu 36")
     assert boilerplate_key("Refunds within 30 days") != boilerplate_key("Refunds within the month")
+
+
+def _regex_key(text: str) -> str:
+    """The key's definition as one regex: a run of whitespace-separated digit-bearing tokens -> #."""
+    t = unicodedata.normalize("NFKC", text).casefold()
+    return re.sub(r"\s+", " ", re.sub(r"\S*\d\S*(?:\s+\S*\d\S*)*", "#", t)).strip()
+
+
+@given(st.text(alphabet="aB1 \t\n2#-\u00a0\u0663\u2009.", max_size=40))
+def test_boilerplate_key_equals_its_regex_definition(text: str) -> None:
+    assert boilerplate_key(text) == _regex_key(text)
 
 
 def test_running_header_needs_half_the_pages_and_three_pages() -> None:

@@ -16,11 +16,29 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from chunkdedup.dedup.exact import KeyedChunk
 from chunkdedup.normalize import key_hash
+
+#: Each group's first source (by document, page, offset), its count, and its span of the page.
+#: substr counts characters as Python slicing does (offsets 0-based, substr 1-based).
+_FIRST_SOURCES = (
+    'SELECT s.group_id, s.doc_id, s.page, s.start, s.n, substr(p.clean_text, s.start + 1, s."end" - s.start)'
+    ' FROM (SELECT group_id, doc_id, page, start, "end", COUNT(*) OVER (PARTITION BY group_id) AS n,'
+    " ROW_NUMBER() OVER (PARTITION BY group_id ORDER BY doc_id, page, start) AS rn"
+    " FROM sources WHERE group_id IN ({})) s"
+    " JOIN pages p ON p.doc_id = s.doc_id AND p.page = s.page WHERE s.rn = 1"
+)
+_GROUP_STATE = (
+    "SELECT id, rep_doc, rep_page, rep_start, canonical_id, text, n_sources FROM groups WHERE id IN ({})"
+)
+_CANONICAL_SOURCES = (
+    'SELECT canonical_id, doc_id, page, start, "end", relation, similarity FROM sources'
+    " WHERE canonical_id IN ({}) ORDER BY canonical_id, doc_id, page, start"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,49 +125,58 @@ class ChunkTables:
     def refresh_groups(self, ids: Sequence[str]) -> set[str]:
         """Re-derive groups from their sources; mark new, moved or emptied ones dirty.
 
-        Returns the canonical ids that lost a group (their cluster must be refreshed too).
+        Returns the canonical ids that lost a group (their cluster must be refreshed too). Reads are
+        batched (each group's first source and its span of the page in one query), and a group whose
+        text, count and first source are unchanged is not written.
         """
         c = self.conn
+        first = {r[0]: r[1:] for r in self._batched(_FIRST_SOURCES, ids)}
+        old = {r[0]: r[1:] for r in self._batched(_GROUP_STATE, ids)}
         lost: set[str] = set()
+        inserts: list[tuple[object, ...]] = []
+        updates: list[tuple[object, ...]] = []
+        dirty: list[tuple[str]] = []
         for gid in ids:
-            first = c.execute(
-                'SELECT doc_id, page, start, "end", COUNT(*) OVER () FROM sources WHERE group_id=?'
-                " ORDER BY doc_id, page, start LIMIT 1",
-                (gid,),
-            ).fetchone()
-            old = c.execute(
-                "SELECT rep_doc, rep_page, rep_start, canonical_id FROM groups WHERE id=?", (gid,)
-            ).fetchone()
-            if first is None:
-                if old is not None:
-                    self._mark_neighbours_dirty(gid, old[3])
-                    c.execute("DELETE FROM groups WHERE id=?", (gid,))
-                    c.execute("DELETE FROM bands WHERE group_id=?", (gid,))
-                    c.execute("DELETE FROM embeddings WHERE group_id=?", (gid,))
-                    c.execute("DELETE FROM semantic_edges WHERE a=? OR b=?", (gid, gid))
-                    c.execute("DELETE FROM dirty WHERE group_id=?", (gid,))
-                    lost.add(old[3])
+            now, was = first.get(gid), old.get(gid)
+            if now is None:
+                if was is not None:
+                    self._drop_group(gid, was[3])
+                    lost.add(was[3])
                 continue
-            doc_id, page, start, end, n = first
-            text = c.execute(
-                "SELECT clean_text FROM pages WHERE doc_id=? AND page=?", (doc_id, page)
-            ).fetchone()[0]
-            text = text[start:end]
-            if old is None:
-                c.execute(
-                    "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (gid, text, n, doc_id, page, start, gid),
-                )
-                c.execute("INSERT OR IGNORE INTO dirty(group_id) VALUES (?)", (gid,))
+            doc_id, page, start, n, text = now
+            if was is None:
+                inserts.append((gid, text, n, doc_id, page, start, gid))
+                dirty.append((gid,))
                 continue
-            c.execute(
-                "UPDATE groups SET text=?, n_sources=?, rep_doc=?, rep_page=?, rep_start=? WHERE id=?",
-                (text, n, doc_id, page, start, gid),
-            )
-            if tuple(old[:3]) != (doc_id, page, start):
-                c.execute("INSERT OR IGNORE INTO dirty(group_id) VALUES (?)", (gid,))
+            if (was[4], was[5], tuple(was[:3])) != (text, n, (doc_id, page, start)):
+                updates.append((text, n, doc_id, page, start, gid))
+            if tuple(was[:3]) != (doc_id, page, start):
+                dirty.append((gid,))
+        c.executemany(
+            "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            inserts,
+        )
+        c.executemany(
+            "UPDATE groups SET text=?, n_sources=?, rep_doc=?, rep_page=?, rep_start=? WHERE id=?", updates
+        )
+        c.executemany("INSERT OR IGNORE INTO dirty(group_id) VALUES (?)", dirty)
         return lost
+
+    def _drop_group(self, gid: str, canonical_id: str) -> None:
+        c = self.conn
+        self._mark_neighbours_dirty(gid, canonical_id)
+        c.execute("DELETE FROM groups WHERE id=?", (gid,))
+        c.execute("DELETE FROM bands WHERE group_id=?", (gid,))
+        c.execute("DELETE FROM embeddings WHERE group_id=?", (gid,))
+        c.execute("DELETE FROM semantic_edges WHERE a=? OR b=?", (gid, gid))
+        c.execute("DELETE FROM dirty WHERE group_id=?", (gid,))
+
+    def _batched(self, sql: str, ids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """Rows of ``sql`` (one ``{}`` placeholder list) for ``ids``, 500 ids per statement."""
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            yield from self.conn.execute(sql.format(",".join("?" * len(part))), part)
 
     def _mark_neighbours_dirty(self, gid: str, canonical_id: str) -> None:
         """A group is going: its cluster-mates and band neighbours must be re-decided."""
@@ -281,12 +308,12 @@ class ChunkTables:
     def refresh_canonicals(self, ids: Sequence[str], run_id: int) -> None:
         """Re-derive each canonical from its sources: representative text, count, signature."""
         c = self.conn
+        sources: dict[str, list[tuple[Any, ...]]] = {}
+        for r in self._batched(_CANONICAL_SOURCES, ids):
+            sources.setdefault(r[0], []).append(tuple(r[1:]))
+        signatures = dict(self._batched("SELECT id, signature FROM canonicals WHERE id IN ({})", ids))
         for cid in ids:
-            rows = c.execute(
-                'SELECT doc_id, page, start, "end", relation, similarity FROM sources WHERE canonical_id=?'
-                " ORDER BY doc_id, page, start",
-                (cid,),
-            ).fetchall()
+            rows = sources.get(cid)
             if not rows:
                 if c.execute("DELETE FROM canonicals WHERE id=?", (cid,)).rowcount:
                     c.execute(
@@ -294,12 +321,13 @@ class ChunkTables:
                     )
                 continue
             doc_id, page, start, end = rows[0][:4]
-            page_text = c.execute(
-                "SELECT clean_text FROM pages WHERE doc_id=? AND page=?", (doc_id, page)
-            ).fetchone()
-            text = page_text[0][start:end]
-            signature = key_hash(json.dumps([text, rows]))
-            old = c.execute("SELECT signature FROM canonicals WHERE id=?", (cid,)).fetchone()
+            # substr counts characters as Python slicing does (offsets 0-based, substr 1-based)
+            text = c.execute(
+                "SELECT substr(clean_text, ?, ?) FROM pages WHERE doc_id=? AND page=?",
+                (start + 1, end - start, doc_id, page),
+            ).fetchone()[0]
+            signature = key_hash(json.dumps([text, [list(r) for r in rows]]))
+            old = None if cid not in signatures else (signatures[cid],)
             if old is None:
                 c.execute(
                     "INSERT INTO canonicals(id, text, n_sources, signature, updated_run)"
