@@ -432,9 +432,10 @@ def assert_no_leak(
         assert result.hits == () and result.dropped == ()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(doc_strategy, min_size=1, max_size=6), st.lists(query_strategy, min_size=1, max_size=6))
-def test_filters_never_leak(docs: list[tuple[list[str], dict[str, Any]]], queries: list[Any]) -> None:
+def check_no_leak(
+    docs: list[tuple[list[str], dict[str, Any]]], queries: list[Any], text_engine: str | None = None
+) -> None:
+    """Ingest ``docs`` (with ``text_engine``) and check every query with :func:`assert_no_leak`."""
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "c"
         fields = build_corpus(corpus, docs)
@@ -444,10 +445,18 @@ def test_filters_never_leak(docs: list[tuple[list[str], dict[str, Any]]], querie
             index,
             manifest=corpus / "manifest.jsonl",
             config=Config(chunk=ChunkConfig(target_words=8, max_words=20)),
+            text_engine=text_engine,
         )
         with Index.open(index) as ix:
+            assert (ix.text_handle() is not None) == (text_engine == "tantivy")  # the engine asked for
             for text, conditions, policy, net in queries:
-                assert_no_leak(ix, text, conditions, policy, net, fields)
+                assert_no_leak(ix, text, conditions, policy, net, fields, retriever="bm25")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(doc_strategy, min_size=1, max_size=6), st.lists(query_strategy, min_size=1, max_size=6))
+def test_filters_never_leak(docs: list[tuple[list[str], dict[str, Any]]], queries: list[Any]) -> None:
+    check_no_leak(docs, queries)
 
 
 # -- the CLI ---------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ import json
 import shutil
 import sqlite3
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkdedup import ChunkConfig, Config, Index, ingest, remove_documents, textindex
+from chunkdedup import Index, ingest, remove_documents, textindex
 from chunkdedup.errors import MissingExtraError
 from chunkdedup.query import Fts5Retriever, TantivyRetriever, search
 from chunkdedup.query.run import bm25_retriever
 from conftest import POLICY, POLICY_MANIFEST
-from test_query import QUESTIONS, assert_no_leak, build_corpus, doc_strategy, query_strategy
+from test_query import QUESTIONS, check_no_leak, doc_strategy, query_strategy
 
 tantivy = pytest.importorskip("tantivy", reason="needs the extra: pip install 'chunkdedup[tantivy]'")
 
@@ -145,21 +144,7 @@ def test_missing_extra_names_the_pip_install(monkeypatch: pytest.MonkeyPatch, tm
 def test_filters_never_leak_with_tantivy(
     docs: list[tuple[list[str], dict[str, Any]]], queries: list[Any]
 ) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp) / "c"
-        fields = build_corpus(corpus, docs)
-        index = Path(tmp) / "i.sqlite"
-        ingest(
-            [corpus],
-            index,
-            manifest=corpus / "manifest.jsonl",
-            config=Config(chunk=ChunkConfig(target_words=8, max_words=20)),
-            text_engine="tantivy",
-        )
-        with Index.open(index) as ix:
-            assert isinstance(bm25_retriever(ix), TantivyRetriever)
-            for text, conditions, policy, net in queries:
-                assert_no_leak(ix, text, conditions, policy, net, fields, retriever="bm25")
+    check_no_leak(docs, queries, text_engine="tantivy")
 
 
 def test_cli_switches_the_engine_and_reports_it(tmp_path: Path) -> None:
