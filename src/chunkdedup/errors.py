@@ -8,6 +8,7 @@
     ├── IndexError_          the index file cannot be used
     │   ├── IndexBusyError   another process is writing to the index
     │   └── SchemaError      the index was written by a newer chunkdedup or is not an index
+    │       └── MigrationPendingError  an older index opened read-only
     └── MissingExtraError    an optional dependency is not installed
 
 Every message names the input and says how to fix it.
@@ -52,6 +53,10 @@ class IndexBusyError(IndexError_):
 
 class SchemaError(IndexError_):
     """The file is not a chunkdedup index, or its schema is newer than this version."""
+
+
+class MigrationPendingError(SchemaError):
+    """An index written by an older chunkdedup was opened read-only: its schema needs a writer."""
 
 
 class MissingExtraError(ChunkdedupError):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chunkdedup.errors import ChunkdedupError
+from chunkdedup.errors import ChunkdedupError, MigrationPendingError
 from chunkdedup.store import Store
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef
 
@@ -45,7 +45,13 @@ class Index:
 
     @classmethod
     def open(cls, path: str | Path) -> Index:
-        return cls(Store.open(path, readonly=True))
+        """Open an index to read. An index from an older chunkdedup gets its new schema laid out
+        once (under the writer lock, as an ingest would), then is opened read-only."""
+        try:
+            return cls(Store.open(path, readonly=True))
+        except MigrationPendingError:
+            Store.open(path).close()
+            return cls(Store.open(path, readonly=True))
 
     def close(self) -> None:
         self.store.close()

@@ -24,7 +24,7 @@ from chunkdedup.boilerplate import key_id
 from chunkdedup.chunk_tables import ChunkTables
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk
-from chunkdedup.errors import IndexBusyError, SchemaError
+from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.schema import MIGRATIONS
 from chunkdedup.types import Document, Page, StrippedLine
 
@@ -100,8 +100,9 @@ class Store:
             )
         pending = [(n, sql) for n, sql in MIGRATIONS if n not in applied]
         if pending and readonly:
-            raise SchemaError(
-                f"index {self.path} needs migrations {[n for n, _ in pending]}: open it writable"
+            raise MigrationPendingError(
+                f"index {self.path} was written by an older chunkdedup and needs migrations "
+                f"{[n for n, _ in pending]}: open it writable (Index.open does this once by itself)"
             )
         for name, sql in pending:
             with self.transaction():
