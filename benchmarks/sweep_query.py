@@ -7,7 +7,7 @@ once each, then evaluates a grid of :class:`QueryConfig` settings on the SAME in
 only (cap none, lambda 1.0, which is pure relevance order); plus two reference rows with
 ``versions = all`` (to separate the version policy from the net). Metrics are the library's own
 (``chunkdedup.evaluate.metrics.score_question`` / ``aggregate``, the same code ``chunkdedup eval`` uses),
-hits converted to metric results by ``chunkdedup.evaluate.run._retrieve``.
+hits converted to metric results by ``chunkdedup.evaluate.run.retrieve_results``.
 
 Each question is retrieved once at the largest cut-off and the shorter cut-offs are its prefixes: the
 net is k-independent (dedup and cap do not look at k, MMR is greedy so its first K picks are the same
@@ -38,7 +38,7 @@ from chunkdedup.config import QueryConfig
 from chunkdedup.evaluate import DocResolver, Question, convert_docugami, load_golden
 from chunkdedup.evaluate.baseline import recorded_run
 from chunkdedup.evaluate.metrics import PairSimilarity, Scores, aggregate, score_question
-from chunkdedup.evaluate.run import EXTRA_KS, _retrieve
+from chunkdedup.evaluate.run import EXTRA_KS, retrieve_results
 from chunkdedup.index import Index
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,7 +95,7 @@ def evaluate_setting(
     scores: list[Scores] = []
     per_q: list[dict[str, Any]] = []
     for q in questions:
-        results = _retrieve(ix, q.question, top, cfg, opts)
+        results = retrieve_results(ix, q.question, top, cfg, opts)
         runs = {kk: results[:kk] for kk in ks}
         s = score_question(runs, q, k, similarity)
         scores.append(s)
@@ -108,9 +108,9 @@ def prefix_check(ix: Index, questions: Sequence[Question], cfg: QueryConfig, ks:
     opts = {"versions": cfg.versions, "safety_net": cfg.safety_net}
     top = max(ks)
     for q in questions:
-        deep = [r.id for r in _retrieve(ix, q.question, top, cfg, opts)]
+        deep = [r.id for r in retrieve_results(ix, q.question, top, cfg, opts)]
         for kk in ks:
-            if kk != top and [r.id for r in _retrieve(ix, q.question, kk, cfg, opts)] != deep[:kk]:
+            if kk != top and [r.id for r in retrieve_results(ix, q.question, kk, cfg, opts)] != deep[:kk]:
                 return False
     return True
 

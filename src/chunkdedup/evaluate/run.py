@@ -72,7 +72,7 @@ def evaluate(
         for q in resolved:
             entry: dict[str, Any] = {**q.to_json(), "metrics": {}, "results": {}}
             for name, view in views.items():
-                runs = {kk: _retrieve(view, q.question, kk, qcfg, settings[name]) for kk in ks}
+                runs = {kk: retrieve_results(view, q.question, kk, qcfg, settings[name]) for kk in ks}
                 s = score_question(runs, q, k, similarity)
                 scores[name].append(s)
                 entry["metrics"][name] = s.values
@@ -85,7 +85,8 @@ def evaluate(
     return Evaluation(k, {n: aggregate(s) for n, s in scores.items()}, queries, figures, meta)
 
 
-def _retrieve(view: Index, text: str, k: int, cfg: QueryConfig, opts: dict[str, Any]) -> list[Result]:
+def retrieve_results(view: Index, text: str, k: int, cfg: QueryConfig, opts: dict[str, Any]) -> list[Result]:
+    """One question's hits as metric results; ``opts`` holds ``versions`` and ``safety_net``."""
     hits = search(view, text, k=k, config=cfg, versions=opts["versions"], safety_net=opts["safety_net"]).hits
     return [Result(h.rank, h.id, h.score, h.text, tuple((c.doc, c.page) for c in h.citations)) for h in hits]
 
