@@ -8,8 +8,12 @@ notice too rare to be chrome, clauses copied verbatim across families (exact), o
 paragraph, so ``--chunks`` sets the size.
 
 Each engine runs in its own process on a fresh index (so its peak memory is its own); Ray worker
-processes are sampled from /proc every 0.2 s for their peak resident memory (it includes pages of
-the shared object store they read). The indexes are compared by a hash of their export.
+processes are sampled from /proc every 0.2 s for their peak resident memory (VmRSS, which includes
+pages of the shared object store they read) and their peak private memory (RssAnon, their own heap);
+the ``..._per_million_chunks`` fields scale the largest to a million raw chunks. Ray's stages are its
+report's ``engine.seconds`` (parse, boilerplate, chunk + sign, the near tier's banding and
+verification on Ray, the local clustering); local stages are the wall time between progress ticks.
+The indexes are compared by a hash of their export.
 
 Example:
     python benchmarks/scale.py --chunks 200000 --out benchmarks/results/scale.json
@@ -133,10 +137,15 @@ def _flush(folder: Path, n: int, records: list[str]) -> int:
 
 
 class _WorkerMemory:
-    """Peak RSS of Ray worker processes (``ray::...`` in /proc), sampled in a thread."""
+    """Peak memory of this process's Ray worker processes (``ray::...`` in /proc, descendants of this
+    process, so another user's Ray is not counted), sampled in a thread: ``peak`` is the resident set
+    (VmRSS, which counts the shared object-store pages a worker has read), ``private`` the anonymous
+    memory alone (RssAnon: the worker's own heap, what a worker needs to be given)."""
 
     def __init__(self) -> None:
         self.peak: dict[int, int] = {}
+        self.private: dict[int, int] = {}
+        self.by_task: dict[str, int] = {}  # peak private memory seen while a worker ran each task
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -148,19 +157,40 @@ class _WorkerMemory:
         self._stop.set()
         self._thread.join()
 
+    @staticmethod
+    def _parent(pid: int) -> int:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+    def _ours(self, pid: int) -> bool:
+        me = os.getpid()
+        for _ in range(16):
+            pid = self._parent(pid)
+            if pid == me:
+                return True
+            if pid <= 1:
+                return False
+        return False
+
     def _run(self) -> None:
         while not self._stop.wait(0.2):
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit():
+            for name in os.listdir("/proc"):
+                if not name.isdigit():
                     continue
+                pid = int(name)
                 try:
-                    if not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::"):
+                    task = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+                    if not task.startswith("ray::") or not self._ours(pid):
                         continue
                     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                        if line.startswith("VmRSS:"):
-                            kb = int(line.split()[1])
-                            self.peak[int(pid)] = max(self.peak.get(int(pid), 0), kb)
-                except OSError:
+                        field, _, value = line.partition(":")
+                        if field == "VmRSS":
+                            self.peak[pid] = max(self.peak.get(pid, 0), int(value.split()[0]))
+                        elif field == "RssAnon":
+                            kb = int(value.split()[0])
+                            self.private[pid] = max(self.private.get(pid, 0), kb)
+                            self.by_task[task[5:]] = max(self.by_task.get(task[5:], 0), kb)
+                except (OSError, ValueError):
                     continue
 
 
@@ -180,18 +210,23 @@ def run_engine(engine: str, corpus: Path, index: Path) -> dict[str, Any]:
     """Ingest ``corpus`` into a fresh ``index`` with one engine, in this process."""
     from chunkdedup import ingest
 
-    stages: dict[str, list[float]] = {}
+    ends: dict[str, float] = {}
 
     def tick(stage: str, done: int, total: int) -> None:
-        now = time.perf_counter()
-        span = stages.setdefault(stage, [now, now])
-        span[1] = now
+        ends.pop(stage, None)  # re-inserted: the dict stays in order of each stage's last tick
+        ends[stage] = time.perf_counter()
 
     start = time.perf_counter()
     if engine == "local":
         report = ingest([corpus], index, progress=tick)
-        seconds = {k: round(b - a, 3) for k, (a, b) in stages.items()}
+        # A stage's wall time: from the previous stage's last tick to its own (clustering ticks once,
+        # at its end, so a span from its first tick would read 0).
+        seconds, last = {}, start
+        for stage, end in ends.items():
+            seconds[stage], last = round(end - last, 3), end
         workers: dict[int, int] = {}
+        private: dict[int, int] = {}
+        by_task: dict[str, int] = {}
     else:
         import ray
 
@@ -202,17 +237,33 @@ def run_engine(engine: str, corpus: Path, index: Path) -> dict[str, Any]:
         try:
             with _WorkerMemory() as mem:
                 report = ingest_ray([corpus], index, parallelism=n)
-            workers = mem.peak
+            workers, private, by_task = mem.peak, mem.private, mem.by_task
         finally:
             ray.shutdown()
         seconds = report.totals["engine"]["seconds"]
     wall = time.perf_counter() - start
+    chunks = int(report.totals.get("raw_chunks") or 0)
+    worker_peak = max(workers.values(), default=0) / 1024
+    worker_private = max(private.values(), default=0) / 1024
     return {
         "engine": engine,
         "wall_s": round(wall, 2),
         "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "worker_peak_rss_mb": round(max(workers.values(), default=0) / 1024, 1),
+        "worker_peak_rss_mb": round(worker_peak, 1),
+        "worker_peak_private_mb": round(worker_private, 1),
+        # the largest worker process's peak, per million raw chunks of the corpus (a ratio at this size:
+        # a worker's fixed ~0.4 GB of Python, numba and Arrow is in it)
+        "worker_peak_rss_mb_per_million_chunks": round(worker_peak / (chunks / 1e6), 1) if chunks else None,
+        "worker_peak_private_mb_per_million_chunks": (
+            round(worker_private / (chunks / 1e6), 1) if chunks else None
+        ),
+        "worker_peaks_rss_mb": sorted((round(kb / 1024, 1) for kb in workers.values()), reverse=True),
+        "worker_peaks_private_mb": sorted((round(kb / 1024, 1) for kb in private.values()), reverse=True),
+        # which task a worker ran when its private memory peaked (the sampled task name, e.g. a fused
+        # "MapBatches(...)->..." operator; memory left from a previous task counts towards the next)
+        "worker_private_mb_by_task": {k: round(v / 1024, 1) for k, v in sorted(by_task.items())},
         "workers_seen": len(workers),
+        "near_edges": report.totals.get("engine", {}).get("near_edges", "local"),
         "stage_seconds": seconds,
         "stage_share": {k: round(v / wall, 3) for k, v in seconds.items()},
         "raw_chunks": report.totals.get("raw_chunks"),
@@ -260,18 +311,21 @@ def main(argv: list[str] | None = None) -> int:
             if r["target_chunks"] == size and local:
                 r["same_as_local"] = r["export_sha256"] == local[0]["export_sha256"]
     table = Table(title="local vs Ray ingest (fresh index)")
-    for col in ("chunks", "engine", "wall s", "driver MB", "worker MB", "same", "stage shares"):
+    columns = ("chunks", "engine", "wall s", "driver MB", "worker MB rss/own", "own MB/M", "same", "stage s")
+    for col in columns:
         table.add_column(col)
     for r in runs:
-        shares = ", ".join(f"{k} {v:.0%}" for k, v in r["stage_share"].items())
+        stages = "\n".join(f"{k} {r['stage_seconds'][k]:.1f} ({v:.0%})" for k, v in r["stage_share"].items())
+        per_million = r["worker_peak_private_mb_per_million_chunks"]
         table.add_row(
             f"{r['raw_chunks']:,}",
             r["engine"],
             f"{r['wall_s']:.1f}",
             f"{r['driver_peak_rss_mb']:.0f}",
-            f"{r['worker_peak_rss_mb']:.0f}",
+            f"{r['worker_peak_rss_mb']:.0f} / {r['worker_peak_private_mb']:.0f}",
+            "" if per_million is None or not r["workers_seen"] else f"{per_million:.0f}",
             str(r.get("same_as_local", "")),
-            shares,
+            stages,
         )
     Console(width=200).print(table)
     result = {

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,13 @@ from test_ingest import snapshot
 pytestmark = pytest.mark.ray
 
 REPO = Path(__file__).resolve().parents[1]
+# the synthetic corpus of the equality test (benchmarks/scale.py); ~N chunks
+SYNTHETIC_CHUNKS = 50_000
+NEAR_STAGES = {
+    "near: read bands and texts (driver)",
+    "near: band (Ray shuffle)",
+    "near: verify (Ray shuffle)",
+}
 
 
 def _scale() -> ModuleType:
@@ -51,10 +60,18 @@ def test_site_policy_on_ray_equals_local(local_ray: ModuleType, tmp_path: Path) 
     ingest([POLICY], local, manifest=POLICY_MANIFEST)
     report = ingest_ray([POLICY], distributed, manifest=POLICY_MANIFEST)
     assert report.totals["engine"]["chrome_counts"] == "ray"
+    _ran_near_on_ray(report.totals)
     _same(local, distributed)
     again = ingest_ray([POLICY], distributed, manifest=POLICY_MANIFEST)
     assert {str(f.status) for f in again.files} == {"unchanged"}
+    assert again.totals["engine"]["near_edges"] is None  # nothing to re-cluster
     _same(local, distributed)
+
+
+def _ran_near_on_ray(totals: dict[str, Any]) -> None:
+    """Banding and verification ran on Ray (no fallback to the store), each a stage of its own."""
+    assert totals["engine"]["near_edges"] == "ray"
+    assert set(totals["engine"]["seconds"]) >= NEAR_STAGES
 
 
 def test_synthetic_corpus_on_ray_equals_local(local_ray: ModuleType, tmp_path: Path) -> None:
@@ -62,12 +79,13 @@ def test_synthetic_corpus_on_ray_equals_local(local_ray: ModuleType, tmp_path: P
     from chunkdedup.distributed import ingest_ray
 
     corpus = tmp_path / "corpus"
-    _scale().write_corpus(corpus, 5_000)
+    _scale().write_corpus(corpus, SYNTHETIC_CHUNKS)
     local, distributed = tmp_path / "local.sqlite", tmp_path / "ray.sqlite"
     expected = ingest([corpus], local)
     report = ingest_ray([corpus], distributed, parallelism=2)
     _same(local, distributed)
     assert report.totals["engine"]["chrome_counts"] == "ray"
+    _ran_near_on_ray(report.totals)
     assert report.totals["cluster_pass"] == expected.totals["cluster_pass"]
     with Index.open(distributed) as ix:
         scopes = {b.scope for b in ix.boilerplate()}
@@ -75,6 +93,71 @@ def test_synthetic_corpus_on_ray_equals_local(local_ray: ModuleType, tmp_path: P
     # the corpus exercises every decision: chrome, running headers, near merges, variants
     assert scopes == {"chrome", "running"}
     assert report.totals["cluster_pass"]["merged"] > 0 and variants > 0
+
+
+def test_incremental_ray_runs_equal_a_fresh_local_ingest(local_ray: ModuleType, tmp_path: Path) -> None:
+    """Add shards, drop records from a shard, edit a document: each Ray run re-clusters only what
+    the change touched, from edges computed on Ray, and ends where a fresh local ingest does."""
+    from chunkdedup.distributed import ingest_ray
+
+    full, corpus = tmp_path / "full", tmp_path / "corpus"
+    _scale().write_corpus(full, 12_000, seed=7)
+    shards = sorted(full.glob("shard-*.jsonl"))
+    texts = sorted(full.glob("*.txt"))
+    assert len(shards) >= 3 and texts
+    corpus.mkdir()
+    for path in [*shards[:-1], *texts]:  # the last shard arrives in the second run
+        shutil.copy(path, corpus / path.name)
+    distributed = tmp_path / "ray.sqlite"
+    first = ingest_ray([corpus], distributed, parallelism=2)
+    _ran_near_on_ray(first.totals)
+
+    shutil.copy(shards[-1], corpus / shards[-1].name)
+    shard = corpus / shards[0].name  # its last 40 records go: documents removed
+    lines = shard.read_text(encoding="utf-8").splitlines()
+    shard.write_text("\n".join(lines[:-40]) + "\n", encoding="utf-8")
+    edited = corpus / texts[0].name  # one paragraph of a multi-page document rewritten
+    pages = edited.read_text(encoding="utf-8").split("\f")
+    paragraphs = pages[0].split("\n\n")
+    paragraphs[1] = " ".join(reversed(paragraphs[1].split()))
+    pages[0] = "\n\n".join(paragraphs)
+    edited.write_text("\f".join(pages), encoding="utf-8")
+    second = ingest_ray([corpus], distributed, parallelism=2)
+    _ran_near_on_ray(second.totals)
+    assert 0 < second.totals["cluster_pass"]["reclustered"] < second.totals["after_exact"]
+    assert second.totals["files"]["ingested"] == 3  # the new shard, the cut shard, the edited file
+
+    local = tmp_path / "local.sqlite"
+    ingest([corpus], local)
+    _same(local, distributed)
+
+
+def test_near_edges_on_ray_equal_the_store_verification(local_ray: ModuleType, tmp_path: Path) -> None:
+    """Every band-neighbour pair the local pass verifies above the threshold, with the same Jaccard."""
+    from chunkdedup import Config
+    from chunkdedup.dedup.minhash import MinHasher, jaccard
+    from chunkdedup.distributed.edges import near_edges_on_ray
+    from chunkdedup.distributed.ingest import _Clock
+    from chunkdedup.normalize import exact_key
+    from chunkdedup.store import Store
+
+    corpus = tmp_path / "corpus"
+    _scale().write_corpus(corpus, 2_000, seed=3)
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    near = Config().near
+    hasher = MinHasher.from_config(near)
+    with Store.open(index) as store:
+        edges = near_edges_on_ray(local_ray, store, near, 2, _Clock())
+        texts = dict(store.conn.execute("SELECT id, text FROM groups"))
+        shingles = {gid: hasher.shingles(exact_key(text)) for gid, text in texts.items()}
+        expected = {}
+        for gid in sorted(texts):
+            for other in store.chunks.band_neighbours(gid):
+                sim = jaccard(shingles[gid], shingles[other])
+                if gid < other and sim >= near.threshold:
+                    expected[(gid, other)] = sim
+    assert expected and edges == expected  # floats compared exactly
 
 
 def test_chrome_counts_on_ray_equal_the_store_counts(local_ray: ModuleType, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from chunkdedup.dedup.lsh import (
     LINKAGES,
     Clustering,
     band_keys,
+    bucket_pairs,
     candidate_pairs,
     components,
     guard_edges,
@@ -79,6 +80,34 @@ def test_a_giant_bucket_becomes_a_star_from_its_first_member() -> None:
 def test_band_keys_checks_its_shape() -> None:
     with pytest.raises(ValueError, match="exceeds the signature length"):
         band_keys(np.zeros((2, 64), dtype=np.uint32), 16, 8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    keys=st.lists(st.lists(st.integers(0, 5), min_size=3, max_size=3), min_size=1, max_size=40),
+    rnd=st.randoms(use_true_random=False),
+)
+def test_bucket_pairs_over_band_rows_equal_candidate_pairs(keys: list[list[int]], rnd: random.Random) -> None:
+    """The (band key, item) rows the store and the Ray shuffle hold give the pairs of the (n, bands)
+    array, in any row order and split into any hash partitions by key."""
+    matrix = np.array(keys, dtype=np.uint64) + (np.arange(3, dtype=np.uint64) << np.uint64(56))
+    expected = candidate_pairs(matrix, max_bucket=len(keys) + 1)
+    rows = [(int(k), i) for i, row in enumerate(matrix.tolist()) for k in row]
+    rnd.shuffle(rows)
+    assert bucket_pairs([k for k, _ in rows], [i for _, i in rows]).tolist() == expected.tolist()
+    parts = [[r for r in rows if hash(r[0]) % 3 == p] for p in range(3)]
+    found = [bucket_pairs([k for k, _ in part], [i for _, i in part]) for part in parts if part]
+    union = np.unique(np.concatenate(found), axis=0) if found else np.empty((0, 2), np.int64)
+    assert union.reshape(-1, 2).tolist() == expected.tolist()
+
+
+def test_bucket_pairs_checks_its_rows() -> None:
+    assert bucket_pairs([], []).shape == (0, 2)
+    assert bucket_pairs([1, 1, 1], [4, 4, 2]).tolist() == [[2, 4]]  # a repeated row is no pair
+    with pytest.raises(ValueError, match="one value per row"):
+        bucket_pairs([1, 2], [0])
+    with pytest.raises(ValueError, match="number the items"):
+        bucket_pairs([1, 1], [-1, 0])
 
 
 def test_verified_edges_match_exact_jaccard() -> None:

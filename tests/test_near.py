@@ -169,3 +169,47 @@ def test_another_embedder_is_refused_unless_reembedding(tmp_path: Path) -> None:
         assert ix.store.meta("embedder_name") == "hash:128:0"
         dims = {len(r[0]) for r in ix.store.conn.execute("SELECT vector FROM embeddings")}
     assert dims == {128 * 4}
+
+
+def test_components_are_the_same_from_any_candidate_order() -> None:
+    """``connect`` (shared by the local pass and the Ray path) depends on the edges alone: candidates
+    listed in any order, from every pair or only the verified ones, give the same groups and edges."""
+    import random
+
+    from chunkdedup.dedup.near import connect
+
+    rnd = random.Random(5)
+    ids = [f"g{i:02d}" for i in range(40)]
+    sims = {}
+    for _ in range(120):
+        a, b = sorted(rnd.sample(ids, 2))
+        sims[(a, b)] = rnd.choice([0.5, 0.86, 0.9, 0.97])
+    semantic = {(a, b): 0.95 for a, b in list(sims)[:10]} | {("g00", "g39"): 1.2}
+
+    def lookup(edges: dict[tuple[str, str], float], shuffle: bool) -> Any:
+        def neighbours(gid: str) -> list[Any]:
+            out = sorted((b if a == gid else a, s) for (a, b), s in edges.items() if gid in (a, b))
+            if shuffle:
+                rnd.shuffle(out)
+            return out
+
+        return neighbours
+
+    def run(candidates: dict[tuple[str, str], float], shuffle: bool) -> Any:
+        near = lookup(candidates, shuffle)
+        return connect(
+            rnd.sample(["g00", "g17", "g30"], 3) if shuffle else ["g00", "g17", "g30"],
+            lambda gid: [g for g, _ in near(gid)],
+            lambda a, b: sims[(a, b) if a < b else (b, a)],
+            0.85,
+            lookup(semantic, shuffle),
+        )
+
+    seen, edges = run(sims, shuffle=False)
+    verified = {p: s for p, s in sims.items() if s >= 0.85}
+    assert run(sims, shuffle=True) == (seen, edges)
+    assert run(verified, shuffle=True) == (seen, edges)
+    assert any(kind == "semantic" for kind, _ in edges.values())
+    assert edges[("g00", "g39")] == ("semantic", 1.0)  # a cosine is capped at 1
+    assert all(kind == "near" for p, (kind, _) in edges.items() if p in verified)
+

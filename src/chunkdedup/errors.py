@@ -9,7 +9,8 @@
     │   ├── IndexBusyError   another process is writing to the index
     │   └── SchemaError      the index was written by a newer chunkdedup or is not an index
     │       └── MigrationPendingError  an older index opened read-only
-    └── MissingExtraError    an optional dependency is not installed
+    ├── MissingExtraError    an optional dependency is not installed
+    └── EngineError          a distributed engine broke an invariant the result depends on
 
 Every message names the input and says how to fix it.
 """
@@ -65,3 +66,7 @@ class MissingExtraError(ChunkdedupError):
     def __init__(self, feature: str, extra: str, module: str) -> None:
         super().__init__(f"{feature} needs the optional module {module!r}: pip install 'chunkdedup[{extra}]'")
         self.extra = extra
+
+
+class EngineError(ChunkdedupError):
+    """A distributed engine broke an invariant (e.g. a hash partition reached its reduce in pieces)."""

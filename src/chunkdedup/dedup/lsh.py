@@ -179,6 +179,48 @@ def _bucket_pairs(order: I64Array, starts: I64Array, sizes: I64Array, n: int, ma
     return out
 
 
+def _bucket_codes(column: npt.NDArray[np.integer], items: I64Array, n: int, max_bucket: int) -> I64Array:
+    """Pair codes ``lo * n + hi`` of the items (``items[i]`` in ``[0, n)``) sharing a key in ``column``."""
+    order = np.argsort(column).astype(np.int64, copy=False)
+    ordered = column[order]
+    edge = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    starts = np.concatenate(([0], edge)).astype(np.int64)
+    sizes = np.diff(np.concatenate((starts, [column.size]))).astype(np.int64)
+    shared = sizes >= 2
+    if not shared.any():
+        return np.empty(0, dtype=np.int64)
+    codes: I64Array = _bucket_pairs(items[order], starts[shared], sizes[shared], n, max_bucket)
+    return codes
+
+
+def bucket_pairs(keys: npt.ArrayLike, items: npt.ArrayLike) -> I64Array:
+    """Unique pairs ``(a, b)``, ``a < b``, of items sharing a key, from rows ``(keys[r], items[r])``.
+
+    The banding step over a table of (band key, item) rows, as the store keeps them (keys of
+    different bands never collide), rather than an ``(n, bands)`` array: a hash partition of such
+    rows holds every row of its keys, so the pairs of all partitions are the pairs of the whole
+    table. Every bucket gives all its pairs (no ``max_bucket`` star), as the store's band join does.
+    Items are non-negative ids below ``2**31``; the result is sorted, shape ``(m, 2)``, int64.
+
+    Example:
+        >>> bucket_pairs([5, 5, 7, 7, 7, 9], [30, 10, 10, 20, 30, 20]).tolist()
+        [[10, 20], [10, 30], [20, 30]]
+    """
+    column = np.asarray(keys).reshape(-1)
+    ids = np.asarray(items, dtype=np.int64).reshape(-1)
+    if column.size != ids.size:
+        raise ValueError(f"keys and items must have one value per row, got {column.size} and {ids.size}")
+    if ids.size == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    if int(ids.min()) < 0 or int(ids.max()) >= 2**31:
+        raise ValueError("items must be ids in [0, 2**31): number the items first")
+    n = int(ids.max()) + 1
+    codes = np.unique(_bucket_codes(column, ids, n, max(2, ids.size)))
+    pairs = np.stack((codes // n, codes % n), axis=1)
+    kept: I64Array = pairs[pairs[:, 0] != pairs[:, 1]]  # a repeated (key, item) row is no pair
+    return kept
+
+
 def candidate_pairs(keys: U64Array, max_bucket: int = 2000) -> I64Array:
     """Unique pairs ``(i, j)``, ``i < j``, sharing a band key in any band: shape ``(m, 2)``, int64, sorted.
 
@@ -199,17 +241,11 @@ def candidate_pairs(keys: U64Array, max_bucket: int = 2000) -> I64Array:
         raise ValueError(f"at most 2**31 items fit the pair codes, got {n}")
     found: list[I64Array] = []
     pending = 0
+    items = np.arange(n, dtype=np.int64)
     for b in range(k.shape[1]):
-        column = np.ascontiguousarray(k[:, b])
-        order = np.argsort(column).astype(np.int64, copy=False)
-        ordered = column[order]
-        edge = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-        starts = np.concatenate(([0], edge)).astype(np.int64)
-        sizes = np.diff(np.concatenate((starts, [n]))).astype(np.int64)
-        shared = sizes >= 2
-        if not shared.any():
+        codes = _bucket_codes(np.ascontiguousarray(k[:, b]), items, n, max_bucket)
+        if codes.size == 0:
             continue
-        codes = _bucket_pairs(order, starts[shared], sizes[shared], n, max_bucket)
         found.append(np.unique(codes))
         pending += codes.size
         if pending > _PAIR_MERGE and len(found) > 1:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -34,6 +34,11 @@ from chunkdedup.store import Store
 
 _SIGN_BATCH = 4096
 _MAX_DIFF = 20
+
+Edges = dict[tuple[str, str], tuple[str, float]]
+"""Decided edges among groups: ``(a, b)``, ``a < b`` -> (``"near"`` or ``"semantic"``, similarity)."""
+NearEdges = Mapping[tuple[str, str], float]
+"""Verified near edges: ``(a, b)``, ``a < b`` -> shingle Jaccard (at least ``near.threshold``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +73,15 @@ def update_clusters(
     *,
     embedder: Embedder | None = None,
     reembed: bool = False,
+    near_edges: Callable[[], NearEdges | None] | None = None,
 ) -> NearStats:
     """Sign (and embed) new groups and re-cluster the components of dirty groups.
 
     ``embedder`` overrides ``config.semantic.embedder`` (tests pass a deterministic one). An index
-    embedded with another model is refused unless ``reembed``.
+    embedded with another model is refused unless ``reembed``. ``near_edges``, called once after
+    signing when there is something to re-cluster, returns every verified near edge of the index
+    (the Ray path computes them on the cluster); ``None`` from it, or no ``near_edges``, means the
+    edges come from the store's band neighbours, verified here.
     """
     progress = tick or (lambda stage, done, total: None)
     tables = store.chunks
@@ -99,7 +108,8 @@ def update_clusters(
     if not dirty:
         return NearStats(signed, 0, 0, 0)
     if near.enabled or model is not None:
-        rows, edges = _components(store, dirty, near, semantic=model is not None)
+        given = near_edges() if near_edges is not None and near.enabled else None
+        rows, edges = _components(store, dirty, near, semantic=model is not None, given=given)
     else:
         rows, edges = tables.group_rows(dirty), {}
     assignments, variants = _decide(rows, edges, near.guard, near.linkage)
@@ -184,22 +194,74 @@ def _sign(store: Store, config: NearConfig, progress: Callable[[str, int, int], 
 
 
 def _components(
-    store: Store, dirty: Sequence[str], config: NearConfig, *, semantic: bool
-) -> tuple[list[GroupRow], dict[tuple[str, str], tuple[str, float]]]:
+    store: Store, dirty: Sequence[str], config: NearConfig, *, semantic: bool, given: NearEdges | None = None
+) -> tuple[list[GroupRow], Edges]:
     """Every group connected to a dirty one by verified near edges or semantic edges, and those edges
-    with their relation and similarity (a pair with both keeps the near edge)."""
-    hasher = MinHasher.from_config(config)
-    texts: dict[str, np.ndarray] = {}
+    with their relation and similarity (a pair with both keeps the near edge).
 
-    def shingles(gid: str) -> np.ndarray:
-        if gid not in texts:
-            row = store.chunks.group_rows([gid])
-            texts[gid] = hasher.shingles(exact_key(row[0].text)) if row else np.empty(0, np.uint64)
-        return texts[gid]
+    Near candidates are the store's band neighbours, verified here by shingle Jaccard, or, when
+    ``given``, the verified edges computed elsewhere (the Ray path): the same rule either way."""
+    semantic_lookup = store.chunks.semantic_neighbours if semantic else None
+    if not config.enabled:
+        seen, edges = connect(dirty, lambda gid: (), lambda a, b: 0.0, config.threshold, semantic_lookup)
+    elif given is not None:
+        adjacency: dict[str, list[str]] = {}
+        for a, b in given:
+            adjacency.setdefault(a, []).append(b)
+            adjacency.setdefault(b, []).append(a)
+        seen, edges = connect(
+            dirty,
+            lambda gid: sorted(adjacency.get(gid, ())),
+            lambda a, b: given[(a, b) if a < b else (b, a)],
+            config.threshold,
+            semantic_lookup,
+        )
+    else:
+        hasher = MinHasher.from_config(config)
+        texts: dict[str, np.ndarray] = {}
 
+        def shingles(gid: str) -> np.ndarray:
+            if gid not in texts:
+                row = store.chunks.group_rows([gid])
+                texts[gid] = hasher.shingles(exact_key(row[0].text)) if row else np.empty(0, np.uint64)
+            return texts[gid]
+
+        seen, edges = connect(
+            dirty,
+            store.chunks.band_neighbours,
+            lambda a, b: jaccard(shingles(a), shingles(b)),
+            config.threshold,
+            semantic_lookup,
+        )
+    return store.chunks.group_rows(seen), edges
+
+
+def connect(
+    dirty: Sequence[str],
+    candidates: Callable[[str], Iterable[str]],
+    similarity: Callable[[str, str], float],
+    threshold: float,
+    semantic: Callable[[str], Iterable[tuple[str, float]]] | None = None,
+) -> tuple[list[str], Edges]:
+    """The groups connected to ``dirty`` ones (sorted) and the edges among them: one rule for every
+    source of candidates.
+
+    A near edge is a candidate pair (``candidates(gid)``: band neighbours, or already verified
+    neighbours) whose ``similarity`` reaches ``threshold``; a semantic edge is a ``semantic`` neighbour
+    with its cosine (capped at 1). A pair with both keeps the near edge. The result depends only on
+    the edges, not on the order the groups are reached in, so any source of the same verified edges
+    (the store's band table, or edges computed on Ray) gives the same components.
+
+    Example:
+        >>> near = {("a", "b"): 0.9, ("b", "c"): 0.5, ("c", "d"): 0.95}
+        >>> nbrs = lambda g: sorted({x for p in near if g in p for x in p} - {g})
+        >>> seen, edges = connect(["a"], nbrs, lambda a, b: near[(min(a, b), max(a, b))], 0.85)
+        >>> seen, edges
+        (['a', 'b'], {('a', 'b'): ('near', 0.9)})
+    """
     seen = set(dirty)
     frontier = sorted(seen)
-    edges: dict[tuple[str, str], tuple[str, float]] = {}
+    edges: Edges = {}
 
     def reach(other: str) -> None:
         if other not in seen:
@@ -208,23 +270,20 @@ def _components(
 
     while frontier:
         gid = frontier.pop()
-        for other in store.chunks.band_neighbours(gid) if config.enabled else ():
+        for other in candidates(gid):
             pair = (gid, other) if gid < other else (other, gid)
             if pair in edges and edges[pair][0] == "near":
                 continue
-            sim = jaccard(shingles(gid), shingles(other))
-            if sim >= config.threshold:
+            sim = similarity(gid, other)
+            if sim >= threshold:
                 edges[pair] = ("near", sim)
                 reach(other)
-        for other, cosine in store.chunks.semantic_neighbours(gid) if semantic else ():
+        for other, cosine in semantic(gid) if semantic is not None else ():
             pair = (gid, other) if gid < other else (other, gid)
             if pair not in edges:
                 edges[pair] = ("semantic", min(cosine, 1.0))
             reach(other)
-    return store.chunks.group_rows(sorted(seen)), edges
-
-
-Edges = dict[tuple[str, str], tuple[str, float]]
+    return sorted(seen), edges
 
 
 def _decide(

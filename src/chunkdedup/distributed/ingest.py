@@ -3,11 +3,13 @@
 Ray runs, over batches, the same functions the local ingest runs: file hashing, parsing and
 boilerplate candidate keys (map over files); the corpus document frequency of candidate keys
 (map + reduce by key); strip, chunk and exact keys with the chrome decision broadcast, and the
-MinHash signatures and band keys of each group (map over documents). The driver is the index's
-single writer: it writes the workers' results through the same ``Store`` methods, in the same
-transactional batches, as the local ingest, then runs the same ``update_clusters`` (banding,
-verification and leader clustering stay local in this version). So the index is the one local
-ingest writes, field for field.
+MinHash signatures and band keys of each group (map over documents); then LSH banding (shuffle by
+band key) and candidate verification (shuffles by group, texts travelling with the pairs), see
+:mod:`chunkdedup.distributed.edges`. The driver is the index's single writer: it writes the workers'
+results through the same ``Store`` methods, in the same transactional batches, as the local ingest,
+and runs the same ``update_clusters``, whose leader clustering walks the verified edges from Ray by
+the rule it walks the store's band neighbours with. So the index is the one local ingest writes,
+field for field.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from chunkdedup.config import Config
 from chunkdedup.dedup.near import update_clusters
 from chunkdedup.distributed import stages
+from chunkdedup.distributed.edges import near_edges_on_ray
 from chunkdedup.distributed.session import cluster_cpus, import_ray, ray_session
 from chunkdedup.index import Index
 from chunkdedup.parse import InputFile, discover
@@ -113,8 +116,19 @@ def ingest_ray(
             update_clusters(store, cfg, run_id)
         with clock("chunk + sign (Ray map, store)"):
             chunked, signed = _chunk(ray, store, parsed, parsed_docs, fingerprint, cfg, run_id, workers, tick)
+        edges_from: list[str] = []
+        spent: list[float] = []
+
+        def ray_edges() -> dict[tuple[str, str], float] | None:
+            start = time.perf_counter()
+            edges = near_edges_on_ray(ray, store, cfg.near, workers, clock)
+            edges_from.append("ray" if edges is not None else "store")
+            spent.append(time.perf_counter() - start)
+            return edges
+
         with clock("cluster (local)"):
-            near = update_clusters(store, cfg, run_id, tick)
+            near = update_clusters(store, cfg, run_id, tick, near_edges=ray_edges)
+        clock.seconds["cluster (local)"] -= sum(spent)  # the near-edge stages, timed on their own
         view = Index(store)
         report_totals = run_totals(results, view.stats(), chunked)
         report_totals["cluster_pass"] = {
@@ -127,6 +141,9 @@ def ingest_ray(
             "name": "ray",
             "workers": workers,
             "chrome_counts": "ray" if counts is not None else "store",
+            # where the near tier's banding and verification ran ("ray", or "store" after a fallback);
+            # None: nothing to re-cluster
+            "near_edges": edges_from[0] if edges_from else None,
             "seconds": {k: round(v, 3) for k, v in clock.seconds.items()},
         }
         report = IngestReport(run_id, tuple(results), report_totals, tuple(view.boilerplate(limit=10)))

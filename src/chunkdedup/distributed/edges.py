@@ -1,0 +1,233 @@
+"""The near tier's banding and candidate verification on Ray: every verified near edge of an index.
+
+Three hash shuffles, each followed by a vectorised reduce of one partition (a partition holds every
+row of its keys, so per-partition results add up to the whole):
+
+1. ``(band_key, group)`` rows by band key -> the pairs of groups sharing a bucket
+   (:func:`chunkdedup.dedup.lsh.bucket_pairs`, the kernel local banding runs);
+2. those pairs by their smaller group, with the ``(group, text)`` rows by group -> each pair once
+   (a pair shared in several bands is deduplicated here), carrying the smaller group's text;
+3. the result by the larger group, with the text rows again -> both texts of each pair, verified with
+   ``MinHasher.shingle_sets`` over ``exact_key(text)`` and
+   :func:`chunkdedup.dedup.lsh.verified_edges_flat`: the exact Jaccard the local pass computes
+   (``jaccard`` of ``MinHasher.shingles``), bit for bit.
+
+Texts travel with the data (a remote worker cannot read the driver's index). The driver numbers the
+groups in id order (so a pair ``a < b`` of numbers is a pair of ids in order), streams the ``bands``
+and ``groups`` tables into the object store in blocks, and collects the verified edges, which the
+local clustering (:func:`chunkdedup.dedup.near.connect`) walks as it walks the store's band neighbours.
+
+Rows of shuffles 2 and 3 share one schema ``(key, other, text)``: a text row is ``(group, -1, text)``;
+a pair row is ``(a, b, "")`` keyed by ``a``, then ``(b, a, text of a)`` keyed by ``b``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from chunkdedup.config import NearConfig
+from chunkdedup.dedup.lsh import bucket_pairs, verified_edges_flat
+from chunkdedup.dedup.minhash import MinHasher
+from chunkdedup.errors import EngineError
+from chunkdedup.normalize import exact_key
+from chunkdedup.store import Store
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+_BAND_ROWS = 1_000_000  # band rows per block sent from the driver
+_TEXT_ROWS = 20_000  # group texts per block
+_ROWS_PER_PARTITION = 1_000_000  # band rows per shuffle partition: ~16 MB of keys in a reduce
+_SHIFT = np.int64(2**31)  # pair code a * 2**31 + b (group numbers are below 2**31)
+
+
+def _rows(key: Any, other: Any, text: Any) -> pa.Table:
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "key": pa.array(key, type=pa.int64()),
+            "other": pa.array(other, type=pa.int64()),
+            "text": pa.array(text, type=pa.large_string()),
+        }
+    )
+
+
+def band_pairs_batch(batch: pa.Table) -> pa.Table:
+    """Reduce one band-key partition: pair rows ``(a, b, null)`` for groups sharing a bucket, ``a < b``,
+    and one tally row ``(-1, distinct band keys, null)`` that lets the driver check no bucket was split."""
+    import pyarrow as pa
+
+    keys = batch.column("band_key").to_numpy()
+    pairs = bucket_pairs(keys, batch.column("gid").to_numpy())
+    tally = np.unique(keys).size
+    return _rows(
+        np.concatenate((pairs[:, 0], [-1])),
+        np.concatenate((pairs[:, 1], [tally])),
+        pa.nulls(pairs.shape[0] + 1, type=pa.large_string()),
+    )
+
+
+def _tally_batch(batch: pa.Table) -> pa.Table:
+    """The banding tally rows of a block: ``buckets``, the distinct band keys a partition reduced."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tally = batch.filter(pc.less(batch.column("key"), 0))
+    return pa.table({"buckets": tally.column("other")})
+
+
+def _texts_of(batch: pa.Table) -> tuple[np.ndarray, np.ndarray, pa.ChunkedArray]:
+    """The partition's text rows: (their mask, their keys sorted, their texts in that order)."""
+    import pyarrow as pa
+
+    is_text = batch.column("other").to_numpy() == -1
+    keys = batch.column("key").to_numpy()[is_text]
+    order = np.argsort(keys, kind="stable")
+    return is_text, keys[order], batch.column("text").filter(pa.array(is_text)).take(pa.array(order))
+
+
+def _lookup(sorted_keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Positions of ``wanted`` in ``sorted_keys``; a missing one means a split partition."""
+    at = np.searchsorted(sorted_keys, wanted)
+    found = at < sorted_keys.size
+    found[found] = sorted_keys[at[found]] == wanted[found]
+    if not bool(found.all()):
+        raise EngineError(
+            "a group's text was not in its hash partition (Ray split a partition into two blocks): "
+            "re-run without --engine ray, and report the Ray version"
+        )
+    return at
+
+
+def attach_text_batch(batch: pa.Table) -> pa.Table:
+    """Reduce one partition by the smaller group ``a``: each pair once, as ``(b, a, text of a)``."""
+    import pyarrow as pa
+
+    is_text, text_keys, texts = _texts_of(batch)
+    key = batch.column("key").to_numpy()
+    is_pair = ~is_text & (key >= 0)  # key -1: the banding tally, already read by the driver
+    codes = np.unique(key[is_pair] * _SHIFT + batch.column("other").to_numpy()[is_pair])
+    a, b = codes // _SHIFT, codes % _SHIFT
+    return _rows(b, a, texts.take(pa.array(_lookup(text_keys, a))))
+
+
+def verify_batch(batch: pa.Table, *, config: NearConfig) -> pa.Table:
+    """Reduce one partition by the larger group ``b``: rows ``(a, b, jaccard)`` of the pairs whose
+    shingle Jaccard reaches ``config.threshold`` (the shingles and Jaccard of the local pass)."""
+    import pyarrow as pa
+
+    is_text, text_keys, texts = _texts_of(batch)
+    b = batch.column("key").to_numpy()[~is_text]
+    a = batch.column("other").to_numpy()[~is_text]
+    left = batch.column("text").filter(pa.array(~is_text)).to_pylist()
+    text_of: dict[int, str] = {}
+    for gid, text in zip(a.tolist(), left, strict=True):
+        text_of.setdefault(gid, text)
+    right = np.unique(b)
+    for gid, text in zip(
+        right.tolist(), texts.take(pa.array(_lookup(text_keys, right))).to_pylist(), strict=True
+    ):
+        text_of.setdefault(gid, text)
+    items = np.asarray(sorted(text_of), dtype=np.int64)
+    flat, offsets = MinHasher.from_config(config).shingle_sets([exact_key(text_of[int(g)]) for g in items])
+    edges, sims = verified_edges_flat(np.stack((a, b), axis=1), items, flat, offsets, config.threshold)
+    return pa.table(
+        {
+            "a": pa.array(edges[:, 0], type=pa.int64()),
+            "b": pa.array(edges[:, 1], type=pa.int64()),
+            "similarity": pa.array(sims, type=pa.float64()),
+        }
+    )
+
+
+def near_edges_on_ray(
+    ray: ModuleType,
+    store: Store,
+    config: NearConfig,
+    workers: int,
+    clock: Callable[[str], AbstractContextManager[None]],
+) -> dict[tuple[str, str], float] | None:
+    """Every verified near edge of the index, ``(a, b)`` with ``a < b`` -> Jaccard, computed on Ray.
+
+    ``clock(stage)`` is a context manager timing each step. ``None`` if the banding tally shows a
+    bucket split across blocks (the caller then verifies from the store, as the local pass does).
+    """
+    with clock("near: read bands and texts (driver)"):
+        ids, texts = _put_texts(ray, store)
+        number = {gid: i for i, gid in enumerate(ids)}
+        bands, band_rows = _put_bands(ray, store, number)
+        buckets = int(store.conn.execute("SELECT COUNT(DISTINCT band_key) FROM bands").fetchone()[0])
+    if not band_rows:
+        return {}
+    partitions = max(2 * workers, -(-band_rows // _ROWS_PER_PARTITION))
+    with clock("near: band (Ray shuffle)"):
+        pairs = (
+            bands.repartition(partitions, keys=["band_key"])
+            .map_batches(band_pairs_batch, batch_format="pyarrow", batch_size=None)
+            .materialize()
+        )
+        tally = pairs.map_batches(_tally_batch, batch_format="pyarrow", batch_size=None)
+        # summed here: Dataset.sum is an aggregate with a shuffle of its own (seconds of overhead)
+        tallied = sum(
+            int(np.sum(b.column("buckets").to_numpy()))
+            for b in tally.iter_batches(batch_format="pyarrow", batch_size=None)
+        )
+    if tallied != buckets:
+        return None
+    with clock("near: verify (Ray shuffle)"):
+        with_left = (
+            pairs.union(texts)
+            .repartition(partitions, keys=["key"])
+            .map_batches(attach_text_batch, batch_format="pyarrow", batch_size=None)
+        )
+        verified = (
+            with_left.union(texts)
+            .repartition(partitions, keys=["key"])
+            .map_batches(verify_batch, fn_kwargs={"config": config}, batch_format="pyarrow", batch_size=None)
+        )
+        edges: dict[tuple[str, str], float] = {}
+        for batch in verified.iter_batches(batch_format="pyarrow", batch_size=None):
+            for a, b, sim in zip(
+                batch.column("a").to_pylist(),
+                batch.column("b").to_pylist(),
+                batch.column("similarity").to_pylist(),
+                strict=True,
+            ):
+                edges[(ids[a], ids[b])] = sim
+    return edges
+
+
+def _put_texts(ray: ModuleType, store: Store) -> tuple[list[str], Any]:
+    """Group ids in order, and a dataset of text rows ``(number, -1, text)`` put block by block."""
+    ids: list[str] = []
+    refs = []
+    cursor = store.conn.execute("SELECT id, text FROM groups ORDER BY id")
+    while rows := cursor.fetchmany(_TEXT_ROWS):
+        first = len(ids)
+        ids.extend(r[0] for r in rows)
+        numbers = np.arange(first, len(ids), dtype=np.int64)
+        refs.append(ray.put(_rows(numbers, np.full(len(rows), -1), [r[1] for r in rows])))
+    if not refs:
+        refs.append(ray.put(_rows([], [], [])))
+    return ids, ray.data.from_arrow_refs(refs)
+
+
+def _put_bands(ray: ModuleType, store: Store, number: dict[str, int]) -> tuple[Any, int]:
+    """A dataset of ``(band_key, gid)`` rows (groups by number) put block by block, and its row count."""
+    import pyarrow as pa
+
+    refs = []
+    total = 0
+    cursor = store.conn.execute("SELECT band_key, group_id FROM bands")
+    while rows := cursor.fetchmany(_BAND_ROWS):
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        gids = np.fromiter((number[r[1]] for r in rows), dtype=np.int64, count=len(rows))
+        refs.append(ray.put(pa.table({"band_key": keys, "gid": gids})))
+        total += len(rows)
+    return ray.data.from_arrow_refs(refs) if refs else None, total
