@@ -132,6 +132,40 @@ def test_incremental_ray_runs_equal_a_fresh_local_ingest(local_ray: ModuleType, 
     _same(local, distributed)
 
 
+def test_prune_dry_run_and_text_index_on_ray(local_ray: ModuleType, tmp_path: Path) -> None:
+    """The local options work with --engine ray: a dry run writes nothing, --prune drops the files
+    that are gone, and --text-index tantivy builds and then keeps the folder in step."""
+    from chunkdedup import Index, textindex
+    from chunkdedup.distributed import ingest_ray
+
+    corpus = tmp_path / "corpus"
+    _scale().write_corpus(corpus, 2_000, seed=5)
+    files = sorted(p for p in corpus.iterdir() if p.is_file())
+    distributed = tmp_path / "ray.sqlite"
+    first = ingest_ray([corpus], distributed, parallelism=2, text_engine="tantivy")
+    assert first.totals["text_index"]["rebuilt"] is True
+    before = snapshot(distributed)
+
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.move(str(files[-1]), moved / files[-1].name)  # gone from the corpus
+    dry = ingest_ray([corpus], distributed, parallelism=2, prune=True, dry_run=True)
+    assert dry.dry_run and dry.run_id is None and dry.totals["documents"] < first.totals["documents"]
+    assert snapshot(distributed) == before  # the dry run wrote nothing
+
+    pruned = ingest_ray([corpus], distributed, parallelism=2, prune=True)
+    assert pruned.totals["text_index"]["rebuilt"] is False  # kept without the flag, updated
+    local = tmp_path / "local.sqlite"
+    ingest([corpus], local)
+    _same(local, distributed)
+    with Index.open(distributed) as ix:
+        assert ix.stats()["text_engine"]["pending"] == 0
+        groups = ix.store.conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0]
+    tantivy = pytest.importorskip("tantivy")
+    handle = tantivy.Index.open(str(textindex.folder(distributed)))
+    assert handle.searcher().num_docs == groups
+
+
 def test_near_edges_on_ray_equal_the_store_verification(local_ray: ModuleType, tmp_path: Path) -> None:
     """Every band-neighbour pair the local pass verifies above the threshold, with the same Jaccard."""
     from chunkdedup import Config

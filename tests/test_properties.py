@@ -5,6 +5,7 @@ The pool is small on purpose: copies, shared footers and chrome crossing the thr
 
 from __future__ import annotations
 
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -124,3 +125,30 @@ def test_the_pool_holds_near_copies_and_a_version(tmp_path: Path) -> None:
     with Index.open(tmp_path / "i.sqlite") as ix:
         stats = ix.stats()
     assert stats["near_merged"] == 1 and stats["variant_pairs"] >= 1
+
+
+def test_a_line_on_one_page_edge_is_restripped_when_its_key_becomes_chrome(tmp_path: Path) -> None:
+    """Found by the property above: doc1 does not count the short line on its last page (one edge of
+    three pages, a block too short to count), yet strip() removes it once other documents make its
+    key chrome. Ingested before they arrive, doc1 must be re-stripped when they do."""
+    short, long = SENTENCES[5], SENTENCES[0]
+    paths = _write(tmp_path / "c", [([short], False), ([long, long, short], False), ([short], False)])
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([tmp_path / "c"], fresh, config=CONFIG)
+    incremental = tmp_path / "inc.sqlite"
+    for path in paths:
+        ingest([path], incremental, config=CONFIG)
+    assert snapshot(incremental) == snapshot(fresh)
+    with Index.open(fresh) as ix:
+        assert [(b.doc_count, b.scope) for b in ix.boilerplate()] == [(3, "chrome")]
+    # an index whose doc_keys predate the strippable keys gets them recomputed once, and re-strips
+    with sqlite3.connect(incremental) as conn:
+        conn.execute("DELETE FROM doc_keys WHERE counted = 0")
+        conn.execute("DELETE FROM doc_chrome")
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'doc_keys_format'")
+    ingest([tmp_path / "c"], incremental, config=CONFIG)
+    assert snapshot(incremental) == snapshot(fresh)
+    with sqlite3.connect(incremental) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'doc_keys_format'").fetchone() == ("2",)
+        assert conn.execute("SELECT doc_id FROM doc_keys WHERE counted = 0").fetchall() == [("doc1.txt",)]
+        assert conn.execute("SELECT COUNT(DISTINCT doc_id) FROM doc_chrome").fetchone() == (3,)

@@ -13,8 +13,8 @@ No hand-written patterns. Two detectors work on boilerplate keys (digits masked)
    as "Three Months Ended" are content. A key with no letters is never chrome.
 
 The corpus statistics are kept by the caller (the store keeps them so incremental ingest can
-re-decide them); this module gives the pure parts: :func:`candidate_keys`, :func:`is_chrome`
-and :func:`strip`.
+re-decide them); this module gives the pure parts: :func:`document_keys` (what a document
+counts, and what :func:`strip` could remove in it), :func:`is_chrome` and :func:`strip`.
 """
 
 from __future__ import annotations
@@ -118,21 +118,39 @@ def _running(layout: list[list[_Block]], config: BoilerplateConfig) -> set[str]:
     return {k for k, c in seen.items() if c >= need}
 
 
-def candidate_keys(pages: Sequence[Page], config: BoilerplateConfig) -> set[str]:
-    """The keys this document contributes to corpus document frequency.
+@dataclass(frozen=True, slots=True)
+class DocumentKeys:
+    """A document's boilerplate keys: those it counts, and every key :func:`strip` could remove in it.
 
-    Counted blocks, and edge lines that stand on the edge of at least ``running_share`` of the
-    document's pages (every page of a one-page document). A heading that happens to open a few
-    pages of a long filing ("Three Months Ended") is not a page-edge line of that filing; a
+    ``candidates`` enter the corpus document frequency. ``strippable`` (a superset) are the keys of
+    its counted blocks and of every line on a page edge: a line that sits on one edge only is not
+    counted by this document, but it is stripped here once the corpus makes its key chrome, so a
+    change of the chrome set that touches ``strippable`` must re-strip the document.
+    """
+
+    candidates: frozenset[str]
+    strippable: frozenset[str]
+
+
+def document_keys(pages: Sequence[Page], config: BoilerplateConfig) -> DocumentKeys:
+    """The candidate and strippable keys of one document (one layout pass for both).
+
+    Candidates: counted blocks, and edge lines that stand on the edge of at least ``running_share``
+    of the document's pages (every page of a one-page document). A heading that happens to open a
+    few pages of a long filing ("Three Months Ended") is not a page-edge line of that filing; a
     footer on every page is, and so is the last line of a one-page policy.
     """
     layout = _layout(pages, config)
     n, seen = _edge_key_pages(layout)
     need = math.ceil(config.running_share * n)
-    keys = {k for k, c in seen.items() if c >= need}
-    for blocks in layout:
-        keys.update(b.key for b in blocks if b.counted)
-    return keys
+    counted = {b.key for blocks in layout for b in blocks if b.counted}
+    candidates = counted | {k for k, c in seen.items() if c >= need}
+    return DocumentKeys(frozenset(candidates), frozenset(candidates | seen.keys()))
+
+
+def candidate_keys(pages: Sequence[Page], config: BoilerplateConfig) -> set[str]:
+    """The keys this document contributes to corpus document frequency (see :func:`document_keys`)."""
+    return set(document_keys(pages, config).candidates)
 
 
 def is_chrome(unit_count: int, total_units: int, config: BoilerplateConfig) -> bool:

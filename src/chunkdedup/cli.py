@@ -135,11 +135,6 @@ def ingest_cmd(
         chunkdedup ingest shards/ --index corpus.sqlite --engine ray --address auto
         chunkdedup ingest docs/ --index corpus.sqlite --text-index tantivy   # BM25 for millions of chunks
     """
-    if engine == "ray" and (prune or dry_run or reembed or text_engine):
-        raise click.UsageError(
-            "--engine ray does not take --prune, --dry-run, --reembed or --text-index yet: run them "
-            "locally (a local run with no changed input does only that)"
-        )
     with cli_errors():
         cfg = Config.load(config_path) if config_path else Config()
         if embedder:
@@ -156,6 +151,10 @@ def ingest_cmd(
                     address=address,
                     parallelism=parallelism,
                     progress=tick,
+                    prune=prune,
+                    dry_run=dry_run,
+                    reembed=reembed,
+                    text_engine=text_engine,
                 )
             else:
                 report = ingest(

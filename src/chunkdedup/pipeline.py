@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,11 +152,21 @@ def ingest(
     with tempfile.TemporaryDirectory(prefix="chunkdedup-dry-") as tmp:
         scratch = Path(tmp) / "dry-run.sqlite"
         if Path(index).exists():
-            _copy_index(Path(index), scratch)
+            copy_index(Path(index), scratch)
         return _run(run, scratch, dry_run=True)
 
 
-def _copy_index(src: Path, dst: Path) -> None:
+def prune_missing(store: Store, inputs: Sequence[InputFile], run_id: int) -> None:
+    """Remove every indexed file that is not among ``inputs`` (``--prune``), one transaction each."""
+    keep = {str(i.path) for i in inputs}
+    for path in store.file_paths():
+        if path not in keep:
+            with store.transaction():
+                store.remove_file(path, run_id)
+
+
+def copy_index(src: Path, dst: Path) -> None:
+    """A consistent copy of an index (SQLite's backup API), for dry runs."""
     source = Store.open(src, readonly=True)
     try:
         target = sqlite3.connect(dst)
@@ -178,11 +188,7 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
         if run.text_engine is not None:
             textindex.set_engine(store, run.text_engine)
         if run.prune:  # first, so a moved corpus takes over its ids instead of colliding with itself
-            keep = {str(i.path) for i in run.inputs}
-            for path in store.file_paths():
-                if path not in keep:
-                    with store.transaction():
-                        store.remove_file(path, run_id)
+            prune_missing(store, run.inputs, run_id)
         results = _parse_phase(store, run.inputs, cfg, run_id, tick)
         fingerprint = config_fingerprint(cfg)
         refresh_stale_keys(store, fingerprint, cfg, tick)
@@ -241,7 +247,7 @@ def store_file(
     pf: ParsedFile | None,
     cfg: Config,
     run_id: int,
-    keys: Sequence[Iterable[str]] | None = None,
+    keys: Sequence[boilerplate.DocumentKeys] | None = None,
 ) -> FileResult:
     """Write one file's outcome; its documents go in pending chunking, with their boilerplate
     candidate keys (``keys[i]`` for ``pf.documents[i]`` when a worker computed them already)."""
@@ -269,23 +275,34 @@ def store_file(
         if old not in new_ids:
             store.remove_document(old, run_id)
     for i, doc in enumerate(pf.documents):
-        doc_keys = keys[i] if keys is not None else boilerplate.candidate_keys(doc.pages, cfg.boilerplate)
+        doc_keys = keys[i] if keys is not None else boilerplate.document_keys(doc.pages, cfg.boilerplate)
         store.put_document(doc, doc_keys, run_id)
     notes = "; ".join(pf.notes) or None
     store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
     return FileResult(path, FileStatus.INGESTED, tuple(d.doc_id for d in pf.documents), notes)
 
 
+#: doc_keys rows also hold each document's strippable keys (migration 0004); older rows are recomputed
+DOC_KEYS_FORMAT = "2"
+
+
 def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progress) -> None:
-    """Documents chunked under another config get their candidate keys recomputed first."""
-    stale = store.doc_ids(stale_config=fingerprint)
+    """Documents chunked under another config get their boilerplate keys recomputed first (every
+    document, once, when the index's keys were written in an older format)."""
+    if store.meta("doc_keys_format") != DOC_KEYS_FORMAT:
+        stale = store.doc_ids()
+    else:
+        stale = store.doc_ids(stale_config=fingerprint)
     for i in range(0, len(stale), STORE_BATCH):
         with store.transaction():
             for doc_id in stale[i : i + STORE_BATCH]:
                 store.set_doc_keys(
-                    doc_id, boilerplate.candidate_keys(store.load_pages(doc_id), cfg.boilerplate)
+                    doc_id, boilerplate.document_keys(store.load_pages(doc_id), cfg.boilerplate)
                 )
         tick("boilerplate", min(i + STORE_BATCH, len(stale)), len(stale))
+    if store.meta("doc_keys_format") != DOC_KEYS_FORMAT:
+        with store.transaction():
+            store.set_meta("doc_keys_format", DOC_KEYS_FORMAT)
 
 
 def decide_chrome(
@@ -388,8 +405,10 @@ __all__ = [
     "Progress",
     "chunk_pages",
     "config_fingerprint",
+    "copy_index",
     "decide_chrome",
     "ingest",
+    "prune_missing",
     "refresh_stale_keys",
     "remove_documents",
     "run_totals",

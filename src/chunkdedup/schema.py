@@ -154,4 +154,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         END;
         """,
     ),
+    (
+        "0004_doc_keys_counted",
+        # doc_keys also holds the keys a document does not count but strip() could remove in it
+        # (a line on one page edge): counted=0. A chrome change touching them re-strips the document.
+        """
+        ALTER TABLE doc_keys ADD COLUMN counted INTEGER NOT NULL DEFAULT 1;
+        INSERT OR REPLACE INTO meta(key, value) VALUES ('doc_keys_format', '1');
+        """,
+    ),
 )

@@ -15,12 +15,12 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from chunkdedup.boilerplate import key_id
+from chunkdedup.boilerplate import DocumentKeys, key_id
 from chunkdedup.chunk_tables import ChunkTables
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk
@@ -236,7 +236,7 @@ class Store:
         row = self.conn.execute("SELECT file_path FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
         return None if row is None else row[0]
 
-    def put_document(self, doc: Document, keys: Iterable[str], run_id: int) -> None:
+    def put_document(self, doc: Document, keys: DocumentKeys, run_id: int) -> None:
         """Store a parsed document (pages and boilerplate candidate keys) as pending chunking.
 
         A new version of a stored document first loses its old sources, so no source ever points
@@ -268,10 +268,13 @@ class Store:
         )
         self.set_doc_keys(doc.doc_id, keys)
 
-    def set_doc_keys(self, doc_id: str, keys: Iterable[str]) -> None:
+    def set_doc_keys(self, doc_id: str, keys: DocumentKeys) -> None:
+        """A document's candidate keys (``counted=1``) and the other keys strip() could remove (0)."""
         self.conn.execute("DELETE FROM doc_keys WHERE doc_id=?", (doc_id,))
+        rows = {key_id(k): 0 for k in keys.strippable} | {key_id(k): 1 for k in keys.candidates}
         self.conn.executemany(
-            "INSERT OR IGNORE INTO doc_keys(khash, doc_id) VALUES (?, ?)", [(key_id(k), doc_id) for k in keys]
+            "INSERT INTO doc_keys(khash, doc_id, counted) VALUES (?, ?, ?)",
+            [(h, doc_id, counted) for h, counted in sorted(rows.items())],
         )
 
     def remove_document(self, doc_id: str, run_id: int) -> int:
@@ -315,7 +318,7 @@ class Store:
         """Units (families or documents) per candidate key, for keys in at least ``min_units``."""
         rows = self.conn.execute(
             "SELECT k.khash, COUNT(DISTINCT d.unit) AS n FROM doc_keys k JOIN documents d USING(doc_id)"
-            " GROUP BY k.khash HAVING n >= ?",
+            " WHERE k.counted = 1 GROUP BY k.khash HAVING n >= ?",
             (min_units,),
         )
         return {r[0]: r[1] for r in rows}
@@ -329,7 +332,8 @@ class Store:
 
     def docs_to_chunk(self, config_hash: str) -> list[str]:
         """Pending documents, documents chunked under another config, and documents whose chrome
-        keys (candidate keys that are chrome now) differ from those they were stripped with."""
+        keys (their strippable keys that are chrome now, counted or not) differ from those they were
+        stripped with."""
         rows = self.conn.execute(
             """
             SELECT doc_id FROM documents WHERE state='pending' OR config_hash IS NOT ?

@@ -15,19 +15,23 @@ field for field.
 from __future__ import annotations
 
 import pickle
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from chunkdedup import textindex
 from chunkdedup.config import Config
 from chunkdedup.dedup.near import update_clusters
 from chunkdedup.distributed import stages
 from chunkdedup.distributed.edges import near_edges_on_ray
 from chunkdedup.distributed.session import cluster_cpus, import_ray, ray_session
+from chunkdedup.embed import Embedder
+from chunkdedup.errors import ConfigError
 from chunkdedup.index import Index
 from chunkdedup.parse import InputFile, discover
 from chunkdedup.pipeline import (
@@ -35,7 +39,9 @@ from chunkdedup.pipeline import (
     IngestReport,
     Progress,
     config_fingerprint,
+    copy_index,
     decide_chrome,
+    prune_missing,
     refresh_stale_keys,
     run_totals,
     store_file,
@@ -72,18 +78,83 @@ def ingest_ray(
     parallelism: int | None = None,
     progress: Progress | None = None,
     lock_timeout: float = 30.0,
+    prune: bool = False,
+    dry_run: bool = False,
+    embedder: Embedder | None = None,
+    reembed: bool = False,
+    text_engine: str | None = None,
 ) -> IngestReport:
     """Ingest files into an index like :func:`chunkdedup.ingest`, with the per-document stages on Ray.
 
     Uses the Ray this process is connected to; else connects to ``address`` (``"auto"``,
     ``"ray://host:10001"``); else starts a local Ray with ``parallelism`` (default: every core)
     CPUs and shuts it down afterwards. ``parallelism`` also caps the concurrent map tasks.
+    ``prune``, ``dry_run``, ``embedder``, ``reembed`` and ``text_engine`` mean what they mean for
+    :func:`chunkdedup.ingest` (a dry run works on a scratch copy of the index, as locally).
 
     Example:
         >>> report = ingest_ray(["docs/"], "index.sqlite", parallelism=8)  # doctest: +SKIP
         >>> report.totals["canonical_chunks"], report.totals["engine"]["seconds"]  # doctest: +SKIP
     """
     import_ray()  # a missing extra fails before the index is touched
+    if text_engine is not None and text_engine not in textindex.ENGINES:
+        raise ConfigError(f"text engine must be one of {', '.join(textindex.ENGINES)}, got {text_engine!r}")
+    if text_engine == "tantivy":
+        textindex.import_tantivy()
+    if dry_run:
+        with tempfile.TemporaryDirectory(prefix="chunkdedup-dry-") as tmp:
+            scratch = Path(tmp) / "dry-run.sqlite"
+            if Path(index).exists():
+                copy_index(Path(index), scratch)
+            report = _ingest(
+                paths,
+                scratch,
+                manifest,
+                config,
+                address,
+                parallelism,
+                progress,
+                lock_timeout,
+                prune,
+                embedder,
+                reembed,
+                text_engine,
+                dry_run=True,
+            )
+        return replace(report, run_id=None, dry_run=True)
+    return _ingest(
+        paths,
+        index,
+        manifest,
+        config,
+        address,
+        parallelism,
+        progress,
+        lock_timeout,
+        prune,
+        embedder,
+        reembed,
+        text_engine,
+        dry_run=False,
+    )
+
+
+def _ingest(
+    paths: Sequence[str | Path],
+    index: str | Path,
+    manifest: str | Path | None,
+    config: Config | None,
+    address: str | None,
+    parallelism: int | None,
+    progress: Progress | None,
+    lock_timeout: float,
+    prune: bool,
+    embedder: Embedder | None,
+    reembed: bool,
+    text_engine: str | None,
+    *,
+    dry_run: bool,
+) -> IngestReport:
     cfg = config or Config()
     inputs = discover(paths, manifest, cfg.parse)
     tick = progress or (lambda stage, done, total: None)
@@ -99,6 +170,10 @@ def ingest_ray(
             str(Path(manifest).resolve()) if manifest else None,
             cfg.to_dict(),
         )
+        if text_engine is not None:
+            textindex.set_engine(store, text_engine)
+        if prune:  # first, as locally: a moved corpus takes over its ids
+            prune_missing(store, inputs, run_id)
         with clock("parse (Ray map)"):
             parsed = _parse_dataset(ray, store, inputs, cfg, workers)
         with clock("parse (store)"):
@@ -127,8 +202,14 @@ def ingest_ray(
             return edges
 
         with clock("cluster (local)"):
-            near = update_clusters(store, cfg, run_id, tick, near_edges=ray_edges)
+            near = update_clusters(
+                store, cfg, run_id, tick, near_edges=ray_edges, embedder=embedder, reembed=reembed
+            )
         clock.seconds["cluster (local)"] -= sum(spent)  # the near-edge stages, timed on their own
+        text = None
+        if not dry_run:
+            with clock("text index (driver)"):
+                text = textindex.sync(store, tick)
         view = Index(store)
         report_totals = run_totals(results, view.stats(), chunked)
         report_totals["cluster_pass"] = {
@@ -146,6 +227,12 @@ def ingest_ray(
             "near_edges": edges_from[0] if edges_from else None,
             "seconds": {k: round(v, 3) for k, v in clock.seconds.items()},
         }
+        if text is not None and text.engine != "fts5":
+            report_totals["text_index"] = {
+                "engine": text.engine,
+                "rebuilt": text.rebuilt,
+                "groups": text.groups,
+            }
         report = IngestReport(run_id, tuple(results), report_totals, tuple(view.boilerplate(limit=10)))
         store.finish_run(run_id, report_totals)
     return report

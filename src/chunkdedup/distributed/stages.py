@@ -2,7 +2,7 @@
 
 Rows carry pickled records (``payload``) next to the plain columns Ray shuffles on. Every
 function here is a loop over a batch that calls the same functions the local ingest calls
-(``file_hash``, ``parse_file``, ``boilerplate.candidate_keys``, strip/chunk/key, ``MinHasher``,
+(``file_hash``, ``parse_file``, ``boilerplate.document_keys``, strip/chunk/key, ``MinHasher``,
 ``band_keys``); nothing is re-implemented.
 """
 
@@ -33,7 +33,7 @@ class ParsedInput:
     input: InputFile
     content_hash: str | None
     parsed: ParsedFile | None
-    keys: tuple[frozenset[str], ...] = ()
+    keys: tuple[boilerplate.DocumentKeys, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +63,7 @@ def parse_input(inp: InputFile, known_hash: str | None, config: Config) -> Parse
     if h is not None and h == known_hash:
         return ParsedInput(inp, h, None)
     pf = parse_file(inp, config.parse)
-    keys = tuple(frozenset(boilerplate.candidate_keys(d.pages, config.boilerplate)) for d in pf.documents)
+    keys = tuple(boilerplate.document_keys(d.pages, config.boilerplate) for d in pf.documents)
     return ParsedInput(inp, h, pf, keys)
 
 
@@ -90,7 +90,7 @@ def unit_keys_batch(batch: pa.Table) -> pa.Table:
         if p.parsed is None or p.parsed.status != FileStatus.INGESTED:
             continue
         for doc, keys in zip(p.parsed.documents, p.keys, strict=True):
-            ids = {boilerplate.key_id(k) for k in keys}
+            ids = {boilerplate.key_id(k) for k in keys.candidates}
             khash.extend(ids)
             unit.extend([doc.unit] * len(ids))
     return _table({"khash": (pa.int64(), khash), "unit": (pa.string(), unit)})
