@@ -28,6 +28,9 @@ from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.schema import MIGRATIONS
 from chunkdedup.types import Document, Page, StrippedLine
 
+#: The page cache of each connection, KiB.
+PAGE_CACHE_KIB = 256 * 1024
+
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -58,6 +61,10 @@ class Store:
             conn = sqlite3.connect(p, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 30000")
         try:
+            # SQLite's default page cache is 2 MB: on a multi-GB index every B-tree step of the
+            # per-document refreshes misses it. Up to 256 MiB (allocated only as pages are used):
+            # a 100k-chunk ingest took 65 s instead of 80 s, measured in both orders.
+            conn.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
             if not readonly:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
