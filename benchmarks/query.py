@@ -41,7 +41,7 @@ from rich.table import Table
 from chunkdedup import Index, QueryConfig, ingest, search, textindex
 from chunkdedup.embed import HashEmbedder, get_embedder
 from chunkdedup.normalize import canonical_id, exact_key
-from chunkdedup.query import Filter, Fts5Retriever, Scored, TantivyRetriever, VectorRetriever
+from chunkdedup.query import Filter, Fts5Retriever, Retriever, Scored, TantivyRetriever, VectorRetriever
 from chunkdedup.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,13 +79,7 @@ class AllWords(Fts5Retriever):
         match = " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
         if not match:
             return []
-        rows = self.conn.execute(
-            "SELECT g.id, bm25(groups_fts) AS b FROM groups_fts"
-            " JOIN groups g ON g.gid = groups_fts.rowid"
-            " WHERE groups_fts MATCH ? ORDER BY b, g.id LIMIT ?",
-            (match, limit),
-        )
-        return [Scored(r[0], -float(r[1])) for r in rows]
+        return self.search(match, limit)
 
 
 def latency_rows(index: Path, questions: Sequence[str], repeat: int, naive: bool) -> dict[str, Any]:
@@ -102,24 +96,23 @@ def latency_rows(index: Path, questions: Sequence[str], repeat: int, naive: bool
             rows["FTS5: bm25 only (all words OR-ed)"] = timed_queries(
                 lambda q: every.retrieve(q, 40), questions, repeat
             )
-        rows["FTS5: bm25 + filters/versions + safety net"] = timed_queries(
-            lambda q: search(ix, q, config=cfg, retriever=fts), questions, repeat
-        )
-        rows["FTS5: bm25 + versions, safety net off"] = timed_queries(
-            lambda q: search(ix, q, config=cfg, safety_net=False, retriever=fts), questions, repeat
-        )
         rows["second retrieval passes (bm25 search)"] = second_passes(ix, questions, cfg)
+        engines: list[tuple[str, Retriever]] = [("FTS5", fts)]
         handle = ix.text_handle()
         if handle is not None:
             tan = TantivyRetriever(ix.store.conn, handle)
             rows["tantivy: bm25 only (content words)"] = timed_queries(
                 lambda q: tan.retrieve(q, 40), questions, repeat
             )
-            rows["tantivy: bm25 + filters/versions + safety net"] = timed_queries(
-                lambda q: search(ix, q, config=cfg, retriever=tan), questions, repeat
+            engines.append(("tantivy", tan))
+        for name, retriever in engines:
+            rows[f"{name}: bm25 + filters/versions + safety net"] = timed_queries(
+                lambda q, r=retriever: search(ix, q, config=cfg, retriever=r), questions, repeat
             )
-            rows["tantivy: bm25 + versions, safety net off"] = timed_queries(
-                lambda q: search(ix, q, config=cfg, safety_net=False, retriever=tan), questions, repeat
+            rows[f"{name}: bm25 + versions, safety net off"] = timed_queries(
+                lambda q, r=retriever: search(ix, q, config=cfg, safety_net=False, retriever=r),
+                questions,
+                repeat,
             )
     return rows
 

@@ -327,7 +327,7 @@ class ChunkTables:
                 (start + 1, end - start, doc_id, page),
             ).fetchone()[0]
             signature = key_hash(json.dumps([text, [list(r) for r in rows]]))
-            old = None if cid not in signatures else (signatures[cid],)
+            old = signatures.get(cid)
             if old is None:
                 c.execute(
                     "INSERT INTO canonicals(id, text, n_sources, signature, updated_run)"
@@ -335,7 +335,7 @@ class ChunkTables:
                     (cid, text, len(rows), signature, run_id),
                 )
                 c.execute("DELETE FROM tombstones WHERE canonical_id=?", (cid,))
-            elif old[0] != signature:
+            elif old != signature:
                 c.execute(
                     "UPDATE canonicals SET text=?, n_sources=?, signature=?, updated_run=? WHERE id=?",
                     (text, len(rows), signature, run_id, cid),

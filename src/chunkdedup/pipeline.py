@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk, key_chunk
 from chunkdedup.dedup.near import update_clusters
 from chunkdedup.embed import Embedder, get_embedder
-from chunkdedup.errors import ConfigError, InputError
+from chunkdedup.errors import InputError
 from chunkdedup.index import Index
 from chunkdedup.normalize import canonical_id, key_hash
 from chunkdedup.parse import InputFile, discover, input_fingerprint, parse_file
@@ -142,18 +143,22 @@ def ingest(
         reembed,
         text_engine,
     )
-    if text_engine is not None and text_engine not in textindex.ENGINES:
-        raise ConfigError(f"text engine must be one of {', '.join(textindex.ENGINES)}, got {text_engine!r}")
-    if text_engine == "tantivy":
-        textindex.import_tantivy()  # a missing extra fails before the index is touched
+    textindex.require(text_engine)  # a bad name or a missing extra fails before the index is touched
     if not dry_run:
         return _run(run, Path(index), dry_run=False)
-    # A dry run does the real work on a scratch copy, so it shows exactly what a run would do.
+    with scratch_copy(index) as scratch:
+        return _run(run, scratch, dry_run=True)
+
+
+@contextmanager
+def scratch_copy(index: str | Path) -> Iterator[Path]:
+    """A temporary copy of ``index`` (or a fresh path when it does not exist yet), removed afterwards:
+    a dry run does the real work there, so it shows exactly what a run would do."""
     with tempfile.TemporaryDirectory(prefix="chunkdedup-dry-") as tmp:
         scratch = Path(tmp) / "dry-run.sqlite"
         if Path(index).exists():
             copy_index(Path(index), scratch)
-        return _run(run, scratch, dry_run=True)
+        yield scratch
 
 
 def prune_missing(store: Store, inputs: Sequence[InputFile], run_id: int) -> None:
@@ -412,5 +417,6 @@ __all__ = [
     "refresh_stale_keys",
     "remove_documents",
     "run_totals",
+    "scratch_copy",
     "store_file",
 ]

@@ -76,16 +76,21 @@ def import_tantivy() -> ModuleType:
     return tantivy
 
 
+def require(name: str | None) -> None:
+    """Check a requested engine before anything is written: a known name, its extra installed."""
+    if name is not None and name not in ENGINES:
+        raise ConfigError(f"text engine must be one of {', '.join(ENGINES)}, got {name!r}")
+    if name == "tantivy":
+        import_tantivy()
+
+
 def set_engine(store: Store, name: str) -> bool:
     """Choose the index's text engine; True when it changed. The caller holds the writer lock.
 
     Switching to tantivy marks the folder for a full build (by the next :func:`sync`); switching to
     fts5 deletes the folder (FTS5 is always maintained, so nothing needs building).
     """
-    if name not in ENGINES:
-        raise ConfigError(f"text engine must be one of {', '.join(ENGINES)}, got {name!r}")
-    if name == "tantivy":
-        import_tantivy()  # a missing extra fails before the index is touched
+    require(name)
     if name == engine(store):
         return False
     with store.transaction():

@@ -15,11 +15,11 @@ field for field.
 from __future__ import annotations
 
 import pickle
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,7 +31,6 @@ from chunkdedup.distributed import stages
 from chunkdedup.distributed.edges import near_edges_on_ray
 from chunkdedup.distributed.session import cluster_cpus, import_ray, ray_session
 from chunkdedup.embed import Embedder
-from chunkdedup.errors import ConfigError
 from chunkdedup.index import Index
 from chunkdedup.parse import InputFile, discover
 from chunkdedup.pipeline import (
@@ -39,11 +38,11 @@ from chunkdedup.pipeline import (
     IngestReport,
     Progress,
     config_fingerprint,
-    copy_index,
     decide_chrome,
     prune_missing,
     refresh_stale_keys,
     run_totals,
+    scratch_copy,
     store_file,
 )
 from chunkdedup.store import Store
@@ -97,51 +96,31 @@ def ingest_ray(
         >>> report.totals["canonical_chunks"], report.totals["engine"]["seconds"]  # doctest: +SKIP
     """
     import_ray()  # a missing extra fails before the index is touched
-    if text_engine is not None and text_engine not in textindex.ENGINES:
-        raise ConfigError(f"text engine must be one of {', '.join(textindex.ENGINES)}, got {text_engine!r}")
-    if text_engine == "tantivy":
-        textindex.import_tantivy()
-    if dry_run:
-        with tempfile.TemporaryDirectory(prefix="chunkdedup-dry-") as tmp:
-            scratch = Path(tmp) / "dry-run.sqlite"
-            if Path(index).exists():
-                copy_index(Path(index), scratch)
-            report = _ingest(
-                paths,
-                scratch,
-                manifest,
-                config,
-                address,
-                parallelism,
-                progress,
-                lock_timeout,
-                prune,
-                embedder,
-                reembed,
-                text_engine,
-                dry_run=True,
-            )
-        return replace(report, run_id=None, dry_run=True)
-    return _ingest(
+    textindex.require(text_engine)
+    run = partial(
+        _ingest,
         paths,
-        index,
-        manifest,
-        config,
-        address,
-        parallelism,
-        progress,
-        lock_timeout,
-        prune,
-        embedder,
-        reembed,
-        text_engine,
-        dry_run=False,
+        manifest=manifest,
+        config=config,
+        address=address,
+        parallelism=parallelism,
+        progress=progress,
+        lock_timeout=lock_timeout,
+        prune=prune,
+        embedder=embedder,
+        reembed=reembed,
+        text_engine=text_engine,
     )
+    if not dry_run:
+        return run(index, dry_run=False)
+    with scratch_copy(index) as scratch:
+        return replace(run(scratch, dry_run=True), run_id=None, dry_run=True)
 
 
 def _ingest(
     paths: Sequence[str | Path],
     index: str | Path,
+    *,
     manifest: str | Path | None,
     config: Config | None,
     address: str | None,
@@ -152,7 +131,6 @@ def _ingest(
     embedder: Embedder | None,
     reembed: bool,
     text_engine: str | None,
-    *,
     dry_run: bool,
 ) -> IngestReport:
     cfg = config or Config()

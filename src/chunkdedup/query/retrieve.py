@@ -97,6 +97,10 @@ class Fts5Retriever:
         match = fts_query(text)
         if match is None or limit <= 0:
             return []
+        return self.search(match, limit)
+
+    def search(self, match: str, limit: int) -> list[Scored]:
+        """The best ``limit`` groups for an FTS5 MATCH expression (the caller formulates it)."""
         rows = self.conn.execute(
             "SELECT g.id, bm25(groups_fts) AS b FROM groups_fts"
             " JOIN groups g ON g.gid = groups_fts.rowid"
