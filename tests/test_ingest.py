@@ -344,3 +344,45 @@ def test_two_first_ingests_into_a_new_index_both_succeed(tmp_path: Path) -> None
     assert [p.returncode for p in procs] == [0, 0], errors
     with Index.open(index) as ix:
         assert ix.stats()["documents"] == 20
+
+
+def test_documents_written_one_per_batch_or_many_give_the_same_index(
+    tmp_path: Path, policy_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Groups and canonicals are re-derived once per batch of documents; per document gives the same."""
+    monkeypatch.setattr("chunkdedup.pipeline.STORE_BATCH", 1)
+    one = tmp_path / "one.sqlite"
+    ingest([POLICY], one, manifest=POLICY_MANIFEST)
+    assert snapshot(one) == snapshot(policy_index)
+
+
+def test_rewriting_a_documents_unchanged_chunks_keeps_its_groups_and_canonicals(
+    tmp_path: Path, policy_index: Path
+) -> None:
+    """A re-chunk that yields the same chunks (e.g. a config change that does not move them) keeps each
+    group's signature and cluster and every canonical's last-change run: nothing to re-sign or re-send."""
+    from chunkdedup.pipeline import chunk_pages
+
+    index = tmp_path / "i.sqlite"
+    shutil.copy(policy_index, index)
+    with Store.open(index) as store:
+        before = store.conn.execute(
+            "SELECT id, canonical_id, signature IS NOT NULL FROM groups ORDER BY id"
+        ).fetchall()
+        canonical_rows = "SELECT id, updated_run, signature FROM canonicals ORDER BY id"
+        canonicals = store.conn.execute(canonical_rows).fetchall()
+        tombstones = store.conn.execute("SELECT * FROM tombstones ORDER BY canonical_id").fetchall()
+        docs = store.doc_ids()[:25]
+        run_id = store.begin_run([str(POLICY)], None, Config().to_dict())
+        chrome = store.chrome_ids()
+        with store.transaction():
+            keyed = [chunk_pages(d, store.load_pages(d), chrome, Config()) for d in docs]
+            store.replace_chunks(keyed, "same", run_id)
+        assert sum(len(k.keyed) for k in keyed) > 100
+        after = store.conn.execute(
+            "SELECT id, canonical_id, signature IS NOT NULL FROM groups ORDER BY id"
+        ).fetchall()
+        assert after == before and all(signed for _, _, signed in after)
+        assert store.conn.execute("SELECT COUNT(*) FROM dirty").fetchone()[0] == 0
+        assert store.conn.execute(canonical_rows).fetchall() == canonicals
+        assert store.conn.execute("SELECT * FROM tombstones ORDER BY canonical_id").fetchall() == tombstones

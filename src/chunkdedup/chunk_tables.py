@@ -72,21 +72,26 @@ class ChunkTables:
     # -- sources -------------------------------------------------------------------------------
     def drop_doc_sources(self, doc_id: str, run_id: int) -> int:
         """Delete a document's sources; re-derive its groups and canonicals. Returns canonicals touched."""
-        c = self.conn
-        rows = c.execute(
-            "SELECT DISTINCT group_id, canonical_id FROM sources WHERE doc_id=?", (doc_id,)
-        ).fetchall()
-        c.execute("DELETE FROM sources WHERE doc_id=?", (doc_id,))
-        canonicals = {r[1] for r in rows}
-        canonicals |= self.refresh_groups(sorted({r[0] for r in rows}))
-        self.refresh_canonicals(sorted(canonicals), run_id)
-        return len({r[1] for r in rows})
+        return self.replace_sources([doc_id], (), run_id)
 
-    def put_doc_sources(self, chunks: Sequence[KeyedChunk], run_id: int) -> None:
-        """Insert a document's new sources under their group's current cluster (or the group itself)."""
+    def replace_sources(self, doc_ids: Sequence[str], chunks: Sequence[KeyedChunk], run_id: int) -> int:
+        """Replace the sources of ``doc_ids`` by ``chunks`` (chunks of those documents), then re-derive
+        every group and canonical they touched, once for the whole batch.
+
+        A new source joins its group's current cluster (a new group is its own). A group that keeps a
+        source keeps its signature and cluster, even if all its old sources were among those replaced;
+        one left with none is dropped. Returns how many canonicals the old sources belonged to.
+        """
         c = self.conn
-        group_ids = sorted({k.canonical_id for k in chunks})
-        current = dict(self._in("SELECT id, canonical_id FROM groups WHERE id IN ({})", group_ids))
+        ids = sorted(set(doc_ids))
+        old = list(
+            self._batched("SELECT DISTINCT group_id, canonical_id FROM sources WHERE doc_id IN ({})", ids)
+        )
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            c.execute(f"DELETE FROM sources WHERE doc_id IN ({','.join('?' * len(part))})", part)
+        new_groups = sorted({k.canonical_id for k in chunks})
+        current = dict(self._in("SELECT id, canonical_id FROM groups WHERE id IN ({})", new_groups))
         c.executemany(
             'INSERT INTO sources(doc_id, page, start, "end", group_id, canonical_id, relation, similarity)'
             " VALUES (?, ?, ?, ?, ?, ?, 'exact', 1.0)",
@@ -102,9 +107,12 @@ class ChunkTables:
                 for k in chunks
             ],
         )
-        canonicals = set(current.values()) | self.refresh_groups(group_ids)
-        self._copy_group_relation(group_ids)
-        self.refresh_canonicals(sorted(canonicals | set(group_ids)), run_id)
+        old_canonicals = {r[1] for r in old}
+        lost = self.refresh_groups(sorted({r[0] for r in old} | set(new_groups)))
+        self._copy_group_relation(new_groups)
+        canonicals = old_canonicals | set(current.values()) | lost | set(new_groups)
+        self.refresh_canonicals(sorted(canonicals), run_id)
+        return len(old_canonicals)
 
     def _copy_group_relation(self, group_ids: Sequence[str]) -> None:
         """New sources of a group that is a near member carry the member's relation and similarity."""

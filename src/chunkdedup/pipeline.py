@@ -24,7 +24,7 @@ from typing import Any
 from chunkdedup import boilerplate, textindex
 from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
-from chunkdedup.dedup.exact import KeyedChunk, key_chunk
+from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument, key_chunk
 from chunkdedup.dedup.near import update_clusters
 from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
@@ -32,7 +32,7 @@ from chunkdedup.index import Index
 from chunkdedup.normalize import canonical_id, key_hash
 from chunkdedup.parse import InputFile, discover, input_fingerprint, parse_file
 from chunkdedup.store import Store
-from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, Page, ParsedFile, StrippedLine
+from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, Page, ParsedFile
 
 #: progress(stage, done, total)
 Progress = Callable[[str, int, int], None]
@@ -329,17 +329,14 @@ def _chunk_phase(store: Store, fingerprint: str, cfg: Config, run_id: int, tick:
     chrome = store.chrome_ids()
     for i in range(0, len(todo), STORE_BATCH):
         with store.transaction():
-            for doc_id in todo[i : i + STORE_BATCH]:
-                clean, keyed, stripped = chunk_pages(doc_id, store.load_pages(doc_id), chrome, cfg)
-                store.replace_chunks(doc_id, clean, keyed, stripped, fingerprint, run_id)
+            docs = [chunk_pages(d, store.load_pages(d), chrome, cfg) for d in todo[i : i + STORE_BATCH]]
+            store.replace_chunks(docs, fingerprint, run_id)
         tick("chunk", min(i + STORE_BATCH, len(todo)), len(todo))
     return len(todo)
 
 
-def chunk_pages(
-    doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config
-) -> tuple[tuple[Page, ...], list[KeyedChunk], tuple[StrippedLine, ...]]:
-    """Strip, chunk and key one document: (clean pages, keyed chunks, stripped lines).
+def chunk_pages(doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config) -> KeyedDocument:
+    """Strip, chunk and key one document.
 
     A pure function of its arguments, so the local loop and a distributed worker share it.
     """
@@ -351,7 +348,7 @@ def chunk_pages(
     keyed = [k for k in map(key_chunk, chunk_document(doc_id, clean, cfg.chunk)) if k is not None]
     if not cfg.dedup.exact:
         keyed = [_unique(k) for k in keyed]
-    return clean, keyed, stripped
+    return KeyedDocument(doc_id, clean, tuple(keyed), stripped)
 
 
 def _unique(k: KeyedChunk) -> KeyedChunk:

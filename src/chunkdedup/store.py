@@ -23,7 +23,7 @@ from typing import Any
 from chunkdedup.boilerplate import DocumentKeys, key_id
 from chunkdedup.chunk_tables import ChunkTables
 from chunkdedup.config import Config
-from chunkdedup.dedup.exact import KeyedChunk
+from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.schema import MIGRATIONS
 from chunkdedup.types import Document, Page, StrippedLine
@@ -356,34 +356,31 @@ class Store:
         return [r[0] for r in rows]
 
     # -- chunks and canonicals -----------------------------------------------------------------
-    def replace_chunks(
-        self,
-        doc_id: str,
-        clean_pages: Sequence[Page],
-        chunks: Sequence[KeyedChunk],
-        stripped: Sequence[StrippedLine],
-        config_hash: str,
-        run_id: int,
-    ) -> None:
-        """Replace one document's cleaned text, sources and stripped lines; refresh groups and canonicals."""
+    def replace_chunks(self, docs: Sequence[KeyedDocument], config_hash: str, run_id: int) -> None:
+        """Replace documents' cleaned text, sources and stripped lines; mark them indexed.
+
+        The groups and canonicals their old and new sources touch are re-derived once for the whole
+        batch (a transaction's worth of documents), not once per document.
+        """
         c = self.conn
-        self.chunks.drop_doc_sources(doc_id, run_id)
         c.executemany(
             "UPDATE pages SET clean_text=? WHERE doc_id=? AND page=?",
-            [(p.text, doc_id, p.number) for p in clean_pages],
+            [(p.text, d.doc_id, p.number) for d in docs for p in d.clean],
         )
-        self.chunks.put_doc_sources(chunks, run_id)
-        self._put_stripped(doc_id, stripped)
-        c.execute("DELETE FROM doc_chrome WHERE doc_id=?", (doc_id,))
-        c.execute(
+        self.chunks.replace_sources([d.doc_id for d in docs], [k for d in docs for k in d.keyed], run_id)
+        for d in docs:
+            self._put_stripped(d.doc_id, d.stripped)
+        ids = [(d.doc_id,) for d in docs]
+        c.executemany("DELETE FROM doc_chrome WHERE doc_id=?", ids)
+        c.executemany(
             "INSERT INTO doc_chrome(doc_id, khash)"
             " SELECT doc_id, khash FROM doc_keys JOIN chrome USING(khash)"
             " WHERE doc_id=?",
-            (doc_id,),
+            ids,
         )
-        c.execute(
+        c.executemany(
             "UPDATE documents SET state='indexed', config_hash=?, run_id=? WHERE doc_id=?",
-            (config_hash, run_id, doc_id),
+            [(config_hash, run_id, d.doc_id) for d in docs],
         )
 
     def _put_stripped(self, doc_id: str, stripped: Sequence[StrippedLine]) -> None:

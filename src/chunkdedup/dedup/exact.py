@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from chunkdedup.normalize import canonical_id, exact_key
-from chunkdedup.types import CanonicalChunk, Chunk, ChunkRef
+from chunkdedup.types import CanonicalChunk, Chunk, ChunkRef, Page, StrippedLine
 
 _ALNUM = re.compile(r"[^\W_]")
 
@@ -29,6 +29,16 @@ class KeyedChunk:
     def ref(self) -> ChunkRef:
         c = self.chunk
         return ChunkRef(c.doc_id, c.page, c.start, c.end, "exact", 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedDocument:
+    """One document after boilerplate stripping, chunking and exact keys: what the index stores of it."""
+
+    doc_id: str
+    clean: tuple[Page, ...]
+    keyed: tuple[KeyedChunk, ...]
+    stripped: tuple[StrippedLine, ...]
 
 
 def key_chunk(chunk: Chunk) -> KeyedChunk | None:

@@ -343,11 +343,10 @@ def _chunk(
     def flush() -> None:
         nonlocal done
         with store.transaction():
-            for rec in pending:
-                store.replace_chunks(rec.doc_id, rec.clean, rec.keyed, rec.stripped, fingerprint, run_id)
-                rows = [r for r in rec.signatures if r[0] not in signed]
-                store.chunks.set_signatures(rows)
-                signed.update(r[0] for r in rows)
+            store.replace_chunks([rec.doc for rec in pending], fingerprint, run_id)
+            rows = [r for rec in pending for r in rec.signatures if r[0] not in signed]
+            store.chunks.set_signatures(rows)
+            signed.update(r[0] for r in rows)
         done += len(pending)
         pending.clear()
         tick("chunk", done, len(todo))

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from chunkdedup import boilerplate
 from chunkdedup.config import Config
-from chunkdedup.dedup.exact import KeyedChunk
+from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.dedup.near import sign_keys
 from chunkdedup.parse import InputFile, input_fingerprint, parse_file
 from chunkdedup.pipeline import chunk_pages
-from chunkdedup.types import FileStatus, Page, ParsedFile, StrippedLine
+from chunkdedup.types import FileStatus, Page, ParsedFile
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -41,10 +41,7 @@ class ChunkedDoc:
     """One document after the chunk map: cleaned pages, keyed chunks, stripped lines, and the
     signature rows (group id, signature bytes, band keys) of groups first seen in its batch."""
 
-    doc_id: str
-    clean: tuple[Page, ...]
-    keyed: tuple[KeyedChunk, ...]
-    stripped: tuple[StrippedLine, ...]
+    doc: KeyedDocument
     signatures: tuple[tuple[str, bytes, list[int]], ...]
 
 
@@ -132,23 +129,23 @@ def chunk_batch(batch: pa.Table, *, chrome: Collection[int], config: Config) -> 
     docs = []
     for doc_id, blob in zip(ids, batch.column("payload").to_pylist(), strict=True):
         pages: tuple[Page, ...] = pickle.loads(blob)
-        docs.append((doc_id, *chunk_pages(doc_id, pages, chrome, config)))
+        docs.append(chunk_pages(doc_id, pages, chrome, config))
     signatures: dict[str, tuple[bytes, list[int]]] = {}
     if config.near.enabled:
         first: dict[str, str] = {}
-        for _, _, keyed, _ in docs:
-            for k in keyed:
+        for doc in docs:
+            for k in doc.keyed:
                 first.setdefault(k.canonical_id, k.key)
         gids = list(first)
         sigs, bands = sign_keys(MinHasher.from_config(config.near), [first[g] for g in gids], config.near)
         signatures = {g: (sigs[i].tobytes(), bands[i].tolist()) for i, g in enumerate(gids)}
     out = []
-    for doc_id, clean, keyed, stripped in docs:
+    for doc in docs:
         rows = []
-        for k in keyed:
+        for k in doc.keyed:
             sig = signatures.pop(k.canonical_id, None)
             if sig is not None:
                 rows.append((k.canonical_id, *sig))
-        record = ChunkedDoc(doc_id, clean, tuple(keyed), stripped, tuple(rows))
+        record = ChunkedDoc(doc, tuple(rows))
         out.append(pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL))
     return _table({"doc_id": (pa.string(), ids), "payload": (pa.large_binary(), out)})
