@@ -89,6 +89,24 @@ def test_changes_since_exports_upserts_and_deletes(tmp_path: Path) -> None:
     assert not any(d.get("text", "").startswith("Alpha") for d in delta)  # unchanged: not re-sent
 
 
+def test_changes_since_after_an_edit_sends_only_what_the_edit_changed(tmp_path: Path) -> None:
+    """An edited file is re-parsed and re-chunked whole; its unchanged chunks are not re-sent."""
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    config = tmp_path / "small.toml"
+    config.write_text("[chunk]\ntarget_words = 8\nparagraph_words = 5\n", encoding="utf-8")
+    keep = "Alpha clause stays the same across the edit of this file."
+    (corpus / "a.txt").write_text(f"{keep}\n\nBravo clause will be edited next.", encoding="utf-8")
+    index = tmp_path / "i.sqlite"
+    first = json.loads(run("ingest", str(corpus), "--index", str(index), "--config", str(config), "--json"))
+    (corpus / "a.txt").write_text(f"{keep}\n\nBravo clause was edited in this version.", encoding="utf-8")
+    run("ingest", str(corpus), "--index", str(index), "--config", str(config), "--json")
+    out = run("export", "--index", str(index), "--changes-since", str(first["run_id"]))
+    delta = [json.loads(line) for line in out.splitlines()]
+    assert sorted((d["op"], d.get("text", "")[:5]) for d in delta) == [("delete", ""), ("upsert", "Bravo")]
+    assert len(run("export", "--index", str(index)).splitlines()) == 2  # both chunks are in the index
+
+
 def test_usage_errors_exit_non_zero_with_one_line(tmp_path: Path) -> None:
     bogus = tmp_path / "x.sqlite"
     bogus.write_text("not sqlite at all" * 100)

@@ -35,6 +35,7 @@ _FIRST_SOURCES = (
 _GROUP_STATE = (
     "SELECT id, rep_doc, rep_page, rep_start, canonical_id, text, n_sources FROM groups WHERE id IN ({})"
 )
+_CANONICAL_STATE = "SELECT id, signature, updated_run FROM canonicals WHERE id IN ({})"
 _CANONICAL_SOURCES = (
     'SELECT canonical_id, doc_id, page, start, "end", relation, similarity FROM sources'
     " WHERE canonical_id IN ({}) ORDER BY canonical_id, doc_id, page, start"
@@ -314,18 +315,25 @@ class ChunkTables:
         self.refresh_canonicals(sorted(touched), run_id)
 
     def refresh_canonicals(self, ids: Sequence[str], run_id: int) -> None:
-        """Re-derive each canonical from its sources: representative text, count, signature."""
+        """Re-derive each canonical from its sources: representative text, count, signature.
+
+        A canonical that changes gets ``updated_run = run_id``; one deleted and re-made unchanged within
+        the run (its tombstone of this run has the same signature) keeps its last-change run.
+        """
         c = self.conn
         sources: dict[str, list[tuple[Any, ...]]] = {}
         for r in self._batched(_CANONICAL_SOURCES, ids):
             sources.setdefault(r[0], []).append(tuple(r[1:]))
-        signatures = dict(self._batched("SELECT id, signature FROM canonicals WHERE id IN ({})", ids))
+        state = {r[0]: r[1:] for r in self._batched(_CANONICAL_STATE, ids)}
         for cid in ids:
             rows = sources.get(cid)
             if not rows:
-                if c.execute("DELETE FROM canonicals WHERE id=?", (cid,)).rowcount:
+                if cid in state:
+                    c.execute("DELETE FROM canonicals WHERE id=?", (cid,))
                     c.execute(
-                        "INSERT OR REPLACE INTO tombstones(canonical_id, run_id) VALUES (?, ?)", (cid, run_id)
+                        "INSERT OR REPLACE INTO tombstones(canonical_id, run_id, signature, updated_run)"
+                        " VALUES (?, ?, ?, ?)",
+                        (cid, run_id, *state[cid]),
                     )
                 continue
             doc_id, page, start, end = rows[0][:4]
@@ -335,12 +343,17 @@ class ChunkTables:
                 (start + 1, end - start, doc_id, page),
             ).fetchone()[0]
             signature = key_hash(json.dumps([text, [list(r) for r in rows]]))
-            old = signatures.get(cid)
+            old = state[cid][0] if cid in state else None
             if old is None:
+                gone = c.execute(
+                    "SELECT signature, updated_run FROM tombstones WHERE canonical_id=? AND run_id=?",
+                    (cid, run_id),
+                ).fetchone()
+                unchanged = gone is not None and gone[0] == signature and gone[1] is not None
                 c.execute(
                     "INSERT INTO canonicals(id, text, n_sources, signature, updated_run)"
                     " VALUES (?, ?, ?, ?, ?)",
-                    (cid, text, len(rows), signature, run_id),
+                    (cid, text, len(rows), signature, gone[1] if unchanged else run_id),
                 )
                 c.execute("DELETE FROM tombstones WHERE canonical_id=?", (cid,))
             elif old != signature:

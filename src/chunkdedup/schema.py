@@ -163,4 +163,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         INSERT OR REPLACE INTO meta(key, value) VALUES ('doc_keys_format', '1');
         """,
     ),
+    (
+        "0005_tombstone_state",
+        # A tombstone keeps the deleted canonical's signature and last-change run: a canonical deleted
+        # and re-made with the same text and sources in one run (an edited document's unchanged
+        # chunks) keeps its last-change run, so `export --changes-since` does not re-send it.
+        """
+        ALTER TABLE tombstones ADD COLUMN signature TEXT;
+        ALTER TABLE tombstones ADD COLUMN updated_run INTEGER;
+        """,
+    ),
 )
