@@ -98,6 +98,7 @@ def test_synthetic_corpus_on_ray_equals_local(local_ray: ModuleType, tmp_path: P
 def test_incremental_ray_runs_equal_a_fresh_local_ingest(local_ray: ModuleType, tmp_path: Path) -> None:
     """Add shards, drop records from a shard, edit a document: each Ray run re-clusters only what
     the change touched, from edges computed on Ray, and ends where a fresh local ingest does."""
+    from chunkdedup import Index
     from chunkdedup.distributed import ingest_ray
 
     full, corpus = tmp_path / "full", tmp_path / "corpus"
@@ -126,6 +127,12 @@ def test_incremental_ray_runs_equal_a_fresh_local_ingest(local_ray: ModuleType, 
     _ran_near_on_ray(second.totals)
     assert 0 < second.totals["cluster_pass"]["reclustered"] < second.totals["after_exact"]
     assert second.totals["files"]["ingested"] == 3  # the new shard, the cut shard, the edited file
+    # only the buckets of the new groups went to Ray: the other edges were kept from the first run
+    before, after = first.totals["engine"]["near_pass"], second.totals["engine"]["near_pass"]
+    assert 0 < after["groups_shipped"] < second.totals["after_exact"]
+    assert 0 < after["pairs_verified"] < before["pairs_verified"]
+    with Index.open(distributed) as ix:
+        assert ix.store.chunks.near_edges() == _store_verification(distributed)
 
     local = tmp_path / "local.sqlite"
     ingest([corpus], local)
@@ -166,32 +173,48 @@ def test_prune_dry_run_and_text_index_on_ray(local_ray: ModuleType, tmp_path: Pa
     assert handle.searcher().num_docs == groups
 
 
-def test_near_edges_on_ray_equal_the_store_verification(local_ray: ModuleType, tmp_path: Path) -> None:
-    """Every band-neighbour pair the local pass verifies above the threshold, with the same Jaccard."""
+def _store_verification(index: Path) -> dict[tuple[str, str], float]:
+    """Every band-neighbour pair the local pass verifies above the threshold, with its Jaccard."""
     from chunkdedup import Config
     from chunkdedup.dedup.minhash import MinHasher, jaccard
+    from chunkdedup.normalize import exact_key
+    from chunkdedup.store import Store
+
+    near = Config().near
+    hasher = MinHasher.from_config(near)
+    expected = {}
+    with Store.open(index) as store:
+        texts = dict(store.conn.execute("SELECT id, text FROM groups"))
+        shingles = {gid: hasher.shingles(exact_key(text)) for gid, text in texts.items()}
+        for gid in sorted(texts):
+            for other in store.chunks.band_neighbours(gid):
+                sim = jaccard(shingles[gid], shingles[other])
+                if gid < other and sim >= near.threshold:
+                    expected[(gid, other)] = sim
+    return expected
+
+
+def test_near_edges_on_ray_equal_the_store_verification(local_ray: ModuleType, tmp_path: Path) -> None:
+    """Every band-neighbour pair the local pass verifies above the threshold, with the same Jaccard;
+    kept in the index, so a second pass with nothing new verifies nothing."""
+    from chunkdedup import Config
     from chunkdedup.distributed.edges import near_edges_on_ray
     from chunkdedup.distributed.ingest import _Clock
-    from chunkdedup.normalize import exact_key
     from chunkdedup.store import Store
 
     corpus = tmp_path / "corpus"
     _scale().write_corpus(corpus, 2_000, seed=3)
     index = tmp_path / "i.sqlite"
     ingest([corpus], index)
-    near = Config().near
-    hasher = MinHasher.from_config(near)
+    expected = _store_verification(index)
     with Store.open(index) as store:
-        edges = near_edges_on_ray(local_ray, store, near, 2, _Clock())
-        texts = dict(store.conn.execute("SELECT id, text FROM groups"))
-        shingles = {gid: hasher.shingles(exact_key(text)) for gid, text in texts.items()}
-        expected = {}
-        for gid in sorted(texts):
-            for other in store.chunks.band_neighbours(gid):
-                sim = jaccard(shingles[gid], shingles[other])
-                if gid < other and sim >= near.threshold:
-                    expected[(gid, other)] = sim
-    assert expected and edges == expected  # floats compared exactly
+        first = near_edges_on_ray(local_ray, store, Config().near, 2, _Clock())
+        again = near_edges_on_ray(local_ray, store, Config().near, 2, _Clock())
+        kept = store.chunks.near_edges()
+    assert first is not None and again is not None
+    assert expected and first.edges == expected  # floats compared exactly
+    assert kept == expected and again.edges == expected
+    assert first.verified >= len(expected) and (again.shipped, again.verified) == (0, 0)
 
 
 def test_chrome_counts_on_ray_equal_the_store_counts(local_ray: ModuleType, tmp_path: Path) -> None:

@@ -179,6 +179,8 @@ class ChunkTables:
         c.execute("DELETE FROM bands WHERE group_id=?", (gid,))
         c.execute("DELETE FROM embeddings WHERE group_id=?", (gid,))
         c.execute("DELETE FROM semantic_edges WHERE a=? OR b=?", (gid, gid))
+        c.execute("DELETE FROM near_edges WHERE a=?", (gid,))
+        c.execute("DELETE FROM near_edges WHERE b=?", (gid,))
         c.execute("DELETE FROM dirty WHERE group_id=?", (gid,))
 
     def _batched(self, sql: str, ids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
@@ -225,7 +227,32 @@ class ChunkTables:
         """Drop every signature and band (the MinHash settings changed); every group becomes dirty."""
         self.conn.execute("UPDATE groups SET signature=NULL")
         self.conn.execute("DELETE FROM bands")
+        self.clear_near_edges()
         self.conn.execute("INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups")
+
+    # -- verified near edges kept between runs (the Ray path) ------------------------------------
+    def clear_near_edges(self) -> None:
+        """Forget every kept edge (the near settings changed): every group is to verify again."""
+        self.conn.execute("DELETE FROM near_edges")
+        self.conn.execute("UPDATE groups SET edged=0 WHERE edged=1")
+
+    def unedged_count(self) -> int:
+        """Groups whose edges are not kept yet (new since the last Ray near pass, or never on Ray)."""
+        return int(self.conn.execute("SELECT COUNT(*) FROM groups WHERE edged=0").fetchone()[0])
+
+    def keep_near_edges(self, edges: Iterable[tuple[str, str, float]]) -> None:
+        """Store verified edges ``(a, b, jaccard)``, ``a < b``, found by a pass over every pair with
+        a group not edged yet; those groups are edged from now on."""
+        self.conn.executemany("INSERT OR REPLACE INTO near_edges(a, b, similarity) VALUES (?, ?, ?)", edges)
+        self.conn.execute("UPDATE groups SET edged=1 WHERE edged=0")
+
+    def group_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        return dict(self._in("SELECT id, text FROM groups WHERE id IN ({})", ids))
+
+    def near_edges(self) -> dict[tuple[str, str], float]:
+        """Every kept edge, ``(a, b)`` with ``a < b`` -> Jaccard."""
+        rows = self.conn.execute("SELECT a, b, similarity FROM near_edges")
+        return {(a, b): sim for a, b, sim in rows}
 
     # -- embeddings (semantic tier) ------------------------------------------------------------
     def unembedded_groups(self, limit: int) -> list[tuple[str, str]]:

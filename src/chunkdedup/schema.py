@@ -173,4 +173,17 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE tombstones ADD COLUMN updated_run INTEGER;
         """,
     ),
+    (
+        "0006_near_edges",
+        # Verified near edges kept between runs (the Ray path writes them). A group with edged=1 has
+        # its edge to every other edged group stored, so the next run verifies only pairs with a
+        # group that is not edged yet. Cleared with the signatures or a change of near settings.
+        """
+        CREATE TABLE near_edges(a TEXT NOT NULL, b TEXT NOT NULL, similarity REAL NOT NULL,
+            PRIMARY KEY(a, b)) WITHOUT ROWID;
+        CREATE INDEX near_edges_b ON near_edges(b);
+        ALTER TABLE groups ADD COLUMN edged INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX groups_unedged ON groups(id) WHERE edged = 0;
+        """,
+    ),
 )

@@ -95,6 +95,8 @@ def update_clusters(
         semantic = json.dumps([sem.enabled, sem.threshold if sem.enabled else None])
         if store.meta("near_settings") != settings or store.meta("semantic_settings") != semantic:
             store.conn.execute("INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups")
+            if store.meta("near_settings") != settings:
+                store.chunks.clear_near_edges()  # kept for the old threshold or bands
             store.set_meta("near_settings", settings)
             store.set_meta("semantic_settings", semantic)
             store.conn.execute("DELETE FROM semantic_edges")  # recomputed below for every vector

@@ -17,6 +17,12 @@ groups in id order (so a pair ``a < b`` of numbers is a pair of ids in order), s
 and ``groups`` tables into the object store in blocks, and collects the verified edges, which the
 local clustering (:func:`chunkdedup.dedup.near.connect`) walks as it walks the store's band neighbours.
 
+Verified edges are kept in the index (``near_edges``, with an ``edged`` flag on each group): a pass
+bands and verifies only the pairs with a group that is not edged yet, so after the first run only the
+band rows of the buckets new groups fall in, and the texts of the groups in those rows, go to Ray;
+the clustering gets the kept edges plus the new ones. A dropped group takes its edges with it; a
+change of the near settings forgets them all.
+
 Rows of shuffles 2 and 3 share one schema ``(key, other, text)``: a text row is ``(group, -1, text)``;
 a pair row is ``(a, b, "")`` keyed by ``a``, then ``(b, a, text of a)`` keyed by ``b``.
 """
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -58,13 +65,17 @@ def _rows(key: Any, other: Any, text: Any) -> pa.Table:
     )
 
 
-def band_pairs_batch(batch: pa.Table) -> pa.Table:
+def band_pairs_batch(batch: pa.Table, *, fresh: np.ndarray | None = None) -> pa.Table:
     """Reduce one band-key partition: pair rows ``(a, b, null)`` for groups sharing a bucket, ``a < b``,
-    and one tally row ``(-1, distinct band keys, null)`` that lets the driver check no bucket was split."""
+    and one tally row ``(-1, distinct band keys, null)`` that lets the driver check no bucket was split.
+
+    With ``fresh`` (sorted group numbers), only pairs with a fresh group: the others are kept already."""
     import pyarrow as pa
 
     keys = batch.column("band_key").to_numpy()
     pairs = bucket_pairs(keys, batch.column("gid").to_numpy())
+    if fresh is not None:
+        pairs = pairs[_member(fresh, pairs[:, 0]) | _member(fresh, pairs[:, 1])]
     tally = np.unique(keys).size
     return _rows(
         np.concatenate((pairs[:, 0], [-1])),
@@ -73,13 +84,22 @@ def band_pairs_batch(batch: pa.Table) -> pa.Table:
     )
 
 
-def _tally_batch(batch: pa.Table) -> pa.Table:
-    """The banding tally rows of a block: ``buckets``, the distinct band keys a partition reduced."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _member(sorted_values: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Which ``values`` are in ``sorted_values`` (a binary search each)."""
+    at = np.searchsorted(sorted_values, values)
+    found = at < sorted_values.size
+    found[found] = sorted_values[at[found]] == values[found]
+    return found
 
-    tally = batch.filter(pc.less(batch.column("key"), 0))
-    return pa.table({"buckets": tally.column("other")})
+
+def _tally_batch(batch: pa.Table) -> pa.Table:
+    """A block's banding tally: ``buckets``, the distinct band keys its partitions reduced, and
+    ``pairs``, the candidate pairs it holds."""
+    import pyarrow as pa
+
+    key = batch.column("key").to_numpy()
+    buckets = batch.column("other").to_numpy()[key < 0]
+    return pa.table({"buckets": [int(buckets.sum())], "pairs": [int((key >= 0).sum())]})
 
 
 def _texts_of(batch: pa.Table) -> tuple[np.ndarray, np.ndarray, pa.ChunkedArray]:
@@ -95,9 +115,7 @@ def _texts_of(batch: pa.Table) -> tuple[np.ndarray, np.ndarray, pa.ChunkedArray]
 def _lookup(sorted_keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Positions of ``wanted`` in ``sorted_keys``; a missing one means a split partition."""
     at = np.searchsorted(sorted_keys, wanted)
-    found = at < sorted_keys.size
-    found[found] = sorted_keys[at[found]] == wanted[found]
-    if not bool(found.all()):
+    if not bool(_member(sorted_keys, wanted).all()):
         raise EngineError(
             "a group's text was not in its hash partition (Ray split a partition into two blocks): "
             "re-run without --engine ray, and report the Ray version"
@@ -146,88 +164,151 @@ def verify_batch(batch: pa.Table, *, config: NearConfig) -> pa.Table:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class NearPass:
+    """The result of a near pass on Ray: every verified edge of the index (kept ones included), how many
+    groups' texts were shipped and how many candidate pairs were verified this time."""
+
+    edges: dict[tuple[str, str], float]
+    shipped: int
+    verified: int
+
+
+#: Band rows of the buckets that a group not edged yet falls in: what an incremental pass re-bands.
+_TOUCHED_BANDS = (
+    "CREATE TEMP TABLE near_touched AS SELECT band_key, group_id FROM bands WHERE band_key IN"
+    " (SELECT b.band_key FROM groups g JOIN bands b ON b.group_id = g.id WHERE g.edged = 0)"
+)
+
+
 def near_edges_on_ray(
     ray: ModuleType,
     store: Store,
     config: NearConfig,
     workers: int,
     clock: Callable[[str], AbstractContextManager[None]],
-) -> dict[tuple[str, str], float] | None:
-    """Every verified near edge of the index, ``(a, b)`` with ``a < b`` -> Jaccard, computed on Ray.
+) -> NearPass | None:
+    """Every verified near edge of the index, ``(a, b)`` with ``a < b`` -> Jaccard, the new ones
+    computed on Ray and kept in the index (:meth:`ChunkTables.keep_near_edges`).
 
-    ``clock(stage)`` is a context manager timing each step. ``None`` if the banding tally shows a
-    bucket split across blocks (the caller then verifies from the store, as the local pass does).
+    Only pairs with a group that is not edged yet are banded and verified (on a new index, every
+    pair): the band rows of the buckets such groups fall in, and the texts of the groups in those
+    rows, go to Ray. ``clock(stage)`` is a context manager timing each step. ``None`` if the banding
+    tally shows a bucket split across blocks (the caller then verifies from the store, as the local
+    pass does).
     """
+    tables = store.chunks
+    conn = store.conn
     with clock("near: read bands and texts (driver)"):
-        ids, texts = _put_texts(ray, store)
+        fresh_count = tables.unedged_count()
+        if fresh_count == 0:
+            return NearPass(tables.near_edges(), 0, 0)
+        everything = fresh_count == int(conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0])
+        conn.execute("DROP TABLE IF EXISTS temp.near_touched")
+        if everything:
+            source = "bands"
+            ids = [r[0] for r in conn.execute("SELECT id FROM groups ORDER BY id")]
+        else:
+            conn.execute(_TOUCHED_BANDS)
+            source = "temp.near_touched"
+            ids = [r[0] for r in conn.execute(f"SELECT DISTINCT group_id FROM {source} ORDER BY group_id")]
+        # numbered in id order, so a pair a < b of numbers is a pair of ids in order
         number = {gid: i for i, gid in enumerate(ids)}
-        bands, band_rows = _put_bands(ray, store, number)
-        buckets = int(store.conn.execute("SELECT COUNT(DISTINCT band_key) FROM bands").fetchone()[0])
-    if not band_rows:
-        return {}
-    partitions = max(2 * workers, -(-band_rows // _ROWS_PER_PARTITION))
-    with clock("near: band (Ray shuffle)"):
-        pairs = (
-            bands.repartition(partitions, keys=["band_key"])
-            .map_batches(band_pairs_batch, batch_format="pyarrow", batch_size=None)
-            .materialize()
-        )
-        tally = pairs.map_batches(_tally_batch, batch_format="pyarrow", batch_size=None)
-        # summed here: Dataset.sum is an aggregate with a shuffle of its own (seconds of overhead)
-        tallied = sum(
-            int(np.sum(b.column("buckets").to_numpy()))
-            for b in tally.iter_batches(batch_format="pyarrow", batch_size=None)
-        )
-    if tallied != buckets:
-        return None
-    with clock("near: verify (Ray shuffle)"):
-        with_left = (
-            pairs.union(texts)
-            .repartition(partitions, keys=["key"])
-            .map_batches(attach_text_batch, batch_format="pyarrow", batch_size=None)
-        )
-        verified = (
-            with_left.union(texts)
-            .repartition(partitions, keys=["key"])
-            .map_batches(verify_batch, fn_kwargs={"config": config}, batch_format="pyarrow", batch_size=None)
-        )
-        edges: dict[tuple[str, str], float] = {}
-        for batch in verified.iter_batches(batch_format="pyarrow", batch_size=None):
-            for a, b, sim in zip(
-                batch.column("a").to_pylist(),
-                batch.column("b").to_pylist(),
-                batch.column("similarity").to_pylist(),
-                strict=True,
-            ):
-                edges[(ids[a], ids[b])] = sim
+        bands, band_rows = _put_bands(ray, store, source, number)
+        texts = _put_texts(ray, store, ids, everything)
+        fresh = None
+        if not everything:
+            unedged = (number.get(r[0], -1) for r in conn.execute("SELECT id FROM groups WHERE edged = 0"))
+            fresh = np.unique(np.fromiter(unedged, dtype=np.int64))
+        buckets = int(conn.execute(f"SELECT COUNT(DISTINCT band_key) FROM {source}").fetchone()[0])
+        conn.execute("DROP TABLE IF EXISTS temp.near_touched")
+    edges: dict[tuple[str, str], float] = {}
+    verified = 0
+    if band_rows:
+        partitions = max(2 * workers, -(-band_rows // _ROWS_PER_PARTITION))
+        with clock("near: band (Ray shuffle)"):
+            pairs = (
+                bands.repartition(partitions, keys=["band_key"])
+                .map_batches(
+                    band_pairs_batch, fn_kwargs={"fresh": fresh}, batch_format="pyarrow", batch_size=None
+                )
+                .materialize()
+            )
+            tally = pairs.map_batches(_tally_batch, batch_format="pyarrow", batch_size=None)
+            # summed here: Dataset.sum is an aggregate with a shuffle of its own (seconds of overhead)
+            tallied = 0
+            for b in tally.iter_batches(batch_format="pyarrow", batch_size=None):
+                tallied += int(np.sum(b.column("buckets").to_numpy()))
+                verified += int(np.sum(b.column("pairs").to_numpy()))
+        if tallied != buckets:
+            return None
+        with clock("near: verify (Ray shuffle)"):
+            edges = _verify(pairs, texts, partitions, config, ids)
+    with clock("near: keep edges (driver)"), store.transaction():
+        tables.keep_near_edges((a, b, sim) for (a, b), sim in sorted(edges.items()))
+        every = tables.near_edges()
+    return NearPass(every, len(ids), verified)
+
+
+def _verify(
+    pairs: Any, texts: Any, partitions: int, config: NearConfig, ids: list[str]
+) -> dict[tuple[str, str], float]:
+    """Shuffles 2 and 3: attach both texts to each candidate pair; keep those above the threshold."""
+    with_left = (
+        pairs.union(texts)
+        .repartition(partitions, keys=["key"])
+        .map_batches(attach_text_batch, batch_format="pyarrow", batch_size=None)
+    )
+    verified = (
+        with_left.union(texts)
+        .repartition(partitions, keys=["key"])
+        .map_batches(verify_batch, fn_kwargs={"config": config}, batch_format="pyarrow", batch_size=None)
+    )
+    edges: dict[tuple[str, str], float] = {}
+    for batch in verified.iter_batches(batch_format="pyarrow", batch_size=None):
+        for a, b, sim in zip(
+            batch.column("a").to_pylist(),
+            batch.column("b").to_pylist(),
+            batch.column("similarity").to_pylist(),
+            strict=True,
+        ):
+            edges[(ids[a], ids[b])] = sim
     return edges
 
 
-def _put_texts(ray: ModuleType, store: Store) -> tuple[list[str], Any]:
-    """Group ids in order, and a dataset of text rows ``(number, -1, text)`` put block by block."""
-    ids: list[str] = []
-    refs = []
-    cursor = store.conn.execute("SELECT id, text FROM groups ORDER BY id")
-    while rows := cursor.fetchmany(_TEXT_ROWS):
-        first = len(ids)
-        ids.extend(r[0] for r in rows)
-        numbers = np.arange(first, len(ids), dtype=np.int64)
-        refs.append(ray.put(_rows(numbers, np.full(len(rows), -1), [r[1] for r in rows])))
-    if not refs:
-        refs.append(ray.put(_rows([], [], [])))
-    return ids, ray.data.from_arrow_refs(refs)
-
-
-def _put_bands(ray: ModuleType, store: Store, number: dict[str, int]) -> tuple[Any, int]:
-    """A dataset of ``(band_key, gid)`` rows (groups by number) put block by block, and its row count."""
+def _put_bands(ray: ModuleType, store: Store, source: str, number: dict[str, int]) -> tuple[Any, int]:
+    """A dataset of the ``(band_key, gid)`` rows of table ``source`` (groups by number), put block by
+    block, and its row count."""
     import pyarrow as pa
 
     refs = []
     total = 0
-    cursor = store.conn.execute("SELECT band_key, group_id FROM bands")
+    cursor = store.conn.execute(f"SELECT band_key, group_id FROM {source}")
     while rows := cursor.fetchmany(_BAND_ROWS):
         keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         gids = np.fromiter((number[r[1]] for r in rows), dtype=np.int64, count=len(rows))
         refs.append(ray.put(pa.table({"band_key": keys, "gid": gids})))
         total += len(rows)
     return ray.data.from_arrow_refs(refs) if refs else None, total
+
+
+def _put_texts(ray: ModuleType, store: Store, ids: list[str], everything: bool) -> Any:
+    """A dataset of text rows ``(number, -1, text)`` of groups ``ids`` (sorted), put block by block;
+    ``everything``: ``ids`` is every group of the index, read in one scan."""
+    refs = []
+    if everything:
+        cursor = store.conn.execute("SELECT text FROM groups ORDER BY id")
+        first = 0
+        while rows := cursor.fetchmany(_TEXT_ROWS):
+            numbers = np.arange(first, first + len(rows), dtype=np.int64)
+            refs.append(ray.put(_rows(numbers, np.full(len(rows), -1), [r[0] for r in rows])))
+            first += len(rows)
+    else:
+        for first in range(0, len(ids), _TEXT_ROWS):
+            part = ids[first : first + _TEXT_ROWS]
+            text = store.chunks.group_texts(part)
+            numbers = np.arange(first, first + len(part), dtype=np.int64)
+            refs.append(ray.put(_rows(numbers, np.full(len(part), -1), [text[g] for g in part])))
+    if not refs:
+        refs.append(ray.put(_rows([], [], [])))
+    return ray.data.from_arrow_refs(refs)

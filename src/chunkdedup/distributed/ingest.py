@@ -28,7 +28,7 @@ from chunkdedup import textindex
 from chunkdedup.config import Config
 from chunkdedup.dedup.near import update_clusters
 from chunkdedup.distributed import stages
-from chunkdedup.distributed.edges import near_edges_on_ray
+from chunkdedup.distributed.edges import NearPass, near_edges_on_ray
 from chunkdedup.distributed.session import cluster_cpus, import_ray, ray_session
 from chunkdedup.embed import Embedder
 from chunkdedup.index import Index
@@ -169,15 +169,14 @@ def _ingest(
             update_clusters(store, cfg, run_id)
         with clock("chunk + sign (Ray map, store)"):
             chunked, signed = _chunk(ray, store, parsed, parsed_docs, fingerprint, cfg, run_id, workers, tick)
-        edges_from: list[str] = []
+        passes: list[NearPass | None] = []
         spent: list[float] = []
 
         def ray_edges() -> dict[tuple[str, str], float] | None:
             start = time.perf_counter()
-            edges = near_edges_on_ray(ray, store, cfg.near, workers, clock)
-            edges_from.append("ray" if edges is not None else "store")
+            passes.append(near_edges_on_ray(ray, store, cfg.near, workers, clock))
             spent.append(time.perf_counter() - start)
-            return edges
+            return passes[0].edges if passes[0] is not None else None
 
         with clock("cluster (local)"):
             near = update_clusters(
@@ -202,7 +201,14 @@ def _ingest(
             "chrome_counts": "ray" if counts is not None else "store",
             # where the near tier's banding and verification ran ("ray", or "store" after a fallback);
             # None: nothing to re-cluster
-            "near_edges": edges_from[0] if edges_from else None,
+            "near_edges": ("ray" if passes[0] is not None else "store") if passes else None,
+            # the Ray near pass: group texts shipped, candidate pairs verified (those with a group
+            # not edged yet; the edges of the others are kept in the index)
+            "near_pass": (
+                {"groups_shipped": passes[0].shipped, "pairs_verified": passes[0].verified}
+                if passes and passes[0] is not None
+                else None
+            ),
             "seconds": {k: round(v, 3) for k, v in clock.seconds.items()},
         }
         if text is not None and text.engine != "fts5":
