@@ -30,6 +30,11 @@ from chunkdedup.types import Document, Page, StrippedLine
 
 #: The page cache of each connection, KiB.
 PAGE_CACHE_KIB = 256 * 1024
+#: While a writer holds the index, the WAL is folded into the file once it reaches this many pages
+#: (SQLite's default is 1,000). A write transaction of an ingest touches thousands of pages spread over
+#: the B-trees, so with the default every commit checkpoints (and syncs the file); with 64k pages
+#: (256 MiB at 4 KiB a page) a page written by many commits is copied back once.
+WRITER_AUTOCHECKPOINT_PAGES = 65536
 
 
 def _now() -> str:
@@ -154,11 +159,17 @@ class Store:
                     ) from None
                 time.sleep(0.05)
         self._locked = True
+        self.conn.execute(f"PRAGMA wal_autocheckpoint = {WRITER_AUTOCHECKPOINT_PAGES}")
         try:
             yield
         finally:
-            self._locked = False
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            try:
+                self.conn.execute("PRAGMA wal_autocheckpoint = 1000")
+                if not self.conn.in_transaction:
+                    self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")  # readers are never waited for
+            finally:
+                self._locked = False
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
