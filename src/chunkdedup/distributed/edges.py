@@ -218,8 +218,9 @@ def near_edges_on_ray(
         texts = _put_texts(ray, store, ids, everything)
         fresh = None
         if not everything:
-            unedged = (number.get(r[0], -1) for r in conn.execute("SELECT id FROM groups WHERE edged = 0"))
-            fresh = np.unique(np.fromiter(unedged, dtype=np.int64))
+            # a fresh group with no band rows here (none in the touched buckets) has no pair to verify
+            rows = conn.execute("SELECT id FROM groups WHERE edged = 0")
+            fresh = np.unique(np.fromiter((number[r[0]] for r in rows if r[0] in number), dtype=np.int64))
         buckets = int(conn.execute(f"SELECT COUNT(DISTINCT band_key) FROM {source}").fetchone()[0])
         conn.execute("DROP TABLE IF EXISTS temp.near_touched")
     edges: dict[tuple[str, str], float] = {}
