@@ -36,6 +36,7 @@ _GROUP_STATE = (
     "SELECT id, rep_doc, rep_page, rep_start, canonical_id, text, n_sources FROM groups WHERE id IN ({})"
 )
 _CANONICAL_STATE = "SELECT id, signature, updated_run FROM canonicals WHERE id IN ({})"
+_TOMBSTONES = "SELECT canonical_id, run_id, signature, updated_run FROM tombstones WHERE canonical_id IN ({})"
 _CANONICAL_SOURCES = (
     'SELECT canonical_id, doc_id, page, start, "end", relation, similarity FROM sources'
     " WHERE canonical_id IN ({}) ORDER BY canonical_id, doc_id, page, start"
@@ -92,7 +93,7 @@ class ChunkTables:
             part = ids[i : i + 500]
             c.execute(f"DELETE FROM sources WHERE doc_id IN ({','.join('?' * len(part))})", part)
         new_groups = sorted({k.canonical_id for k in chunks})
-        current = dict(self._in("SELECT id, canonical_id FROM groups WHERE id IN ({})", new_groups))
+        current = dict(self._batched("SELECT id, canonical_id FROM groups WHERE id IN ({})", new_groups))
         c.executemany(
             'INSERT INTO sources(doc_id, page, start, "end", group_id, canonical_id, relation, similarity)'
             " VALUES (?, ?, ?, ?, ?, ?, 'exact', 1.0)",
@@ -122,13 +123,6 @@ class ChunkTables:
             " similarity=(SELECT similarity FROM groups g WHERE g.id=sources.group_id) WHERE group_id=?",
             [(g,) for g in group_ids],
         )
-
-    def _in(self, sql: str, ids: Sequence[str]) -> list[tuple[str, str]]:
-        out: list[tuple[str, str]] = []
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            out.extend(self.conn.execute(sql.format(",".join("?" * len(part))), part).fetchall())
-        return out
 
     # -- groups --------------------------------------------------------------------------------
     def refresh_groups(self, ids: Sequence[str]) -> set[str]:
@@ -247,7 +241,7 @@ class ChunkTables:
         self.conn.execute("UPDATE groups SET edged=1 WHERE edged=0")
 
     def group_texts(self, ids: Sequence[str]) -> dict[str, str]:
-        return dict(self._in("SELECT id, text FROM groups WHERE id IN ({})", ids))
+        return dict(self._batched("SELECT id, text FROM groups WHERE id IN ({})", ids))
 
     def near_edges(self) -> dict[tuple[str, str], float]:
         """Every kept edge, ``(a, b)`` with ``a < b`` -> Jaccard."""
@@ -322,7 +316,7 @@ class ChunkTables:
         refresh every canonical that gained or lost a group; the groups stop being dirty."""
         c = self.conn
         ids = [a.group_id for a in assignments]
-        touched = {cid for _, cid in self._in("SELECT id, canonical_id FROM groups WHERE id IN ({})", ids)}
+        touched = {r[1] for r in self._batched("SELECT id, canonical_id FROM groups WHERE id IN ({})", ids)}
         for a in assignments:
             c.execute(
                 "UPDATE groups SET canonical_id=?, relation=?, similarity=?, differing=? WHERE id=?",
@@ -352,6 +346,8 @@ class ChunkTables:
         for r in self._batched(_CANONICAL_SOURCES, ids):
             sources.setdefault(r[0], []).append(tuple(r[1:]))
         state = {r[0]: r[1:] for r in self._batched(_CANONICAL_STATE, ids)}
+        # tombstones of this run: (signature, last-change run) of canonicals deleted earlier in it
+        gone = {r[0]: r[2:] for r in self._batched(_TOMBSTONES, ids) if r[1] == run_id}
         for cid in ids:
             rows = sources.get(cid)
             if not rows:
@@ -372,15 +368,12 @@ class ChunkTables:
             signature = key_hash(json.dumps([text, [list(r) for r in rows]]))
             old = state[cid][0] if cid in state else None
             if old is None:
-                gone = c.execute(
-                    "SELECT signature, updated_run FROM tombstones WHERE canonical_id=? AND run_id=?",
-                    (cid, run_id),
-                ).fetchone()
-                unchanged = gone is not None and gone[0] == signature and gone[1] is not None
+                was = gone.get(cid)  # re-made unchanged: it keeps its last-change run
+                updated = was[1] if was is not None and was[0] == signature and was[1] is not None else run_id
                 c.execute(
                     "INSERT INTO canonicals(id, text, n_sources, signature, updated_run)"
                     " VALUES (?, ?, ?, ?, ?)",
-                    (cid, text, len(rows), signature, gone[1] if unchanged else run_id),
+                    (cid, text, len(rows), signature, updated),
                 )
                 c.execute("DELETE FROM tombstones WHERE canonical_id=?", (cid,))
             elif old != signature:
