@@ -25,7 +25,7 @@ from chunkdedup import boilerplate, textindex
 from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument, key_chunk
-from chunkdedup.dedup.near import update_clusters
+from chunkdedup.dedup.near import NearStats, update_clusters
 from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
 from chunkdedup.index import Index
@@ -202,15 +202,7 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
         near = update_clusters(store, cfg, run_id, tick, embedder=run.embedder, reembed=run.reembed)
         text = textindex.sync(store, tick) if not dry_run else None
         view = Index(store)
-        summary = run_totals(results, view.stats(), chunked)
-        summary["cluster_pass"] = {
-            "signed": near.signed,
-            "reclustered": near.reclustered,
-            "merged": near.merged,
-            "variants": near.variants,
-        }
-        if text is not None and text.engine != "fts5":
-            summary["text_index"] = {"engine": text.engine, "rebuilt": text.rebuilt, "groups": text.groups}
+        summary = run_totals(results, view.stats(), chunked, near, text)
         report = IngestReport(
             None if dry_run else run_id, tuple(results), summary, tuple(view.boilerplate(limit=10)), dry_run
         )
@@ -357,11 +349,29 @@ def _unique(k: KeyedChunk) -> KeyedChunk:
     return KeyedChunk(c, k.key, canonical_id(f"{c.doc_id}\x00{c.page}\x00{c.start}\x00{k.key}"))
 
 
-def run_totals(results: list[FileResult], stats: dict[str, Any], chunked: int) -> dict[str, Any]:
+def run_totals(
+    results: list[FileResult],
+    stats: dict[str, Any],
+    chunked: int,
+    near: NearStats,
+    text: textindex.SyncStats | None,
+    *,
+    signed: int = 0,
+) -> dict[str, Any]:
+    """A run's report totals (``signed``: groups signed before the cluster pass, on Ray)."""
     by_status = {str(s): 0 for s in FileStatus}
     for r in results:
         by_status[str(r.status)] += 1
-    return {"files": by_status, "documents_chunked": chunked, **stats}
+    totals: dict[str, Any] = {"files": by_status, "documents_chunked": chunked, **stats}
+    totals["cluster_pass"] = {
+        "signed": near.signed + signed,
+        "reclustered": near.reclustered,
+        "merged": near.merged,
+        "variants": near.variants,
+    }
+    if text is not None and text.engine != "fts5":
+        totals["text_index"] = {"engine": text.engine, "rebuilt": text.rebuilt, "groups": text.groups}
+    return totals
 
 
 def remove_documents(

@@ -188,13 +188,7 @@ def _ingest(
             with clock("text index (driver)"):
                 text = textindex.sync(store, tick)
         view = Index(store)
-        report_totals = run_totals(results, view.stats(), chunked)
-        report_totals["cluster_pass"] = {
-            "signed": near.signed + signed,
-            "reclustered": near.reclustered,
-            "merged": near.merged,
-            "variants": near.variants,
-        }
+        report_totals = run_totals(results, view.stats(), chunked, near, text, signed=signed)
         report_totals["engine"] = {
             "name": "ray",
             "workers": workers,
@@ -211,12 +205,6 @@ def _ingest(
             ),
             "seconds": {k: round(v, 3) for k, v in clock.seconds.items()},
         }
-        if text is not None and text.engine != "fts5":
-            report_totals["text_index"] = {
-                "engine": text.engine,
-                "rebuilt": text.rebuilt,
-                "groups": text.groups,
-            }
         report = IngestReport(run_id, tuple(results), report_totals, tuple(view.boilerplate(limit=10)))
         store.finish_run(run_id, report_totals)
     return report
