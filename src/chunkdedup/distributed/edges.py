@@ -75,7 +75,7 @@ def band_pairs_batch(batch: pa.Table, *, fresh: np.ndarray | None = None) -> pa.
     keys = batch.column("band_key").to_numpy()
     pairs = bucket_pairs(keys, batch.column("gid").to_numpy())
     if fresh is not None:
-        pairs = pairs[_member(fresh, pairs[:, 0]) | _member(fresh, pairs[:, 1])]
+        pairs = pairs[_find(fresh, pairs[:, 0])[1] | _find(fresh, pairs[:, 1])[1]]
     tally = np.unique(keys).size
     return _rows(
         np.concatenate((pairs[:, 0], [-1])),
@@ -84,12 +84,12 @@ def band_pairs_batch(batch: pa.Table, *, fresh: np.ndarray | None = None) -> pa.
     )
 
 
-def _member(sorted_values: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Which ``values`` are in ``sorted_values`` (a binary search each)."""
+def _find(sorted_values: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``values`` is (or would go) in ``sorted_values``, and whether it is there."""
     at = np.searchsorted(sorted_values, values)
     found = at < sorted_values.size
     found[found] = sorted_values[at[found]] == values[found]
-    return found
+    return at, found
 
 
 def _tally_batch(batch: pa.Table) -> pa.Table:
@@ -114,8 +114,8 @@ def _texts_of(batch: pa.Table) -> tuple[np.ndarray, np.ndarray, pa.ChunkedArray]
 
 def _lookup(sorted_keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Positions of ``wanted`` in ``sorted_keys``; a missing one means a split partition."""
-    at = np.searchsorted(sorted_keys, wanted)
-    if not bool(_member(sorted_keys, wanted).all()):
+    at, found = _find(sorted_keys, wanted)
+    if not bool(found.all()):
         raise EngineError(
             "a group's text was not in its hash partition (Ray split a partition into two blocks): "
             "re-run without --engine ray, and report the Ray version"
@@ -205,17 +205,17 @@ def near_edges_on_ray(
             return NearPass(tables.near_edges(), 0, 0)
         everything = fresh_count == int(conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0])
         conn.execute("DROP TABLE IF EXISTS temp.near_touched")
+        # groups numbered in id order, so a pair a < b of numbers is a pair of ids in order
         if everything:
             source = "bands"
-            ids = [r[0] for r in conn.execute("SELECT id FROM groups ORDER BY id")]
+            ids, texts = _put_all_texts(ray, store)
         else:
             conn.execute(_TOUCHED_BANDS)
             source = "temp.near_touched"
             ids = [r[0] for r in conn.execute(f"SELECT DISTINCT group_id FROM {source} ORDER BY group_id")]
-        # numbered in id order, so a pair a < b of numbers is a pair of ids in order
+            texts = _put_texts(ray, store, ids)
         number = {gid: i for i, gid in enumerate(ids)}
         bands, band_rows = _put_bands(ray, store, source, number)
-        texts = _put_texts(ray, store, ids, everything)
         fresh = None
         if not everything:
             # a fresh group with no band rows here (none in the touched buckets) has no pair to verify
@@ -293,23 +293,33 @@ def _put_bands(ray: ModuleType, store: Store, source: str, number: dict[str, int
     return ray.data.from_arrow_refs(refs) if refs else None, total
 
 
-def _put_texts(ray: ModuleType, store: Store, ids: list[str], everything: bool) -> Any:
-    """A dataset of text rows ``(number, -1, text)`` of groups ``ids`` (sorted), put block by block;
-    ``everything``: ``ids`` is every group of the index, read in one scan."""
+def _put_all_texts(ray: ModuleType, store: Store) -> tuple[list[str], Any]:
+    """Every group id in order, and a dataset of text rows ``(number, -1, text)``: one scan, put block
+    by block."""
+    ids: list[str] = []
     refs = []
-    if everything:
-        cursor = store.conn.execute("SELECT text FROM groups ORDER BY id")
-        first = 0
-        while rows := cursor.fetchmany(_TEXT_ROWS):
-            numbers = np.arange(first, first + len(rows), dtype=np.int64)
-            refs.append(ray.put(_rows(numbers, np.full(len(rows), -1), [r[0] for r in rows])))
-            first += len(rows)
-    else:
-        for first in range(0, len(ids), _TEXT_ROWS):
-            part = ids[first : first + _TEXT_ROWS]
-            text = store.chunks.group_texts(part)
-            numbers = np.arange(first, first + len(part), dtype=np.int64)
-            refs.append(ray.put(_rows(numbers, np.full(len(part), -1), [text[g] for g in part])))
-    if not refs:
-        refs.append(ray.put(_rows([], [], [])))
-    return ray.data.from_arrow_refs(refs)
+    cursor = store.conn.execute("SELECT id, text FROM groups ORDER BY id")
+    while rows := cursor.fetchmany(_TEXT_ROWS):
+        first = len(ids)
+        ids.extend(r[0] for r in rows)
+        refs.append(ray.put(_text_rows(first, [r[1] for r in rows])))
+    return ids, _text_dataset(ray, refs)
+
+
+def _put_texts(ray: ModuleType, store: Store, ids: list[str]) -> Any:
+    """A dataset of text rows ``(number, -1, text)`` of groups ``ids`` (sorted), put block by block."""
+    refs = []
+    for first in range(0, len(ids), _TEXT_ROWS):
+        part = ids[first : first + _TEXT_ROWS]
+        text = store.chunks.group_texts(part)
+        refs.append(ray.put(_text_rows(first, [text[g] for g in part])))
+    return _text_dataset(ray, refs)
+
+
+def _text_rows(first: int, texts: list[str]) -> pa.Table:
+    """Text rows of groups numbered ``first``, ``first + 1``, ..."""
+    return _rows(np.arange(first, first + len(texts), dtype=np.int64), np.full(len(texts), -1), texts)
+
+
+def _text_dataset(ray: ModuleType, refs: list[Any]) -> Any:
+    return ray.data.from_arrow_refs(refs or [ray.put(_rows([], [], []))])
