@@ -16,6 +16,7 @@ from chunkdedup.evaluate.metrics import (
     context_tokens_at,
     distinct_sources_at,
     duplicate_pairs,
+    evidence_answer_at,
     ndcg_at,
     numbers,
     page_recall_at,
@@ -90,6 +91,23 @@ def test_answer_in_context_string_or_numbers_and_30_word_rule() -> None:
     long = " ".join(["word"] * 31)
     assert answer_in_context_at(res, [long], 2) is None  # left out, not counted
     assert answer_in_context_at(res, [], 2) is None
+
+
+def test_evidence_answer_needs_the_answer_in_one_hit_citing_a_relevant_source() -> None:
+    q = Question("q", "?", (Relevant("a.pdf"),), ("81,797",))
+    other = r(1, ("b.pdf", 1), text="Net sales were $81,797 million.")  # the number, wrong filing
+    split = [r(1, ("a.pdf", 1), text="Net sales were $81,"), r(2, ("a.pdf", 2), text="797 million.")]
+    right = r(2, ("a.pdf", 4), text="Total net sales: 81,797.")
+    assert answer_in_context_at([other], q.answers, 1) == 1.0  # the loose metric is fooled
+    assert evidence_answer_at([other], q, 1) == 0.0
+    assert evidence_answer_at([other, right], q, 1) == 0.0
+    assert evidence_answer_at([other, right], q, 2) == 1.0
+    assert evidence_answer_at(split, q, 2) == 0.0  # one hit must hold it
+    paged = Question("p", "?", (Relevant("a.pdf", 3),), ("81,797",))
+    assert evidence_answer_at([right], paged, 1) == 0.0  # right document, not the relevant page
+    assert evidence_answer_at([right], Question("n", "?", (), ("81,797",)), 1) is None
+    wordy = Question("l", "?", (Relevant("a.pdf"),), (" ".join(["w"] * 31),))
+    assert evidence_answer_at([right], wordy, 1) is None
 
 
 def test_duplication_pairs_by_shingle_jaccard() -> None:

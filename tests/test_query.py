@@ -258,8 +258,9 @@ def test_label_policy_puts_dates_next_to_the_text(policy_index: Path) -> None:
 
 def test_scores_full_precision_and_no_safety_net(policy_index: Path) -> None:
     with Index.open(policy_index) as ix:
-        raw = search(ix, QUESTIONS[1], k=5, safety_net=False)
-        net = search(ix, QUESTIONS[1], k=5)
+        text_only = QueryConfig(context_weight=0)  # with context the score adds its context score
+        raw = search(ix, QUESTIONS[1], k=5, safety_net=False, config=text_only)
+        net = search(ix, QUESTIONS[1], k=5, config=text_only)
         # a cluster is placed by its best-scoring copy (no filter here: every copy may place it)
         bm25 = min(
             r[0]
@@ -394,14 +395,19 @@ def oracle_passes(conditions: Sequence[str], fields: Mapping[str, Any]) -> bool:
     return True
 
 
+#: one word per document, in its metadata only (so in its context, never in any text)
+TAGS = ("zircon", "quartz", "garnet", "beryl", "topaz", "jasper", "opal", "onyx")
+
+
 def build_corpus(folder: Path, docs: Sequence[tuple[list[str], dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     folder.mkdir()
     lines, fields = [], {}
     for i, (sentences, meta) in enumerate(docs):
         name = f"d{i}.txt"
         (folder / name).write_text("\n\n".join(sentences) + "\n", encoding="utf-8")
-        lines.append(json.dumps({"path": name, **meta}))
-        fields[name] = {"doc": name, **meta}
+        tagged = {**meta, "tag": TAGS[i]}
+        lines.append(json.dumps({"path": name, **tagged}))
+        fields[name] = {"doc": name, **tagged}
     (folder / "manifest.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return fields
 
@@ -428,8 +434,20 @@ def assert_no_leak(
         assert any(exact_key(h.text) in body for body in content.values())
     for d in result.dropped:  # --explain shows nothing from outside the filter either
         assert sources[d.id] & allowed
+    assert {m.doc for m in result.context} <= allowed
     if not allowed:
         assert result.hits == () and result.dropped == ()
+    if retriever != "bm25":
+        return  # a vector retriever embeds the whole question: another word moves every cosine
+    # a word only in the context of documents outside the filter neither finds nor ranks anything
+    outside = [f["tag"] for d, f in sorted(fields.items()) if d not in allowed and "tag" in f]
+    if outside:
+        options: dict[str, Any] = {"where": conditions, "versions": policy, "safety_net": net}
+        alone = search(ix, " ".join(outside), retriever=retriever, **options)
+        assert alone.hits == () and alone.dropped == () and alone.context == ()
+        probed = search(ix, f"{text} {outside[0]}", retriever=retriever, **options)
+        assert probed.to_json(explain=True)["hits"] == result.to_json(explain=True)["hits"]
+        assert probed.dropped == result.dropped and probed.context == result.context
 
 
 def check_no_leak(
@@ -487,13 +505,15 @@ def test_cli_query_json_shape(policy_index: Path) -> None:
 def test_cli_query_explain_and_human_output(policy_index: Path) -> None:
     args = ["query", QUESTIONS[0], "--index", str(policy_index), "-k", "2"]
     out = json.loads(cli(*args, "--json", "--explain"))
-    assert set(out) == {"query", "hits", "dropped"}
+    assert set(out) == {"query", "hits", "dropped", "context"}
+    assert all(set(m) == {"doc", "score"} for m in out["context"])
     assert out["dropped"] and all(
         set(d) == {"id", "score", "text", "step", "reason"} and d["step"] in ("versions", "cap", "mmr")
         for d in out["dropped"]
     )
     human = cli(*args, "--explain")
     assert human.lstrip().startswith("1 ") and " p.1" in human and "dropped (" in human
+    assert ("context matched" in human) == bool(out["context"])
     assert "not among the top 2 by MMR" in human
     no_net = json.loads(cli(*args, "--json", "--explain", "--no-safety-net"))
     assert {d["step"] for d in no_net["dropped"]} <= {"versions", "rank"}

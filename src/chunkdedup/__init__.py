@@ -8,7 +8,15 @@ Example:
 
 from chunkdedup.boilerplate import StripResult, candidate_keys, running_keys, strip
 from chunkdedup.chunk import chunk_document, chunk_page, sentence_spans
-from chunkdedup.config import BoilerplateConfig, ChunkConfig, Config, DedupConfig, ParseConfig, QueryConfig
+from chunkdedup.config import (
+    BoilerplateConfig,
+    ChunkConfig,
+    Config,
+    DedupConfig,
+    ParseConfig,
+    QueryConfig,
+    RetrievalConfig,
+)
 from chunkdedup.dedup.exact import dedup_exact
 from chunkdedup.errors import (
     ChunkdedupError,
@@ -67,6 +75,7 @@ __all__ = [
     "ParsedFile",
     "QueryConfig",
     "QueryResult",
+    "RetrievalConfig",
     "SchemaError",
     "StripResult",
     "StrippedLine",

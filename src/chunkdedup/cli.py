@@ -443,7 +443,11 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
     metavar="NAME",
     help="The embedder for the question; must be the one the index was embedded with (the default).",
 )
-@click.option("--explain", is_flag=True, help="Also show each dropped candidate, the step and why.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Also show the documents whose context matched, and each dropped candidate, the step and why.",
+)
 @click.option(
     "--config",
     "config_path",
@@ -505,6 +509,11 @@ def query_cmd(
         more = f" (+{len(h.citations) - 6} more)" if len(h.citations) > 6 else ""
         out.print(f"   {cites}{more}", markup=False)
     if explain:
+        if result.context:
+            why = "each adds its score x query.context_weight to its chunks"
+            out.print(f"\ncontext matched ({why}):", markup=False)
+            for m in result.context:
+                out.print(f"  {m.score:.4f}  {m.doc}", markup=False)
         out.print(f"\ndropped ({len(result.dropped)}):", markup=False)
         for d in result.dropped:
             out.print(f"  {d.step:<12} {d.score:.6f}  {d.id}  {d.reason}", markup=False)

@@ -56,6 +56,8 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
     with cli_errors():
         ev = evaluate(golden, index_path, baseline=baseline_path, k=k)
         paths = write_report(ev.to_json(), out_dir) if out_dir else None
+    for warning in ev.meta.get("warnings", []):
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         click.echo(json.dumps(ev.summary_json(), indent=2))
         return

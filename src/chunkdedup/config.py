@@ -177,30 +177,68 @@ class SemanticConfig:
             raise ConfigError("semantic.embedder must name an embedder, e.g. 'minilm' or 'hash'")
 
 
+#: The parts a document's context text is made of (see :mod:`chunkdedup.context`).
+CONTEXT_PARTS = ("metadata", "title", "filename", "running")
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalConfig:
+    """What each document's context text holds: retrieval ranks on chunk text and context together.
+
+    ``context``: which parts, from ``metadata`` (manifest and front-matter values), ``title`` (a
+    Markdown/HTML heading, the PDF's title), ``filename`` (the file name split into words) and
+    ``running`` (the running header/footer lines stripped from the document); empty turns context
+    off. ``context_fields``: the metadata keys whose values enter it (empty: every key).
+    """
+
+    context: tuple[str, ...] = CONTEXT_PARTS
+    context_fields: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [p for p in self.context if p not in CONTEXT_PARTS]
+        if unknown:
+            raise ConfigError(
+                f"retrieval.context has unknown part(s) {unknown}; choose from {list(CONTEXT_PARTS)}"
+            )
+
+
 @dataclass(frozen=True, slots=True)
 class QueryConfig:
     """Query: ``k`` hits from a pool of ``pool`` candidates, the version policy, and the safety net.
 
     ``versions``: ``latest`` (only each family's newest version within the filter is eligible),
     ``label`` (keep old versions, labelled with their dates) or ``all``.
-    ``cap_per_doc``: at most this many hits per source document. ``mmr_lambda``: 1 is pure
-    relevance, 0 pure diversity. ``shingle_words``: shingle size of the MMR similarity.
+    ``cap_per_doc``: at most this many hits per source document (0: no cap). ``mmr_lambda``: 1 is
+    pure relevance, 0 pure diversity. ``shingle_words``: shingle size of the MMR similarity.
     ``max_candidates``: how deep retrieval may go to fill the pool when filters drop candidates.
     ``retriever``: ``bm25`` (FTS5), ``vector`` (the index's stored embeddings), ``hybrid`` (both, by
     reciprocal rank fusion) or ``auto`` (hybrid when the index has embeddings, else bm25).
+    ``context_weight``: how much a match in a cited document's context adds to a chunk's score (its
+    context BM25 times this; 0 ranks on chunk text alone). ``context_docs``: the documents whose
+    context matches best are also searched on their own, this many, so their chunks reach the pool.
+    ``word_parts``: a letter-digit run in the question adds its parts as terms (``FY2018``: ``2018``).
     """
 
     k: int = 5
     pool: int = 40
     versions: str = "latest"
     safety_net: bool = True
-    cap_per_doc: int = 2
+    cap_per_doc: int = 0
     mmr_lambda: float = 0.5
     shingle_words: int = 5
     max_candidates: int = 20_000
     retriever: str = "auto"
+    context_weight: float = 2.0
+    context_docs: int = 3
+    word_parts: bool = True
 
     def __post_init__(self) -> None:
+        if self.context_weight < 0:
+            raise ConfigError(
+                f"query.context_weight must be >= 0 (0 turns context off), got {self.context_weight}"
+            )
+        if self.context_docs < 0:
+            raise ConfigError(f"query.context_docs must be >= 0, got {self.context_docs}")
         if self.k < 1:
             raise ConfigError(f"query.k must be >= 1, got {self.k}")
         if self.retriever not in ("auto", "bm25", "vector", "hybrid"):
@@ -211,8 +249,8 @@ class QueryConfig:
             raise ConfigError(f"query.pool ({self.pool}) must be >= query.k ({self.k})")
         if self.versions not in ("latest", "label", "all"):
             raise ConfigError(f"query.versions must be latest, label or all, got {self.versions!r}")
-        if self.cap_per_doc < 1:
-            raise ConfigError(f"query.cap_per_doc must be >= 1, got {self.cap_per_doc}")
+        if self.cap_per_doc < 0:
+            raise ConfigError(f"query.cap_per_doc must be >= 0 (0: no cap), got {self.cap_per_doc}")
         if not 0.0 <= self.mmr_lambda <= 1.0:
             raise ConfigError(f"query.mmr_lambda must be in [0, 1], got {self.mmr_lambda}")
         if self.shingle_words < 1:
@@ -234,6 +272,7 @@ class Config:
     near: NearConfig = field(default_factory=NearConfig)
     semantic: SemanticConfig = field(default_factory=SemanticConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
 
     @classmethod
     def load(cls, path: str | Path) -> Config:
@@ -271,6 +310,7 @@ _SECTION_TYPES: dict[str, type] = {
     "semantic": SemanticConfig,
     "near": NearConfig,
     "query": QueryConfig,
+    "retrieval": RetrievalConfig,
 }
 
 

@@ -21,6 +21,9 @@ _LETTER = re.compile(r"[^\W\d_]")
 # Tokens generated per copy (a template's document GUID, a long hex id): removed from the exact key.
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 _HEX_ID = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{16,}\b")
+# A letter-digit run's parts: each digit run, and each letter run of at least three letters.
+_PARTS = re.compile(r"\d+|[^\W\d_]{3,}")
+_MIXED = re.compile(r"(?=\w*\d)(?=\w*[^\W\d_])[^\W_]+")
 
 
 def collapse_ws(text: str) -> str:
@@ -66,6 +69,33 @@ def boilerplate_key(text: str) -> str:
             out.append("#")
             masked = True
     return " ".join(out)
+
+
+def word_parts(word: str) -> list[str]:
+    """The parts a letter-digit run adds to itself as search terms (empty for any other word).
+
+    The tokenizer keeps ``FY2018`` as one token, which no filing that writes "fiscal 2018" holds, so a
+    query (and a document's context) also gets the run's digit runs and its letter runs of three or
+    more letters (a lone ``q`` or ``fy`` would match everything).
+
+    Example:
+        >>> word_parts("fy2018"), word_parts("q3"), word_parts("covid19"), word_parts("policy")
+        (['2018'], ['3'], ['covid', '19'], [])
+    """
+    if word.isalpha() or word.isdigit() or _MIXED.fullmatch(word) is None:
+        return []
+    return _PARTS.findall(word)
+
+
+def with_word_parts(text: str) -> str:
+    """``text`` followed by the parts of its letter-digit runs (see :func:`word_parts`), for indexing.
+
+    Example:
+        >>> with_word_parts("3M FY2018 10-K")
+        '3M FY2018 10-K 3 2018'
+    """
+    extra = [part for word in _MIXED.findall(text) for part in word_parts(word)]
+    return " ".join([text, *extra]) if extra else text
 
 
 def has_letters(text: str) -> bool:

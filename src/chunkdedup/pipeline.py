@@ -24,6 +24,7 @@ from typing import Any
 from chunkdedup import boilerplate, textindex
 from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
+from chunkdedup.context import CONTEXT_FORMAT, document_context
 from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument, key_chunk
 from chunkdedup.dedup.near import NearStats, update_clusters
 from chunkdedup.embed import Embedder, get_embedder
@@ -324,6 +325,26 @@ def _chunk_phase(store: Store, fingerprint: str, cfg: Config, run_id: int, tick:
             docs = [chunk_pages(d, store.load_pages(d), chrome, cfg) for d in todo[i : i + STORE_BATCH]]
             store.replace_chunks(docs, fingerprint, run_id)
         tick("chunk", min(i + STORE_BATCH, len(todo)), len(todo))
+    refresh_contexts(store, cfg, run_id)
+    return len(todo)
+
+
+#: documents whose context is written per transaction (a context is a short text)
+CONTEXT_BATCH = 2_048
+
+
+def refresh_contexts(store: Store, cfg: Config, run_id: int) -> int:
+    """Write the context of every document that has none or was chunked in this run (its running
+    lines may have changed); every document's when the context settings changed. Returns how many."""
+    stamp = key_hash(json.dumps([CONTEXT_FORMAT, cfg.to_dict()["retrieval"]], sort_keys=True))
+    todo = store.doc_ids() if store.meta("context_config") != stamp else store.docs_without_context(run_id)
+    for i in range(0, len(todo), CONTEXT_BATCH):
+        sources = store.context_sources(todo[i : i + CONTEXT_BATCH])
+        with store.transaction():
+            store.put_contexts([(s.doc_id, document_context(s, cfg.retrieval)) for s in sources])
+    if store.meta("context_config") != stamp:
+        with store.transaction():
+            store.set_meta("context_config", stamp)
     return len(todo)
 
 
@@ -421,6 +442,7 @@ __all__ = [
     "decide_chrome",
     "ingest",
     "prune_missing",
+    "refresh_contexts",
     "refresh_stale_keys",
     "remove_documents",
     "run_totals",

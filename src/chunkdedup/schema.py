@@ -186,4 +186,35 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX groups_unedged ON groups(id) WHERE edged = 0;
         """,
     ),
+    (
+        "0007_document_context",
+        # Each document's context (metadata values, title, file name, stripped running lines: see
+        # chunkdedup.context), searchable on its own: retrieval adds the context score of a chunk's
+        # cited documents to the chunk's own. An older index gets a first context made here from
+        # what it holds (metadata, id, running lines); its next ingest recomputes every context.
+        """
+        ALTER TABLE documents ADD COLUMN title TEXT;
+        CREATE TABLE contexts(dkey INTEGER PRIMARY KEY, doc_id TEXT NOT NULL UNIQUE, text TEXT NOT NULL);
+        CREATE VIRTUAL TABLE contexts_fts USING fts5(
+            text, content='contexts', content_rowid='dkey', tokenize='porter unicode61');
+        CREATE TRIGGER contexts_ai AFTER INSERT ON contexts BEGIN
+            INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
+        END;
+        CREATE TRIGGER contexts_ad AFTER DELETE ON contexts BEGIN
+            INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
+        END;
+        CREATE TRIGGER contexts_au AFTER UPDATE OF text ON contexts WHEN old.text IS NOT new.text BEGIN
+            INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
+            INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
+        END;
+        INSERT INTO contexts(doc_id, text)
+            SELECT d.doc_id, trim(
+                COALESCE((SELECT group_concat(j.value, char(10)) FROM json_each(d.metadata) j
+                          WHERE j.type IN ('text', 'integer', 'real')), '')
+                || char(10) || d.doc_id || char(10)
+                || COALESCE((SELECT group_concat(s.example, char(10)) FROM stripped s
+                             WHERE s.doc_id = d.doc_id AND s.scope = 'running'), ''), char(10))
+            FROM documents d ORDER BY d.doc_id;
+        """,
+    ),
 )

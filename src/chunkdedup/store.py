@@ -23,6 +23,7 @@ from typing import Any
 from chunkdedup.boilerplate import DocumentKeys, key_id
 from chunkdedup.chunk_tables import ChunkTables
 from chunkdedup.config import Config
+from chunkdedup.context import ContextSource, running_lines
 from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.schema import MIGRATIONS
@@ -264,8 +265,8 @@ class Store:
         self.chunks.drop_doc_sources(doc.doc_id, run_id)
         c.execute(
             "INSERT OR REPLACE INTO documents(doc_id, file_path, content_hash, unit, metadata, department,"
-            " family, effective_date, n_pages, state, config_hash, run_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)",
+            " family, effective_date, n_pages, state, config_hash, run_id, title)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?, ?)",
             (
                 doc.doc_id,
                 doc.path,
@@ -277,6 +278,7 @@ class Store:
                 doc.effective_date.isoformat() if doc.effective_date else None,
                 len(doc.pages),
                 run_id,
+                doc.title,
             ),
         )
         c.execute("DELETE FROM pages WHERE doc_id=?", (doc.doc_id,))
@@ -298,7 +300,7 @@ class Store:
     def remove_document(self, doc_id: str, run_id: int) -> int:
         """Remove a document and only its sources; returns how many canonicals it touched."""
         touched = self.chunks.drop_doc_sources(doc_id, run_id)
-        for table in ("pages", "doc_keys", "doc_chrome", "stripped", "documents"):
+        for table in ("pages", "doc_keys", "doc_chrome", "stripped", "contexts", "documents"):
             self.conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
         return touched
 
@@ -308,6 +310,48 @@ class Store:
             self.remove_document(doc_id, run_id)
         self.conn.execute("DELETE FROM files WHERE path=?", (path,))
         return docs
+
+    # -- document context ----------------------------------------------------------------------
+    def context_sources(self, doc_ids: Sequence[str]) -> list[ContextSource]:
+        """What the contexts of these documents are made from (ids not in the index are left out)."""
+        out: list[ContextSource] = []
+        for lo in range(0, len(doc_ids), 500):
+            part = list(doc_ids[lo : lo + 500])
+            marks = ",".join("?" * len(part))
+            running: dict[str, list[str]] = {}
+            for doc_id, example in self.conn.execute(
+                f"SELECT doc_id, example FROM stripped WHERE scope='running' AND doc_id IN ({marks})"
+                " ORDER BY doc_id, pages DESC, khash",
+                part,
+            ):
+                running.setdefault(doc_id, []).append(example)
+            rows = self.conn.execute(
+                f"SELECT doc_id, file_path, metadata, title FROM documents WHERE doc_id IN ({marks})"
+                " ORDER BY doc_id",
+                part,
+            )
+            out.extend(
+                ContextSource(d, path, json.loads(meta), title, running_lines(running.get(d, ())))
+                for d, path, meta, title in rows
+            )
+        return out
+
+    def docs_without_context(self, run_id: int) -> list[str]:
+        """Documents with no context yet, or chunked (so perhaps stripped anew) in run ``run_id``."""
+        rows = self.conn.execute(
+            "SELECT d.doc_id FROM documents d LEFT JOIN contexts c USING(doc_id)"
+            " WHERE c.doc_id IS NULL OR d.run_id = ? ORDER BY d.doc_id",
+            (run_id,),
+        )
+        return [r[0] for r in rows]
+
+    def put_contexts(self, rows: Sequence[tuple[str, str]]) -> None:
+        """Set ``(doc_id, context text)`` rows; an unchanged text is not re-indexed."""
+        self.conn.executemany(
+            "INSERT INTO contexts(doc_id, text) VALUES (?, ?)"
+            " ON CONFLICT(doc_id) DO UPDATE SET text=excluded.text WHERE text IS NOT excluded.text",
+            rows,
+        )
 
     def load_pages(self, doc_id: str, *, clean: bool = False) -> tuple[Page, ...]:
         column = "clean_text" if clean else "raw_text"

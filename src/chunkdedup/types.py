@@ -53,6 +53,7 @@ class Document:
     department: str | None = None
     family: str | None = None
     effective_date: date | None = None
+    title: str | None = None
 
     @property
     def unit(self) -> str:

@@ -40,6 +40,7 @@ from chunkdedup.pipeline import (
     config_fingerprint,
     decide_chrome,
     prune_missing,
+    refresh_contexts,
     refresh_stale_keys,
     run_totals,
     scratch_copy,
@@ -169,6 +170,7 @@ def _ingest(
             update_clusters(store, cfg, run_id)
         with clock("chunk + sign (Ray map, store)"):
             chunked, signed = _chunk(ray, store, parsed, parsed_docs, fingerprint, cfg, run_id, workers, tick)
+            refresh_contexts(store, cfg, run_id)
         passes: list[NearPass | None] = []
         spent: list[float] = []
 

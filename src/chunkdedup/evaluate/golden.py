@@ -99,13 +99,17 @@ def _question(data: Any, line: int) -> Question:
 
 
 class DocResolver:
-    """Map golden ``doc`` names onto document ids: an exact id, else a unique file stem."""
+    """Map golden ``doc`` names onto document ids: an exact id, else a unique file name or stem
+    (a golden set written against ``ingest DOCS`` still resolves when a manifest one folder up gives
+    ids such as ``docs/NAME``)."""
 
     def __init__(self, doc_ids: Iterable[str]) -> None:
         self.ids = set(doc_ids)
         self.by_stem: dict[str, list[str]] = {}
         for doc in sorted(self.ids):
-            self.by_stem.setdefault(_stem(doc), []).append(doc)
+            name = PurePosixPath(doc.split("#", 1)[0]).name
+            for key in dict.fromkeys((_stem(doc), name)):
+                self.by_stem.setdefault(key, []).append(doc)
 
     def resolve(self, name: str) -> str:
         if name in self.ids:

@@ -12,6 +12,8 @@ relevant entry without a page is matched by any citation of that document.
 * ``distinct_sources@K``: distinct documents cited in the top K;
 * ``answer_in_context@K``: only questions with an answer of at most 30 words: 1 when the normalised
   answer appears in the top-K text, or when every number of the answer other than a year does;
+* ``evidence_answer@K``: the same questions (with relevant entries too): 1 when one top-K hit that
+  cites a relevant document (or page) holds the answer itself;
 * ``duplication_rate@K``: share of top-K result pairs whose 5-word-shingle Jaccard (over
   ``normalize.exact_key``) is >= 0.5; pooled over all pairs of all questions;
 * ``context_tokens@K``: whitespace-separated words in the top-K texts.
@@ -145,21 +147,37 @@ def numbers(text: str, *, drop_years: bool = False) -> set[str]:
     return out
 
 
+def _holds_answer(text: str, answers: Sequence[str]) -> bool:
+    norm = f" {normalise(text)} "
+    present = numbers(text)
+    for answer in answers:
+        key = normalise(answer)
+        if key and f" {key} " in norm:
+            return True
+        wanted = numbers(answer, drop_years=True)
+        if wanted and wanted <= present:
+            return True
+    return False
+
+
 def answer_in_context_at(results: Sequence[Result], answers: Sequence[str], k: int) -> float | None:
     short = [a for a in answers if len(a.split()) <= MAX_ANSWER_WORDS]
     if not short:
         return None
-    context = " ".join(res.text for res in results[:k])
-    norm = f" {normalise(context)} "
-    present = numbers(context)
-    for answer in short:
-        key = normalise(answer)
-        if key and f" {key} " in norm:
-            return 1.0
-        wanted = numbers(answer, drop_years=True)
-        if wanted and wanted <= present:
-            return 1.0
-    return 0.0
+    return float(_holds_answer(" ".join(res.text for res in results[:k]), short))
+
+
+def evidence_answer_at(results: Sequence[Result], question: Question, k: int) -> float | None:
+    """1 when one top-K hit that cites a relevant document (or page) holds the answer itself.
+
+    Stricter than ``answer_in_context``, which accepts the answer's numbers spread over the whole
+    context, from any document: "$4.2 billion" found in another company's filing is not evidence.
+    Only questions with a short answer and relevant entries count.
+    """
+    short = [a for a in question.answers if len(a.split()) <= MAX_ANSWER_WORDS]
+    if not short or not question.relevant:
+        return None
+    return float(any(is_relevant(r, question) and _holds_answer(r.text, short) for r in results[:k]))
 
 
 def duplicate_pairs(
@@ -186,6 +204,7 @@ def score_question(
         s.values[f"ndcg@{kk}"] = ndcg_at(results, question, kk)
         s.values[f"distinct_sources@{kk}"] = distinct_sources_at(results, kk)
         s.values[f"answer_in_context@{kk}"] = answer_in_context_at(results, question.answers, kk)
+        s.values[f"evidence_answer@{kk}"] = evidence_answer_at(results, question, kk)
         dup, total = duplicate_pairs([r.text for r in results[:kk]], similarity)
         s.pairs[kk] = (dup, total)
         s.values[f"duplication_rate@{kk}"] = dup / total if total else None
@@ -206,7 +225,7 @@ def aggregate(scores: Sequence[Scores]) -> dict[str, float | int | None]:
             continue
         vals = [v for s in scores if (v := s.values.get(name)) is not None]
         out[name] = sum(vals) / len(vals) if vals else None
-        if name.startswith(("answer_in_context@", "page_recall@")):
+        if name.startswith(("answer_in_context@", "evidence_answer@", "page_recall@")):
             out[name.split("@")[0] + "_questions"] = len(vals)
     return out
 
@@ -222,6 +241,7 @@ __all__ = [
     "context_tokens_at",
     "distinct_sources_at",
     "duplicate_pairs",
+    "evidence_answer_at",
     "is_relevant",
     "ndcg_at",
     "normalise",

@@ -4,13 +4,14 @@ every version) and against the configured index, with the same metrics, and keep
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from chunkdedup.config import QueryConfig
 from chunkdedup.errors import ConfigError
 from chunkdedup.evaluate.baseline import default_baseline_path, ensure_baseline, recorded_run
+from chunkdedup.evaluate.coverage import gap_warning, identity_gaps
 from chunkdedup.evaluate.golden import DocResolver, Question, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity, Result, Scores, aggregate, score_question
 from chunkdedup.index import Index
@@ -62,17 +63,22 @@ def evaluate(
     with Index.open(index) as ix, Index.open(base.path) as bx:
         resolved = DocResolver(d["doc"] for d in ix.documents()).questions(questions)
         qcfg = recorded_run(ix.store).config.query
+        # the baseline is retrieval without chunkdedup: chunk text alone, no document context
+        plain = replace(qcfg, context_weight=0.0, word_parts=False)
+        configs = {"baseline": plain, "index": qcfg}
         settings: dict[str, dict[str, Any]] = {
             "baseline": {"versions": "all", "safety_net": False},
             "index": {"versions": qcfg.versions, "safety_net": qcfg.safety_net},
         }
+        gaps = identity_gaps(ix.store.conn, resolved)
         views = {"baseline": bx, "index": ix}
         scores: dict[str, list[Scores]] = {"baseline": [], "index": []}
         queries: list[dict[str, Any]] = []
         for q in resolved:
             entry: dict[str, Any] = {**q.to_json(), "metrics": {}, "results": {}}
             for name, view in views.items():
-                runs = {kk: retrieve_results(view, q.question, kk, qcfg, settings[name]) for kk in ks}
+                cfg, opts = configs[name], settings[name]
+                runs = {kk: retrieve_results(view, q.question, kk, cfg, opts) for kk in ks}
                 s = score_question(runs, q, k, similarity)
                 scores[name].append(s)
                 entry["metrics"][name] = s.values
@@ -81,7 +87,9 @@ def evaluate(
         figures = _figures(ix, bx)
     meta = {"golden": str(golden) if isinstance(golden, str | Path) else None, "index": str(index),
             "baseline": str(base.path), "baseline_status": base.reason,
-            "corpus_fingerprint": base.fingerprint, "ks": ks, "settings": settings}
+            "corpus_fingerprint": base.fingerprint, "ks": ks, "settings": settings,
+            "identity_gaps": [{"term": g.term, "questions": g.questions} for g in gaps],
+            "warnings": [w for w in (gap_warning(gaps, len(resolved)),) if w]}
     return Evaluation(k, {n: aggregate(s) for n, s in scores.items()}, queries, figures, meta)
 
 

@@ -17,13 +17,15 @@ class Extracted:
     """One document as a parser found it, before ids and manifest metadata are applied.
 
     ``record_id`` is set for records of a multi-record file (JSONL); ``content_hash`` when the hash
-    covers less than the whole file.
+    covers less than the whole file; ``title`` when the format carries one (a PDF's title metadata, a
+    Markdown or HTML heading).
     """
 
     pages: tuple[Page, ...]
     metadata: Mapping[str, object] = field(default_factory=dict)
     record_id: str | None = None
     content_hash: str | None = None
+    title: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

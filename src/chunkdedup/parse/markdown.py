@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -11,6 +12,7 @@ from chunkdedup.parse.base import Extracted, Extraction
 from chunkdedup.parse.text import decode_text
 from chunkdedup.types import Page
 
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _OPEN = "---"
 _CLOSE = ("---", "...")
 
@@ -56,6 +58,17 @@ def _problem(error: yaml.YAMLError) -> str:
     return str(problem) if problem else str(error).splitlines()[0]
 
 
+def title(body: str) -> str | None:
+    """The first heading of the highest level (``# A`` before ``## B``), if the body has headings.
+
+    Example:
+        >>> title("Intro\n\n## 1. Scope\n\n# Refund policy #\n")
+        'Refund policy'
+    """
+    headings = [(len(m.group(1)), m.start(), m.group(2)) for m in _HEADING.finditer(body)]
+    return min(headings)[2] if headings else None
+
+
 class MarkdownParser:
     """Markdown files as one page: front matter to metadata, markdown syntax left in the text."""
 
@@ -63,4 +76,4 @@ class MarkdownParser:
         """Decode, split off the front matter, and keep the body."""
         metadata, body = split_front_matter(decode_text(data))
         page = Page(number=1, text=body)
-        return Extraction(documents=(Extracted(pages=(page,), metadata=metadata),))
+        return Extraction(documents=(Extracted(pages=(page,), metadata=metadata, title=title(body)),))

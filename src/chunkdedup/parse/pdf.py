@@ -39,13 +39,23 @@ class PdfParser:
             raise ParseError(_damaged(e)) from None
         try:
             pages = tuple(_page(pdf, i) for i in range(len(pdf)))
+            title = _title(pdf)
         finally:
             pdf.close()
         if not pages:
             raise ParseError("the PDF has no pages", skipped=True)
         if not any(p.has_text_layer for p in pages):
             raise ParseError(NO_TEXT_LAYER, skipped=True)
-        return Extraction(documents=(Extracted(pages=pages),))
+        return Extraction(documents=(Extracted(pages=pages, title=title),))
+
+
+def _title(pdf: Any) -> str | None:
+    """The document's title metadata, when it has one (a damaged info dictionary gives none)."""
+    try:
+        title = pdf.get_metadata_value("Title")
+    except (pdfium.PdfiumError, KeyError, ValueError):
+        return None
+    return str(title).strip() or None if title else None
 
 
 def _damaged(error: Exception) -> str:

@@ -155,7 +155,14 @@ def _document(inp: InputFile, ex: Extracted, whole_hash: str) -> Document:
         department=typed.department,
         family=typed.family,
         effective_date=typed.effective_date,
+        title=_title(typed.metadata.get("title"), ex.title),
     )
+
+
+def _title(meta_title: MetaValue, found: str | None) -> str | None:
+    """A metadata ``title`` (manifest or front matter) wins over the one the format carries."""
+    text = (str(meta_title) if isinstance(meta_title, str) else found or "").strip()
+    return " ".join(text.split())[:500] or None
 
 
 def _no_text_layer_notes(documents: tuple[Document, ...]) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 source document and MMR, with citations.
 
     question ──retrieve (Retriever: FTS5 BM25 | stored vectors | both by RRF)──▶ scored ids, best first
+             (+ context: each chunk's score adds its passing documents' context score)
              ──filter via sources──▶ ──version policy──▶  (a pool of N eligible candidates)
              ──dedup_chunks──▶ ──cap per source document──▶ ──MMR──▶ k hits with citations
 
@@ -13,7 +14,8 @@ Example:
     ...         print(hit.rank, hit.score, hit.citations[0].doc)
 """
 
-from chunkdedup.query.records import Citation, Dropped, Hit, QueryResult
+from chunkdedup.query.context import ContextRanked, DocumentContexts
+from chunkdedup.query.records import Citation, ContextMatch, Dropped, Hit, QueryResult
 from chunkdedup.query.retrieve import (
     Fts5Retriever,
     ReciprocalRankFusion,
@@ -31,6 +33,9 @@ from chunkdedup.query.where import Condition, Filter
 __all__ = [
     "Citation",
     "Condition",
+    "ContextMatch",
+    "ContextRanked",
+    "DocumentContexts",
     "Dropped",
     "EmbeddingSimilarity",
     "Filter",

@@ -45,7 +45,8 @@ class Eligibility:
     _grouped: bool = False
 
     # -- documents ---------------------------------------------------------------------------
-    def _load_docs(self, doc_ids: Iterable[str]) -> None:
+    def load_docs(self, doc_ids: Iterable[str]) -> None:
+        """Read these documents' fields into the cache (so :meth:`passes` can answer for them)."""
         missing = sorted(set(doc_ids) - self.docs.keys())
         for part in _chunks(missing):
             rows = self.conn.execute(
@@ -143,7 +144,7 @@ class Eligibility:
         groups = _groups(self.conn, [s.id for s in scored])
         canon_ids = sorted({g[0] for g in groups.values()} - self.done)
         refs = _sources(self.conn, canon_ids)
-        self._load_docs(r[1] for rs in refs.values() for r in rs)
+        self.load_docs(r[1] for rs in refs.values() for r in rs)
         passing = {cid: [r for r in rs if self.passes(r[1])] for cid, rs in refs.items()}
         self._load_versions(r[1] for rs in passing.values() for r in rs)
         newest_variant = self._newest_variants([c for c in canon_ids if passing.get(c)])
@@ -205,7 +206,7 @@ class Eligibility:
             return {}
         others = sorted({v for vs in variants.values() for v in vs})
         refs = _sources(self.conn, others)
-        self._load_docs(r[1] for rs in refs.values() for r in rs)
+        self.load_docs(r[1] for rs in refs.values() for r in rs)
         newest: dict[str, tuple[str, str]] = {}
         for v, rs in refs.items():
             dates = [d for r in rs if self.passes(r[1]) and (d := self.docs[r[1]].effective_date)]

@@ -99,6 +99,17 @@ class Dropped:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextMatch:
+    """A passing document whose context matched the question, with its context score (BM25)."""
+
+    doc: str
+    score: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"doc": self.doc, "score": self.score}
+
+
+@dataclass(frozen=True, slots=True)
 class QueryResult:
     """Hits best first, plus every eligible candidate that was dropped (in pool order)."""
 
@@ -106,12 +117,15 @@ class QueryResult:
     hits: tuple[Hit, ...]
     dropped: tuple[Dropped, ...] = ()
     versions: VersionPolicy = "latest"
+    #: the passing documents whose context matched the question best (they ranked their chunks up)
+    context: tuple[ContextMatch, ...] = ()
 
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         label = self.versions == "label"
         out: dict[str, Any] = {"query": self.query, "hits": [h.to_json(label=label) for h in self.hits]}
         if explain:
             out["dropped"] = [d.to_json() for d in self.dropped]
+            out["context"] = [m.to_json() for m in self.context]
         return out
 
 

@@ -8,11 +8,14 @@ text can never be read as FTS5 syntax) and ORs them; BM25 ranks chunks holding m
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from chunkdedup.normalize import word_parts
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -53,22 +56,28 @@ class Retriever(Protocol):
     def retrieve(self, text: str, limit: int) -> Sequence[Scored]: ...
 
 
-def content_terms(text: str) -> list[str]:
-    """The question's words, lowercased, stop words dropped, first occurrence kept.
+def content_terms(text: str, parts: bool = True) -> list[str]:
+    """The question's words, lowercased, stop words dropped, first occurrence kept; a letter-digit
+    run is followed by its parts (:func:`~chunkdedup.normalize.word_parts`: ``fy2018`` adds ``2018``)
+    unless ``parts`` is False.
 
     If every word is a stop word, all words are kept (a question of stop words still asks something).
 
     Example:
         >>> content_terms("What is the refund policy? REFUND within 30 days")
         ['refund', 'policy', '30', 'days']
+        >>> content_terms("3M's FY2018 capex in Q3")
+        ['3m', '3', 'fy2018', '2018', 'capex', 'q3']
     """
     words = [w.lower() for w in _WORD.findall(text)]
+    if parts:
+        words = [p for w in words for p in (w, *word_parts(w))]
     unique = list(dict.fromkeys(words))
     content = [w for w in unique if w not in STOP_WORDS]
     return content or unique
 
 
-def fts_query(text: str) -> str | None:
+def fts_query(text: str, parts: bool = True) -> str | None:
     """An FTS5 MATCH expression for a question: content terms, each quoted, OR-ed; None if empty.
 
     Quoting makes every term a string literal to FTS5 (``"`` doubled inside), so no user text is
@@ -78,8 +87,8 @@ def fts_query(text: str) -> str | None:
         >>> fts_query('refund "policy" NEAR(x) OR days*')
         '"refund" OR "policy" OR "near" OR "x" OR "days"'
     """
-    terms = content_terms(text)
-    return _match(terms) if terms else None
+    terms = content_terms(text, parts)
+    return quote_terms(terms) if terms else None
 
 
 class Fts5Retriever:
@@ -90,11 +99,12 @@ class Fts5Retriever:
     question's terms (see benchmarks/README.md for figures and what was tried).
     """
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, parts: bool = True) -> None:
         self.conn = conn
+        self.parts = parts
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
-        match = fts_query(text)
+        match = fts_query(text, self.parts)
         if match is None or limit <= 0:
             return []
         return self.search(match, limit)
@@ -109,6 +119,21 @@ class Fts5Retriever:
         )
         return [Scored(r[0], -float(r[1])) for r in rows]
 
+    def within(self, text: str, limit: int, groups: Sequence[str]) -> list[Scored]:
+        """The best ``limit`` of these groups for a question (scores as :meth:`retrieve` gives them)."""
+        match = fts_query(text, self.parts)
+        if match is None or limit <= 0 or not groups:
+            return []
+        rows = self.conn.execute(
+            "SELECT g.id, bm25(groups_fts) AS b FROM groups_fts"
+            " JOIN groups g ON g.gid = groups_fts.rowid"
+            # "+": a filter on the joined rows; as a rowid constraint FTS5 re-runs the MATCH per id
+            " WHERE groups_fts MATCH ? AND +g.id IN (SELECT value FROM json_each(?))"
+            " ORDER BY b, g.id LIMIT ?",
+            (match, json.dumps(list(groups)), limit),
+        )
+        return [Scored(r[0], -float(r[1])) for r in rows]
+
 
 class TantivyRetriever:
     """BM25 through the index's tantivy folder (:mod:`chunkdedup.textindex`): the question's content
@@ -120,12 +145,28 @@ class TantivyRetriever:
     ties are ordered by group id.
     """
 
-    def __init__(self, conn: sqlite3.Connection, handle: Any) -> None:
+    def __init__(self, conn: sqlite3.Connection, handle: Any, *, parts: bool = True) -> None:
         self.conn = conn
         self.handle = handle
+        self.parts = parts
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
-        terms = content_terms(text)
+        return self._search(text, limit, None)
+
+    def within(self, text: str, limit: int, groups: Sequence[str]) -> list[Scored]:
+        """The best ``limit`` of these groups for a question (scores as :meth:`retrieve` gives them)."""
+        if not groups:
+            return []
+        gids: list[int] = []
+        for lo in range(0, len(groups), 500):
+            part = list(groups[lo : lo + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(f"SELECT gid FROM groups WHERE id IN ({marks})", part)
+            gids.extend(int(r[0]) for r in rows)
+        return self._search(text, limit, gids)
+
+    def _search(self, text: str, limit: int, gids: list[int] | None) -> list[Scored]:
+        terms = content_terms(text, self.parts)
         if not terms or limit <= 0:
             return []
         import tantivy  # present: the caller opened ``handle`` with it
@@ -135,6 +176,11 @@ class TantivyRetriever:
         query = tantivy.Query.boolean_query(
             [(should, self.handle.parse_query('"' + t + '"', ["text"])) for t in terms]
         )
+        if gids is not None:  # the same scores, among these groups only
+            scope = tantivy.Query.const_score_query(
+                tantivy.Query.term_set_query(self.handle.schema, "gid", gids), 0.0
+            )
+            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.Must, scope)])
         self.handle.reload()
         searcher = self.handle.searcher()
         hits = searcher.search(query, limit, count=False).hits
@@ -150,7 +196,8 @@ class TantivyRetriever:
         return sorted(scored, key=lambda s: (-s.score, s.id))
 
 
-def _match(terms: list[str]) -> str:
+def quote_terms(terms: Sequence[str]) -> str:
+    """Terms as an FTS5 MATCH expression: each a quoted string literal, OR-ed."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from chunkdedup.config import QueryConfig
 from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
+from chunkdedup.query.context import ContextRanked, DocumentContexts
 from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.records import Candidate, Dropped, Hit, QueryResult, VersionPolicy
 from chunkdedup.query.retrieve import Fts5Retriever, ReciprocalRankFusion, Retriever, TantivyRetriever
@@ -72,7 +73,10 @@ def search(
     pool = max(cfg.pool, k)
     flt = where if isinstance(where, Filter) else Filter.parse(where)
     eligibility = Eligibility(index.store.conn, flt, policy)  # type: ignore[arg-type]
-    chosen_retriever, vectors = _retriever(index, retriever or cfg.retriever, embedder)
+    contexts = (
+        DocumentContexts(index.store.conn, eligibility, cfg.word_parts) if cfg.context_weight > 0 else None
+    )
+    chosen_retriever, vectors = _retriever(index, retriever or cfg.retriever, embedder, contexts, cfg)
     if vectors is None and embedder is not None:  # bm25 with --embedder: still checked, used by MMR
         vectors = VectorRetriever.for_index(index.store, embedder)
     found, dropped = _pool(chosen_retriever, eligibility, text, pool, cfg)
@@ -86,7 +90,8 @@ def search(
     hits = tuple(c.hit(rank) for rank, c in enumerate(chosen, start=1))
     order = {c.id: i for i, c in enumerate(found)}
     dropped.sort(key=lambda d: (order.get(d.id, -1), -d.score, d.id))
-    return QueryResult(text, hits, tuple(dropped), policy)  # type: ignore[arg-type]
+    matched = tuple(contexts.best(text, cfg.context_docs)) if contexts is not None else ()
+    return QueryResult(text, hits, tuple(dropped), policy, matched)  # type: ignore[arg-type]
 
 
 def query(index: Index, text: str, **options: object) -> list[Hit]:
@@ -99,30 +104,43 @@ def query(index: Index, text: str, **options: object) -> list[Hit]:
 
 
 def _retriever(
-    index: Index, which: Retriever | str, embedder: Embedder | str | None
+    index: Index,
+    which: Retriever | str,
+    embedder: Embedder | str | None,
+    contexts: DocumentContexts | None,
+    cfg: QueryConfig,
 ) -> tuple[Retriever, VectorRetriever | None]:
-    """The retriever to run, and the vector retriever inside it (None for bm25)."""
+    """The retriever to run, and the vector retriever inside it (None for bm25). With ``contexts``
+    each built-in retriever ranks on text and document context (:mod:`chunkdedup.query.context`)."""
     if not isinstance(which, str):
         return which, None
     if which not in RETRIEVERS:
         raise ConfigError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {which!r}")
     conn = index.store.conn
+
+    def ranked(base: Retriever, relative: bool = False) -> Retriever:
+        if contexts is None:
+            return base
+        return ContextRanked(base, contexts, cfg.context_weight, cfg.context_docs, relative=relative)
+
     if which == "auto":
         which = "hybrid" if has_embeddings(conn) else "bm25"
     if which == "bm25":
-        return bm25_retriever(index), None
+        return ranked(bm25_retriever(index, cfg.word_parts)), None
     vectors = VectorRetriever.for_index(index.store, embedder)
     if which == "vector":
-        return vectors, vectors
-    return ReciprocalRankFusion([bm25_retriever(index), vectors]), vectors
+        return ranked(vectors, relative=True), vectors
+    text = ranked(bm25_retriever(index, cfg.word_parts))
+    return ReciprocalRankFusion([text, ranked(vectors, relative=True)]), vectors
 
 
-def bm25_retriever(index: Index) -> Retriever:
-    """BM25 on the index's text engine: its tantivy folder when it has one, else FTS5."""
+def bm25_retriever(index: Index, parts: bool = True) -> Retriever:
+    """BM25 on the index's text engine: its tantivy folder when it has one, else FTS5 (``parts``:
+    letter-digit runs add their parts as terms)."""
     handle = index.text_handle()
     if handle is not None:
-        return TantivyRetriever(index.store.conn, handle)
-    return Fts5Retriever(index.store.conn)
+        return TantivyRetriever(index.store.conn, handle, parts=parts)
+    return Fts5Retriever(index.store.conn, parts=parts)
 
 
 def _similarity(index: Index, vectors: VectorRetriever | None, cfg: QueryConfig) -> Similarity:
@@ -181,6 +199,6 @@ def _safety_net(
     found: list[Candidate], k: int, cfg: QueryConfig, similarity: Similarity
 ) -> tuple[list[Candidate], list[Dropped]]:
     kept, dropped = dedup_step(found)
-    kept, capped = cap_step(kept, cfg.cap_per_doc)
+    kept, capped = cap_step(kept, cfg.cap_per_doc) if cfg.cap_per_doc else (kept, [])
     chosen, unpicked = mmr_step(kept, k, cfg.mmr_lambda, similarity)
     return chosen, dropped + capped + unpicked

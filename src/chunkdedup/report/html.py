@@ -15,6 +15,7 @@ METRICS = (
     ("ndcg", "nDCG", True, False),
     ("mrr", "MRR", False, False),
     ("answer_in_context", "answer in context", True, False),
+    ("evidence_answer", "answer in a relevant hit", True, False),
     ("distinct_sources", "distinct sources", False, False),
     ("duplication_rate", "duplication rate", True, True),
     ("context_tokens", "context words", False, True),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-_ORDER = ("recall", "page_recall", "ndcg", "mrr", "answer_in_context", "distinct_sources",
-          "duplication_rate", "context_tokens")
+_ORDER = ("recall", "page_recall", "ndcg", "mrr", "answer_in_context", "evidence_answer",
+          "distinct_sources", "duplication_rate", "context_tokens")
 
 
 def _cell(v: Any, name: str) -> str:

@@ -1,0 +1,175 @@
+"""Context-aware ranking: a chunk's score adds the context score of the documents it cites.
+
+A question names the company and the year; the chunk that answers (a cash-flow table) names neither,
+its document's context does (:mod:`chunkdedup.context`). Each document's context is searchable on
+its own (``contexts_fts``, scored by the IDF of the question terms it holds). For one question,
+:class:`DocumentContexts` scores the contexts of the documents **the caller may see** (the filter
+is applied before any context is scored), and :class:`ContextRanked` wraps a retriever:
+
+* the base retriever's candidates, plus the best ``docs`` documents' own candidates (the question's
+  text searched within those documents' chunks, so a page of the right filing reaches the pool even
+  when other filings' pages outscore it on text alone);
+* each candidate's score plus ``weight`` times the best context score among its passing documents.
+
+Why a document-level table rather than a context column beside every chunk's text: the context is
+written once per document (not once per chunk), a document's context never reaches a chunk through a
+copy in another document outside the filter (a group shared by two documents is boosted only by the
+documents that pass), and text scores stay exactly what they were (context adds, it never rescales).
+A term found only in the contexts of documents outside the filter neither finds nor ranks anything.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from chunkdedup.query.eligible import Eligibility
+from chunkdedup.query.records import ContextMatch
+from chunkdedup.query.retrieve import Retriever, Scored, content_terms, quote_terms
+
+#: a question term held by more contexts than this says nothing about which document: it is skipped
+MAX_CONTEXTS = 100_000
+_CHUNK = 500
+
+
+@runtime_checkable
+class Scoped(Protocol):
+    """A retriever that can also search within given groups only (for the best documents' pass)."""
+
+    def within(self, text: str, limit: int, groups: Sequence[str]) -> Sequence[Scored]: ...
+
+
+@dataclass(slots=True)
+class DocumentContexts:
+    """Context scores (BM25, higher is better) of the documents that pass one query's filter."""
+
+    conn: sqlite3.Connection
+    eligibility: Eligibility
+    parts: bool = True
+    _scores: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def scores(self, text: str) -> dict[str, float]:
+        """``doc -> context score`` for every passing document whose context holds a question term.
+
+        The score sums, over the question terms a context holds, the term's BM25 inverse document
+        frequency among contexts in its non-negative form ``ln(1 + (N - n + 0.5) / (n + 0.5))``
+        (Lucene's). A context holds each word once, so term frequency and length carry nothing;
+        and FTS5's own ``bm25()`` clamps the IDF of a term in half the documents to zero, which in a
+        corpus of quarterly filings is every quarter and every year: the very terms that tell one
+        filing from another. A term held by more than :data:`MAX_CONTEXTS` contexts is left out.
+        """
+        if text in self._scores:
+            return self._scores[text]
+        terms = content_terms(text, self.parts)
+        by_key: dict[int, float] = {}
+        if terms and _has_contexts(self.conn):
+            total = int(self.conn.execute("SELECT COUNT(*) FROM contexts").fetchone()[0])
+            for term in terms:
+                rows = self.conn.execute(
+                    "SELECT rowid FROM contexts_fts WHERE contexts_fts MATCH ? LIMIT ?",
+                    (quote_terms([term]), MAX_CONTEXTS + 1),
+                ).fetchall()
+                n = len(rows)
+                if not n or n > MAX_CONTEXTS:
+                    continue
+                idf = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+                for (key,) in rows:
+                    by_key[key] = by_key.get(key, 0.0) + idf
+        found: dict[str, float] = {}
+        keys = sorted(by_key)
+        for lo in range(0, len(keys), _CHUNK):
+            part = keys[lo : lo + _CHUNK]
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT dkey, doc_id FROM contexts WHERE dkey IN ({marks})"
+            rows = self.conn.execute(sql, part).fetchall()
+            self.eligibility.load_docs(r[1] for r in rows)
+            found.update((doc, by_key[key]) for key, doc in rows if self.eligibility.passes(doc))
+        self._scores[text] = found
+        return found
+
+    def best(self, text: str, n: int) -> list[ContextMatch]:
+        """The ``n`` best-matching passing documents, best first (ties by document id)."""
+        ranked = sorted(self.scores(text).items(), key=lambda kv: (-kv[1], kv[0]))
+        return [ContextMatch(d, s) for d, s in ranked[:n]]
+
+    def group_docs(self, groups: Sequence[str]) -> dict[str, set[str]]:
+        """``group id -> its passing documents`` (through the group's own sources)."""
+        out: dict[str, set[str]] = {}
+        ids = list(dict.fromkeys(groups))
+        for lo in range(0, len(ids), _CHUNK):
+            part = ids[lo : lo + _CHUNK]
+            rows = self.conn.execute(
+                f"SELECT DISTINCT group_id, doc_id FROM sources WHERE group_id IN ({_marks(part)})", part
+            ).fetchall()
+            self.eligibility.load_docs(r[1] for r in rows)
+            for g, d in rows:
+                if self.eligibility.passes(d):
+                    out.setdefault(g, set()).add(d)
+        return out
+
+    def groups_of(self, docs: Sequence[str]) -> list[str]:
+        """The exact-key groups holding a source in any of these documents, sorted."""
+        rows = self.conn.execute(
+            f"SELECT DISTINCT group_id FROM sources WHERE doc_id IN ({_marks(docs)})", list(docs)
+        )
+        return sorted(r[0] for r in rows)
+
+
+class ContextRanked:
+    """A :class:`Retriever` ranking on text and document context together (see the module doc).
+
+    ``weight`` multiplies the context score before it is added. ``relative`` (for retrievers whose
+    scores are not BM25, such as cosines) scales the context score by the best one first, so the
+    boost lies in ``[0, weight]``. ``docs``: how many best-matching documents get their own pass.
+    """
+
+    def __init__(
+        self,
+        base: Retriever,
+        contexts: DocumentContexts,
+        weight: float,
+        docs: int,
+        *,
+        relative: bool = False,
+    ) -> None:
+        self.base = base
+        self.contexts = contexts
+        self.weight = weight
+        self.docs = docs
+        self.relative = relative
+
+    def retrieve(self, text: str, limit: int) -> list[Scored]:
+        found = {s.id: s.score for s in self.base.retrieve(text, limit)}
+        priors = self.contexts.scores(text)
+        if not priors or self.weight <= 0 or limit <= 0:
+            return _ordered(found, limit)
+        best = self.contexts.best(text, self.docs)
+        if best and isinstance(self.base, Scoped):
+            groups = self.contexts.groups_of([m.doc for m in best])
+            for s in self.base.within(text, limit, groups):
+                found.setdefault(s.id, s.score)
+        top = max(priors.values())
+        scale = self.weight / top if self.relative and top > 0 else self.weight
+        docs_of = self.contexts.group_docs(list(found))
+        boosted = {
+            g: score + scale * max((priors.get(d, 0.0) for d in docs_of.get(g, ())), default=0.0)
+            for g, score in found.items()
+        }
+        return _ordered(boosted, limit)
+
+
+def _ordered(scores: dict[str, float], limit: int) -> list[Scored]:
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [Scored(i, s) for i, s in ranked[:limit]]
+
+
+def _has_contexts(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name='contexts_fts'").fetchone()
+    return row is not None
+
+
+def _marks(part: Sequence[str]) -> str:
+    return ",".join("?" * len(part))
