@@ -24,7 +24,7 @@ from chunkdedup.errors import (
 from chunkdedup.index import Index
 from chunkdedup.normalize import boilerplate_key, exact_key
 from chunkdedup.pipeline import IngestReport, ingest, remove_documents
-from chunkdedup.query import Citation, Hit, QueryResult, dedup_chunks, search
+from chunkdedup.query import Citation, ExportRecord, Hit, QueryResult, dedup_chunks, search
 from chunkdedup.types import (
     BoilerplateKey,
     CanonicalChunk,
@@ -52,6 +52,7 @@ __all__ = [
     "DedupConfig",
     "Document",
     "DuplicateDocumentError",
+    "ExportRecord",
     "FileResult",
     "FileStatus",
     "Hit",

@@ -13,7 +13,7 @@ Example:
     ...         print(hit.rank, hit.score, hit.citations[0].doc)
 """
 
-from chunkdedup.query.records import Citation, Dropped, Hit, QueryResult
+from chunkdedup.query.records import Citation, Dropped, ExportRecord, Hit, QueryResult
 from chunkdedup.query.retrieve import (
     Fts5Retriever,
     ReciprocalRankFusion,
@@ -33,6 +33,7 @@ __all__ = [
     "Condition",
     "Dropped",
     "EmbeddingSimilarity",
+    "ExportRecord",
     "Filter",
     "Fts5Retriever",
     "Hit",
