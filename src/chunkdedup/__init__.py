@@ -20,6 +20,7 @@ from chunkdedup.errors import (
     MissingExtraError,
     ParseError,
     SchemaError,
+    SyncError,
 )
 from chunkdedup.index import Index
 from chunkdedup.normalize import boilerplate_key, exact_key
@@ -71,6 +72,7 @@ __all__ = [
     "SchemaError",
     "StripResult",
     "StrippedLine",
+    "SyncError",
     "boilerplate_key",
     "candidate_keys",
     "chunk_document",
