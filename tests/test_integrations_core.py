@@ -138,6 +138,9 @@ def test_sync_edge_cases(tmp_path: Path) -> None:
     assert run_sync(index, sink).upserts == 0  # nothing new
     again = run_sync(index, ListSink(), since=run - 1)  # an explicit watermark wins over the state
     assert again.upserts == report.upserts
+    state.unlink()
+    caught_up = run_sync(index, sink, since=run)  # told the store is current: recorded, nothing sent
+    assert (caught_up.upserts, json.loads(state.read_text(encoding="utf-8"))["applied_run"]) == (0, run)
     state.write_text("{not json", encoding="utf-8")
     with pytest.raises(InputError, match="delete it"):
         run_sync(index, sink)
@@ -154,7 +157,9 @@ def test_sync_edge_cases(tmp_path: Path) -> None:
 def test_a_missing_framework_names_its_extra(
     monkeypatch: pytest.MonkeyPatch, module: str, blocked: str, extra: str
 ) -> None:
-    monkeypatch.setitem(sys.modules, blocked, None)
+    # the framework and every submodule an earlier test imported: `import a.b` finds a cached `a.b`
+    for name in [m for m in sys.modules if m == blocked or m.startswith(blocked + ".")] or [blocked]:
+        monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, module, raising=False)
     with pytest.raises(MissingExtraError, match=rf"pip install 'chunkdedup\[{extra}\]'"):
         importlib.import_module(module)

@@ -56,7 +56,7 @@ def leaf(key: str, op: str, value: Any, *, framework: str) -> Clause:
     if name not in _OPS:
         raise InputError(
             f"{framework} filter operator {op!r} on {key!r} has no --where form: use ==, in, >= or <= "
-            "(see chunkdedup.integrations._filters for the mapping)"
+            "(README: Use it from LangChain / LlamaIndex / Haystack)"
         )
     if isinstance(value, list | tuple | set | Mapping):
         raise InputError(f"{framework} filter {key} {op} {value!r}: compare with one value, or use 'in'")

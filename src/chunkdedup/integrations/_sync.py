@@ -120,8 +120,11 @@ def run_sync(
         conn.execute("BEGIN")  # one snapshot: the watermark and the delta agree
         try:
             last = conn.execute("SELECT MAX(id) FROM runs WHERE status='done'").fetchone()[0]
-            if last is None or start == last:
-                return SyncReport(start, last if start == last else None, 0, 0, False, str(path))
+            if last is None:
+                return SyncReport(start, None, 0, 0, False, str(path))
+            if start == last:  # the store already reflects the last run
+                SyncState(applied_run=last).save(path)
+                return SyncReport(start, last, 0, 0, False, str(path))
             if start is not None and start > last:
                 raise InputError(
                     f"sync since run {start} is past the last finished run of {ix.store.path} ({last}): "
