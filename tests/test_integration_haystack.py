@@ -17,7 +17,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from adapter_corpus import View, interrupted, lifecycle
 from chunkdedup import Index, search
-from chunkdedup.errors import InputError
+from chunkdedup.errors import ConfigError, InputError
 from chunkdedup.integrations.haystack import Retriever, SafetyNet, sync
 
 QUESTION = "how long is personal information retained"
@@ -131,3 +131,25 @@ def test_an_interrupted_sync_resumes_and_never_marks_an_unwritten_record(tmp_pat
         store.armed = on
 
     interrupted(tmp_path, lambda index, **kw: sync(index, store, **kw), lambda: _view(store), fail)
+
+
+def test_a_pipeline_with_both_components_round_trips_through_yaml(policy_index: Path) -> None:
+    from chunkdedup import QueryConfig
+
+    pipe = Pipeline()
+    retriever = Retriever(
+        index=policy_index, k=7, where=["department=privacy-policies"], config=QueryConfig(cap_per_doc=3)
+    )
+    pipe.add_component("retriever", retriever)
+    pipe.add_component("net", SafetyNet(top_k=3, cap_per_doc=1, doc_key="family"))
+    pipe.connect("retriever.documents", "net.documents")
+    loaded = Pipeline.loads(pipe.dumps(), allowed_modules=["chunkdedup.integrations.haystack"])
+    assert loaded.to_dict() == pipe.to_dict()
+    got = loaded.get_component("retriever")
+    assert isinstance(got, Retriever) and got.options == retriever.options
+    question = {"retriever": {"query": QUESTION}}
+    assert [d.id for d in loaded.run(question)["net"]["documents"]] == [
+        d.id for d in pipe.run(question)["net"]["documents"]
+    ]
+    with Index.open(policy_index) as ix, pytest.raises(ConfigError, match="index path"):
+        Retriever(index=ix).to_dict()

@@ -17,19 +17,21 @@ must hold; see :mod:`chunkdedup.integrations._filters`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from chunkdedup.errors import MissingExtraError, SyncError
+from chunkdedup.errors import ConfigError, MissingExtraError, SyncError
 
 try:
-    from haystack import Document, component
+    from haystack import Document, component, default_from_dict, default_to_dict
     from haystack.document_stores.types import DocumentStore, DuplicatePolicy
 except ImportError:
     raise MissingExtraError("chunkdedup.integrations.haystack", "haystack", "haystack") from None
 
 from chunkdedup.config import QueryConfig
+from chunkdedup.index import Index
 from chunkdedup.integrations._core import (
     DEFAULTS,
     IndexLike,
@@ -72,6 +74,34 @@ class Retriever:
         self.index = index
         self.options = SearchOptions(k, where, versions, safety_net, retriever, config)
 
+    def to_dict(self) -> dict[str, Any]:
+        """For ``Pipeline.dumps``: needs an index path and a ``where`` mapping or condition list."""
+        o = self.options
+        if isinstance(self.index, Index) or isinstance(o.where, Filter):
+            raise ConfigError(
+                "a Retriever over an open Index or with a Filter object cannot be serialized: "
+                "pass the index path and where as a mapping or a list of KEY=VALUE strings"
+            )
+        where = o.where if o.where is None or isinstance(o.where, Mapping) else [str(c) for c in o.where]
+        config = None if o.config is None else asdict(o.config)
+        return default_to_dict(
+            self,
+            index=str(self.index),
+            k=o.k,
+            where=where,
+            versions=o.versions,
+            safety_net=o.safety_net,
+            retriever=o.retriever,
+            config=config,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Retriever:
+        params = data.get("init_parameters", {})
+        if params.get("config") is not None:
+            params["config"] = QueryConfig(**params["config"])
+        return default_from_dict(cls, data)
+
     @component.output_types(documents=list[Document])
     def run(
         self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None
@@ -101,6 +131,21 @@ class SafetyNet:
     ) -> None:
         self.options = NetOptions(top_k, cap_per_doc, mmr_lambda, shingle_words)
         self.doc_key = doc_key
+
+    def to_dict(self) -> dict[str, Any]:
+        o = self.options
+        return default_to_dict(
+            self,
+            top_k=o.k,
+            cap_per_doc=o.cap_per_doc,
+            mmr_lambda=o.mmr_lambda,
+            shingle_words=o.shingle_words,
+            doc_key=self.doc_key,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SafetyNet:
+        return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
