@@ -324,7 +324,7 @@ def leak_run(index: Path, n_queries: int, seed: int = 0) -> dict[str, Any]:
     rng = random.Random(seed)
     with Index.open(index) as ix:
         fields = {d["doc"]: {"doc": d["doc"], **d["metadata"]} for d in ix.documents()}
-        sources = {r["id"]: {s["doc"] for s in r["sources"]} for r in ix.export()}
+        sources = {r.id: {s.doc for s in r.sources} for r in ix.records()}
         # words of every distinct text, near-merged copies included (their words are searchable too)
         words = sorted({w for (t,) in ix.store.conn.execute("SELECT text FROM groups") for w in t.split()})
         pages = "SELECT doc_id, group_concat(clean_text, ' ') FROM pages GROUP BY doc_id"

@@ -28,11 +28,12 @@ from chunkdedup.errors import (
     MissingExtraError,
     ParseError,
     SchemaError,
+    SyncError,
 )
 from chunkdedup.index import Index
 from chunkdedup.normalize import boilerplate_key, exact_key
 from chunkdedup.pipeline import IngestReport, ingest, remove_documents
-from chunkdedup.query import Citation, Hit, QueryResult, dedup_chunks, search
+from chunkdedup.query import Citation, ExportRecord, Hit, QueryResult, dedup_chunks, search
 from chunkdedup.types import (
     BoilerplateKey,
     CanonicalChunk,
@@ -60,6 +61,7 @@ __all__ = [
     "DedupConfig",
     "Document",
     "DuplicateDocumentError",
+    "ExportRecord",
     "FileResult",
     "FileStatus",
     "Hit",
@@ -79,6 +81,7 @@ __all__ = [
     "SchemaError",
     "StripResult",
     "StrippedLine",
+    "SyncError",
     "boilerplate_key",
     "candidate_keys",
     "chunk_document",

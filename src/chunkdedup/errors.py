@@ -10,6 +10,7 @@
     │   └── SchemaError      the index was written by a newer chunkdedup or is not an index
     │       └── MigrationPendingError  an older index opened read-only
     ├── MissingExtraError    an optional dependency is not installed
+    ├── SyncError            a vector store did not confirm a write of ``sync``
     └── EngineError          a distributed engine broke an invariant the result depends on
 
 Every message names the input and says how to fix it.
@@ -66,6 +67,10 @@ class MissingExtraError(ChunkdedupError):
     def __init__(self, feature: str, extra: str, module: str) -> None:
         super().__init__(f"{feature} needs the optional module {module!r}: pip install 'chunkdedup[{extra}]'")
         self.extra = extra
+
+
+class SyncError(ChunkdedupError):
+    """A vector store did not confirm a write: the records stay unapplied, the next sync resends them."""
 
 
 class EngineError(ChunkdedupError):

@@ -8,25 +8,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
 from chunkdedup.errors import IndexBusyError, InputError, MissingExtraError
 from chunkdedup.index import Index
+from chunkdedup.query.records import ExportRecord
 from chunkdedup.store import writer_active
 
 _PARQUET_BATCH = 2048
 
 
-def records(index: Index, changes_since: int | None) -> Iterator[dict[str, Any]]:
+def records(index: Index, changes_since: int | None) -> Iterator[ExportRecord]:
     """Export records; with ``changes_since`` upserts then deletions, each with an ``op``."""
     if changes_since is None:
-        yield from index.export()
+        yield from index.records()
         return
-    for rec in index.export(since_run=changes_since):
-        yield {"op": "upsert", **rec}
+    for rec in index.records(since_run=changes_since):
+        yield replace(rec, op="upsert")
     for cid in index.deleted_since(changes_since):
-        yield {"op": "delete", "id": cid}
+        yield ExportRecord.delete(cid)
 
 
 def export_index(
@@ -65,9 +67,9 @@ def write_export(index: Index, out: Path | IO[str], fmt: str, changes_since: int
     """Write the export to a path or text stream; returns counts of upserts and deletes."""
     counts = {"upserts": 0, "deletes": 0}
 
-    def counted() -> Iterator[dict[str, Any]]:
+    def counted() -> Iterator[ExportRecord]:
         for rec in records(index, changes_since):
-            counts["deletes" if rec.get("op") == "delete" else "upserts"] += 1
+            counts["deletes" if rec.op == "delete" else "upserts"] += 1
             yield rec
 
     if fmt == "parquet":
@@ -83,13 +85,13 @@ def write_export(index: Index, out: Path | IO[str], fmt: str, changes_since: int
     return counts
 
 
-def _write_jsonl(recs: Iterator[dict[str, Any]], fh: IO[str]) -> None:
+def _write_jsonl(recs: Iterator[ExportRecord], fh: IO[str]) -> None:
     for rec in recs:
-        fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True))
+        fh.write(json.dumps(rec.to_json(), ensure_ascii=False, sort_keys=True))
         fh.write("\n")
 
 
-def _write_parquet(recs: Iterator[dict[str, Any]], out: Path) -> None:
+def _write_parquet(recs: Iterator[ExportRecord], out: Path) -> None:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -115,12 +117,12 @@ def _write_parquet(recs: Iterator[dict[str, Any]], out: Path) -> None:
         for rec in recs:
             # Metadata keys differ between documents: stored as a JSON object string.
             row = {
-                "op": rec.get("op", "upsert"),
-                "id": rec["id"],
-                "text": rec.get("text"),
+                "op": rec.op or "upsert",
+                "id": rec.id,
+                "text": rec.text,
                 "sources": [
-                    {**s, "metadata": json.dumps(s["metadata"], sort_keys=True)}
-                    for s in rec.get("sources", [])
+                    {**s.to_json(), "metadata": json.dumps(dict(s.metadata), sort_keys=True)}
+                    for s in rec.sources
                 ],
             }
             batch.append(row)

@@ -13,6 +13,7 @@ from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef
 
 if TYPE_CHECKING:
     from chunkdedup.query import Hit
+    from chunkdedup.query.records import ExportRecord
 
 
 class Index:
@@ -205,11 +206,21 @@ class Index:
         return {} if row is None else dict(json.loads(row[0]))
 
     def export(self, *, since_run: int | None = None) -> Iterator[dict[str, Any]]:
-        """Stream export records, ordered by id; with ``since_run`` only canonicals changed after it.
+        """Stream export records as the JSON objects ``export`` writes, ordered by id: the
+        ``to_json()`` of each :meth:`records` record (``id``, ``text``, ``sources``)."""
+        for rec in self.records(since_run=since_run):
+            yield rec.to_json()
 
-        Each record: ``id``, ``text``, ``sources`` (``doc``, ``page``, ``start``, ``end``, ``relation``,
+    def records(self, *, since_run: int | None = None) -> Iterator[ExportRecord]:
+        """Stream typed export records, ordered by id; with ``since_run`` only canonicals changed after
+        it. Each source is a :class:`Citation` (``doc``, ``page``, ``start``, ``end``, ``relation``,
         ``similarity``, ``metadata``). Uses its own cursor; document metadata is cached per document.
+
+        Example:
+            >>> [r.sources[0].doc for r in Index.open("corpus.sqlite").records()]  # doctest: +SKIP
         """
+        from chunkdedup.query.records import Citation, ExportRecord
+
         meta: dict[str, dict[str, Any]] = {}
         conn = self.store.conn
         sql = "SELECT id, text FROM canonicals"
@@ -225,17 +236,12 @@ class Index:
                     if ref.doc_id not in meta:
                         meta[ref.doc_id] = self.metadata(ref.doc_id)
                     sources.append(
-                        {
-                            "doc": ref.doc_id,
-                            "page": ref.page,
-                            "start": ref.start,
-                            "end": ref.end,
-                            "relation": ref.relation,
-                            "similarity": ref.similarity,
-                            "metadata": meta[ref.doc_id],
-                        }
+                        Citation(
+                            ref.doc_id, ref.page, ref.start, ref.end, ref.relation, ref.similarity,
+                            meta[ref.doc_id],
+                        )
                     )
-                yield {"id": cid, "text": text, "sources": sources}
+                yield ExportRecord(cid, text, tuple(sources))
 
     def deleted_since(self, run: int) -> list[str]:
         """Ids of canonicals deleted after ``run`` and not present now."""

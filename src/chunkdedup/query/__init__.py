@@ -15,7 +15,7 @@ Example:
 """
 
 from chunkdedup.query.context import ContextRanked, DocumentContexts
-from chunkdedup.query.records import Citation, ContextMatch, Dropped, Hit, QueryResult
+from chunkdedup.query.records import Citation, ContextMatch, Dropped, ExportRecord, Hit, QueryResult
 from chunkdedup.query.retrieve import (
     Fts5Retriever,
     ReciprocalRankFusion,
@@ -38,6 +38,7 @@ __all__ = [
     "DocumentContexts",
     "Dropped",
     "EmbeddingSimilarity",
+    "ExportRecord",
     "Filter",
     "Fts5Retriever",
     "Hit",

@@ -1,4 +1,8 @@
-"""The records a query returns: hits with citations, and, for ``--explain``, the dropped candidates."""
+"""The public records a query and an export return: hits with citations, for ``--explain`` the dropped
+candidates, and export records (a canonical with its sources, or an id to delete).
+
+Each has ``to_json()``: the CLI prints exactly that, and adapters read the typed fields instead of keys.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from chunkdedup.types import MetaValue, Relation
 #: ``rank`` is "below the top k" when the safety net is off.
 Step = Literal["versions", "dedup_chunks", "cap", "mmr", "rank"]
 VersionPolicy = Literal["latest", "label", "all"]
+ExportOp = Literal["upsert", "delete"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,3 +149,32 @@ class Candidate:
         return Hit(
             rank, self.score, self.id, self.text, self.citations, self.effective_date, self.superseded_by
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ExportRecord:
+    """One line of ``export``: a canonical chunk with every source (``Citation`` without the version
+    fields), or, in a ``--changes-since`` delta, an id to delete.
+
+    ``op`` is ``None`` in a full export (the JSON then has no ``op`` key), ``upsert`` or ``delete``
+    in a delta; a delete carries only its ``id``.
+    """
+
+    id: str
+    text: str | None
+    sources: tuple[Citation, ...] = ()
+    op: ExportOp | None = None
+
+    @classmethod
+    def delete(cls, chunk_id: str) -> ExportRecord:
+        return cls(chunk_id, None, (), "delete")
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSONL line of this record (written with sorted keys)."""
+        if self.op == "delete":
+            return {"op": "delete", "id": self.id}
+        sources = [s.to_json() for s in self.sources]
+        out: dict[str, Any] = {"id": self.id, "text": self.text, "sources": sources}
+        if self.op is not None:
+            out["op"] = self.op
+        return out

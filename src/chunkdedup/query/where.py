@@ -86,6 +86,27 @@ class Filter:
             grouped.setdefault(c.key, []).append(c)
         return cls(tuple((k, tuple(v)) for k, v in sorted(grouped.items())))
 
+    @classmethod
+    def clauses(cls, clauses: Sequence[Sequence[Condition]]) -> Filter:
+        """An AND of ORs, kept as given: each clause is conditions on one key, any of which may hold.
+
+        Unlike :meth:`parse`, two clauses on the same key are ANDed (``date>=A`` and ``date<=B``).
+        """
+        groups: list[tuple[str, tuple[Condition, ...]]] = []
+        for clause in clauses:
+            keys = {c.key for c in clause}
+            if len(keys) != 1:
+                raise InputError(
+                    f"a filter clause ORs conditions on one key, got {sorted(keys) or 'none'}: "
+                    "split it into one clause per key"
+                )
+            groups.append((clause[0].key, tuple(clause)))
+        return cls(tuple(groups))
+
+    def __and__(self, other: Filter) -> Filter:
+        """Both filters hold: a key in each is checked against each (the groups are not merged)."""
+        return Filter(self.groups + other.groups)
+
     def __bool__(self) -> bool:
         return bool(self.groups)
 

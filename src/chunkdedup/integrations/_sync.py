@@ -1,0 +1,172 @@
+"""``sync``: apply ``export --changes-since`` to a vector store by canonical id, resumably.
+
+The delta streams upserts (by id) then deletes (by id). It is written in batches; after each batch the
+store confirmed, the state file records how far it got, and only once the whole delta is written does
+it record the run as applied. A sync that fails or is interrupted leaves the state before the first
+unconfirmed batch, so the next call resends that batch (upserts and deletes by id are idempotent) and
+goes on; nothing unwritten is ever marked done.
+
+Deletes come from the index's tombstones of canonicals that no longer exist, so removing one document
+never deletes a chunk another document still holds: that chunk is upserted with its remaining sources.
+The watermark is the newest *finished* run; what an ingest still running has already written is sent
+too and sent again by the next sync, since it lies after that watermark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from chunkdedup.errors import ConfigError, InputError
+from chunkdedup.export import records
+from chunkdedup.index import Index
+from chunkdedup.integrations._core import IndexLike, open_index
+from chunkdedup.query.records import ExportRecord
+
+DEFAULT_BATCH = 256
+
+
+class Sink(Protocol):
+    """A vector store as ``sync`` writes to it."""
+
+    def write(self, batch: Sequence[ExportRecord]) -> None:
+        """Upsert each record whose ``op`` is not ``delete`` by its id, delete the others by id; raise
+        unless the store took every one (a partly written batch is sent again)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SyncState:
+    """What the state file holds: the last run fully applied, and the delta in progress, if any
+    (the watermark it started from, the run it brings the store to, the last record written)."""
+
+    applied_run: int | None = None
+    target_run: int | None = None
+    since: int | None = None
+    cursor: tuple[str, str] | None = None
+
+    @classmethod
+    def load(cls, path: Path) -> SyncState:
+        if not path.exists():
+            return cls()
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            cursor = raw.get("cursor")
+            op, last = cursor if cursor else (None, None)
+            return cls(
+                raw.get("applied_run"),
+                raw.get("target_run"),
+                raw.get("since"),
+                (str(op), str(last)) if cursor else None,
+            )
+        except (ValueError, AttributeError, TypeError) as e:
+            raise InputError(
+                f"sync state {path} is not readable ({e}): delete it to sync everything again"
+            ) from None
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_name(path.name + ".partial")
+        tmp.write_text(json.dumps(asdict(self), sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)  # never a half-written state
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What one ``sync`` call wrote: ``since`` the watermark it started from (``None``: everything),
+    ``applied_run`` the run the store now reflects, and whether it resumed an interrupted delta."""
+
+    since: int | None
+    applied_run: int | None
+    upserts: int
+    deletes: int
+    resumed: bool
+    state: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def state_path(index: Index, state: str | Path | None) -> Path:
+    """The state file: ``state``, or ``INDEX.sync.json`` beside the index (one per vector store)."""
+    if state is not None:
+        return Path(state)
+    return index.store.path.with_name(index.store.path.name + ".sync.json")
+
+
+def run_sync(
+    index: IndexLike,
+    sink: Sink,
+    *,
+    since: int | None = None,
+    state: str | Path | None = None,
+    batch_size: int = DEFAULT_BATCH,
+) -> SyncReport:
+    """Bring ``sink`` to the index's last finished run; see the module docstring.
+
+    ``since``: the run the store already reflects; default the state file's last applied run, and
+    with neither, everything is upserted.
+    """
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    with open_index(index) as ix:
+        path = state_path(ix, state)
+        saved = SyncState.load(path)
+        start = saved.applied_run if since is None else since
+        conn = ix.store.conn
+        conn.execute("BEGIN")  # one snapshot: the watermark and the delta agree
+        try:
+            last = conn.execute("SELECT MAX(id) FROM runs WHERE status='done'").fetchone()[0]
+            if last is None:
+                return SyncReport(start, None, 0, 0, False, str(path))
+            if start == last:  # the store already reflects the last run
+                SyncState(applied_run=last).save(path)
+                return SyncReport(start, last, 0, 0, False, str(path))
+            if start is not None and start > last:
+                raise InputError(
+                    f"sync since run {start} is past the last finished run of {ix.store.path} ({last}): "
+                    f"pass a run the store reflects, or delete {path} to sync everything"
+                )
+            resumed = saved.target_run == last and saved.since == start and saved.cursor is not None
+            progress = SyncState(saved.applied_run, last, start, saved.cursor if resumed else None)
+            counts = {"upserts": 0, "deletes": 0}
+            for batch in _batches(_after(records(ix, start), progress.cursor), batch_size):
+                sink.write(batch)
+                for rec in batch:
+                    counts["deletes" if rec.op == "delete" else "upserts"] += 1
+                tail = batch[-1]
+                progress = replace(progress, cursor=(tail.op or "upsert", tail.id))
+                progress.save(path)
+        finally:
+            conn.execute("COMMIT")
+    SyncState(applied_run=last).save(path)
+    return SyncReport(start, last, counts["upserts"], counts["deletes"], resumed, str(path))
+
+
+def _key(rec: ExportRecord) -> tuple[int, str]:
+    return (1 if rec.op == "delete" else 0, rec.id)
+
+
+def _after(recs: Iterator[ExportRecord], cursor: tuple[str, str] | None) -> Iterator[ExportRecord]:
+    """The records past ``cursor`` (the stream is ordered: upserts by id, then deletes by id)."""
+    if cursor is None:
+        yield from recs
+        return
+    done = (1 if cursor[0] == "delete" else 0, cursor[1])
+    for rec in recs:
+        if _key(rec) > done:
+            yield rec
+
+
+def _batches(recs: Iterator[ExportRecord], size: int) -> Iterator[list[ExportRecord]]:
+    batch: list[ExportRecord] = []
+    for rec in recs:
+        batch.append(rec)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -1,0 +1,205 @@
+"""Haystack (2.x/3.x): a retriever component over a chunkdedup index, the safety net as a component
+over ``list[Document]``, and sync to any Haystack ``DocumentStore`` (needs
+``pip install 'chunkdedup[haystack]'``).
+
+Example:
+    >>> from chunkdedup.integrations.haystack import Retriever, SafetyNet, sync
+    >>> retriever = Retriever(index="policies.sqlite", k=5)
+    >>> out = retriever.run("how long are logs kept", filters={"field": "meta.department",
+    ...                     "operator": "==", "value": "privacy"})  # doctest: +SKIP
+    >>> out["documents"][0].id, out["documents"][0].meta["sources"]  # doctest: +SKIP
+    >>> sync("policies.sqlite", InMemoryDocumentStore())  # doctest: +SKIP
+
+Filters: ``where`` (as :func:`chunkdedup.search`) and ``run(filters=...)`` in Haystack's filter
+syntax (``==``, ``in``, ``>=``, ``<=`` on ``meta.KEY``; ``AND``; ``OR`` over one key), both of which
+must hold; see :mod:`chunkdedup.integrations._filters`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from chunkdedup.errors import ConfigError, MissingExtraError, SyncError
+
+try:
+    from haystack import Document, component, default_from_dict, default_to_dict
+    from haystack.document_stores.types import DocumentStore, DuplicatePolicy
+except ImportError:
+    raise MissingExtraError("chunkdedup.integrations.haystack", "haystack", "haystack") from None
+
+from chunkdedup.config import QueryConfig
+from chunkdedup.index import Index
+from chunkdedup.integrations._core import (
+    DEFAULTS,
+    IndexLike,
+    Item,
+    NetOptions,
+    SearchOptions,
+    hit_metadata,
+    item_docs,
+    run_search,
+    safety_net,
+    sources_json,
+)
+from chunkdedup.integrations._filters import haystack_filter
+from chunkdedup.integrations._sync import DEFAULT_BATCH, SyncReport, run_sync
+from chunkdedup.query.records import ExportRecord, VersionPolicy
+from chunkdedup.query.where import Filter, Where
+
+__all__ = ["Retriever", "SafetyNet", "sync"]
+
+
+@component
+class Retriever:
+    """Cited, deduplicated hits from a chunkdedup index as Haystack ``Document``\\ s.
+
+    ``Document.id`` is the canonical id, ``score`` the search score (higher is better), and
+    ``meta["sources"]`` every cited source that passed the filter. A path is opened for each run;
+    an open :class:`~chunkdedup.Index` is used as is.
+    """
+
+    def __init__(
+        self,
+        index: IndexLike,
+        k: int = 5,
+        where: Where | Filter | None = None,
+        versions: VersionPolicy | None = None,
+        safety_net: bool | None = None,
+        retriever: str | None = None,
+        config: QueryConfig | None = None,
+    ) -> None:
+        self.index = index
+        self.options = SearchOptions(k, where, versions, safety_net, retriever, config)
+
+    def to_dict(self) -> dict[str, Any]:
+        """For ``Pipeline.dumps``: needs an index path and a ``where`` mapping or condition list."""
+        o = self.options
+        if isinstance(self.index, Index) or isinstance(o.where, Filter):
+            raise ConfigError(
+                "a Retriever over an open Index or with a Filter object cannot be serialized: "
+                "pass the index path and where as a mapping or a list of KEY=VALUE strings"
+            )
+        where = o.where if o.where is None or isinstance(o.where, Mapping) else [str(c) for c in o.where]
+        config = None if o.config is None else asdict(o.config)
+        return default_to_dict(
+            self,
+            index=str(self.index),
+            k=o.k,
+            where=where,
+            versions=o.versions,
+            safety_net=o.safety_net,
+            retriever=o.retriever,
+            config=config,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Retriever:
+        params = data.get("init_parameters", {})
+        if params.get("config") is not None:
+            params["config"] = QueryConfig(**params["config"])
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        hits = run_search(self.index, query, self.options, k=top_k, extra=haystack_filter(filters))
+        docs = [Document(id=h.id, content=h.text, meta=hit_metadata(h), score=h.score) for h in hits]
+        return {"documents": docs}
+
+
+@component
+class SafetyNet:
+    """dedup_chunks, at most ``cap_per_doc`` documents per source document, then MMR, over any
+    retriever's documents; needs no chunkdedup index.
+
+    The cap counts per ``doc_key`` (default: chunkdedup's ``sources`` when present, else
+    ``meta["file_path"]``). MMR uses the documents' embeddings when every one has one, else
+    shingle Jaccard. ``top_k=None`` keeps every document that passes dedup and the cap, in MMR order.
+    """
+
+    def __init__(
+        self,
+        top_k: int | None = None,
+        cap_per_doc: int = DEFAULTS.cap_per_doc,
+        mmr_lambda: float = DEFAULTS.mmr_lambda,
+        shingle_words: int = DEFAULTS.shingle_words,
+        doc_key: str | None = None,
+    ) -> None:
+        self.options = NetOptions(top_k, cap_per_doc, mmr_lambda, shingle_words)
+        self.doc_key = doc_key
+
+    def to_dict(self) -> dict[str, Any]:
+        o = self.options
+        return default_to_dict(
+            self,
+            top_k=o.k,
+            cap_per_doc=o.cap_per_doc,
+            mmr_lambda=o.mmr_lambda,
+            shingle_words=o.shingle_words,
+            doc_key=self.doc_key,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SafetyNet:
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
+        opts = self.options
+        if top_k is not None:
+            opts = NetOptions(top_k, opts.cap_per_doc, opts.mmr_lambda, opts.shingle_words)
+        items = [
+            Item(d.id, d.content or "", d.score, item_docs(d.meta, self.doc_key, ("file_path",)), d.embedding)
+            for d in documents
+        ]
+        kept, _ = safety_net(items, opts)
+        return {"documents": [documents[i] for i in kept]}
+
+
+def sync(
+    index: IndexLike,
+    document_store: DocumentStore,
+    since: int | None = None,
+    *,
+    embedder: Any = None,
+    state: str | Path | None = None,
+    batch_size: int = DEFAULT_BATCH,
+) -> SyncReport:
+    """Apply ``export --changes-since`` to ``document_store`` by document id = canonical id:
+    ``write_documents(policy=OVERWRITE)`` upserts (``meta={"sources": [...]}``), ``delete_documents``
+    removes. ``embedder`` (a document embedder component, e.g. ``SentenceTransformersDocumentEmbedder``)
+    sets embeddings first when given.
+
+    ``since`` defaults to the last run recorded in ``state`` (default ``INDEX.sync.json``).
+
+    Example:
+        >>> from haystack.document_stores.in_memory import InMemoryDocumentStore  # doctest: +SKIP
+        >>> sync("policies.sqlite", InMemoryDocumentStore()).to_json()  # doctest: +SKIP
+    """
+    return run_sync(index, _Sink(document_store, embedder), since=since, state=state, batch_size=batch_size)
+
+
+class _Sink:
+    def __init__(self, store: DocumentStore, embedder: Any) -> None:
+        self.store = store
+        self.embedder = embedder
+
+    def write(self, batch: Sequence[ExportRecord]) -> None:
+        ups = [r for r in batch if r.op != "delete"]
+        gone = [r.id for r in batch if r.op == "delete"]
+        if ups:
+            docs = [Document(id=r.id, content=r.text, meta={"sources": sources_json(r.sources)}) for r in ups]
+            if self.embedder is not None:
+                docs = list(self.embedder.run(documents=docs)["documents"])
+            wrote = self.store.write_documents(docs, policy=DuplicatePolicy.OVERWRITE)
+            if wrote != len(docs):
+                raise SyncError(
+                    f"{type(self.store).__name__}.write_documents wrote {wrote} of {len(docs)} documents: "
+                    "the batch stays unapplied"
+                )
+        if gone:
+            self.store.delete_documents(gone)

@@ -1,0 +1,205 @@
+"""LlamaIndex: a retriever over a chunkdedup index, the safety net as a node postprocessor, and sync
+to any LlamaIndex vector store (needs ``pip install 'chunkdedup[llamaindex]'``).
+
+Example:
+    >>> from chunkdedup.integrations.llamaindex import Retriever, SafetyNet, sync
+    >>> retriever = Retriever(index="policies.sqlite", k=5, where={"department": "privacy"})
+    >>> nodes = retriever.retrieve("how long are logs kept")  # doctest: +SKIP
+    >>> nodes[0].node.node_id, nodes[0].score, nodes[0].node.metadata["sources"]  # doctest: +SKIP
+    >>> sync("policies.sqlite", SimpleVectorStore(), embed_model=embed_model)  # doctest: +SKIP
+
+Filters: ``where`` (as :func:`chunkdedup.search`) and ``filters`` (LlamaIndex ``MetadataFilters``:
+``EQ``, ``IN``, ``GTE``, ``LTE``, ``AND``, and ``OR`` over one key), both of which must hold; see
+:mod:`chunkdedup.integrations._filters`. The hit metadata (``sources``, ``rank``, version fields) is
+kept out of what the LLM and the embedder see.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from chunkdedup.errors import MissingExtraError, SyncError
+
+try:
+    from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.bridge.pydantic import Field
+    from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.postprocessor.types import BaseNodePostprocessor
+    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.storage.docstore.types import BaseDocumentStore
+    from llama_index.core.vector_stores.types import BasePydanticVectorStore, MetadataFilters
+except ImportError:
+    raise MissingExtraError("chunkdedup.integrations.llamaindex", "llamaindex", "llama_index.core") from None
+
+from chunkdedup.config import QueryConfig
+from chunkdedup.integrations._core import (
+    DEFAULTS,
+    HIT_KEYS,
+    IndexLike,
+    Item,
+    NetOptions,
+    SearchOptions,
+    hit_metadata,
+    item_docs,
+    run_search,
+    safety_net,
+    sources_json,
+)
+from chunkdedup.integrations._filters import llamaindex_filter
+from chunkdedup.integrations._sync import DEFAULT_BATCH, SyncReport, run_sync
+from chunkdedup.query.records import ExportRecord, Hit, VersionPolicy
+from chunkdedup.query.where import Filter, Where
+
+__all__ = ["Retriever", "SafetyNet", "sync"]
+
+
+class Retriever(BaseRetriever):
+    """Cited, deduplicated hits from a chunkdedup index as ``NodeWithScore``\\ s.
+
+    The node id is the canonical id, the score the search score (higher is better), and
+    ``metadata["sources"]`` every cited source that passed the filter. A path is opened for each
+    query; an open :class:`~chunkdedup.Index` is used as is (async retrieval runs it inline).
+    """
+
+    def __init__(
+        self,
+        index: IndexLike,
+        k: int = 5,
+        where: Where | Filter | None = None,
+        filters: MetadataFilters | None = None,
+        versions: VersionPolicy | None = None,
+        safety_net: bool | None = None,
+        retriever: str | None = None,
+        config: QueryConfig | None = None,
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        super().__init__(callback_manager=callback_manager)
+        self._index = index
+        self._opts = SearchOptions(k, where, versions, safety_net, retriever, config)
+        self._filter = llamaindex_filter(filters)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        hits = run_search(self._index, query_bundle.query_str, self._opts, extra=self._filter)
+        return [NodeWithScore(node=_node(h), score=h.score) for h in hits]
+
+
+def _node(hit: Hit) -> TextNode:
+    return _text_node(hit.id, hit.text, hit_metadata(hit))
+
+
+def _text_node(node_id: str, text: str, metadata: dict[str, Any]) -> TextNode:
+    hidden = [k for k in HIT_KEYS if k in metadata]
+    return TextNode(
+        id_=node_id,
+        text=text,
+        metadata=metadata,
+        excluded_embed_metadata_keys=hidden,
+        excluded_llm_metadata_keys=hidden,
+    )
+
+
+class SafetyNet(BaseNodePostprocessor):
+    """dedup_chunks, at most ``cap_per_doc`` nodes per document, then MMR, over any retriever's nodes;
+    needs no chunkdedup index.
+
+    The cap counts per ``doc_key`` (default: chunkdedup's ``sources`` when present, else
+    ``file_name``/``file_path`` metadata, else the node's ``ref_doc_id``). MMR uses the nodes'
+    embeddings when every node has one, else shingle Jaccard. ``top_n=None`` keeps every node
+    that passes dedup and the cap, in MMR order.
+    """
+
+    top_n: int | None = Field(default=None, description="nodes to keep; None keeps all that pass")
+    cap_per_doc: int = DEFAULTS.cap_per_doc
+    mmr_lambda: float = DEFAULTS.mmr_lambda
+    shingle_words: int = DEFAULTS.shingle_words
+    doc_key: str | None = None
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ChunkdedupSafetyNet"
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        opts = NetOptions(self.top_n, self.cap_per_doc, self.mmr_lambda, self.shingle_words)
+        items = [_item(n, self.doc_key) for n in nodes]
+        kept, _ = safety_net(items, opts)
+        return [nodes[i] for i in kept]
+
+
+def _item(n: NodeWithScore, doc_key: str | None) -> Item:
+    node = n.node
+    docs = item_docs(node.metadata, doc_key, ("file_name", "file_path"))
+    if not docs and doc_key is None and node.ref_doc_id:
+        docs = (node.ref_doc_id,)
+    return Item(
+        node.node_id, node.get_content(metadata_mode=MetadataMode.NONE), n.score, docs, node.embedding
+    )
+
+
+def sync(
+    index: IndexLike,
+    vector_store: BasePydanticVectorStore,
+    since: int | None = None,
+    *,
+    embed_model: BaseEmbedding,
+    docstore: BaseDocumentStore | None = None,
+    state: str | Path | None = None,
+    batch_size: int = DEFAULT_BATCH,
+) -> SyncReport:
+    """Apply ``export --changes-since`` to ``vector_store`` by node id = canonical id.
+
+    An upsert embeds the text with ``embed_model``, deletes the node id (``delete_nodes``; a store
+    without it must upsert on ``add``) and adds a ``TextNode`` with ``metadata={"sources": [...]}``.
+    Stores that keep no text (``SimpleVectorStore``) want a ``docstore`` to hold it. No node gets a
+    ``ref_doc_id``: a canonical belongs to every document it cites, so deleting a document here never
+    deletes a shared node (the index sends its deletes by id).
+
+    ``since`` defaults to the last run recorded in ``state`` (default ``INDEX.sync.json``).
+
+    Example:
+        >>> store, docs = SimpleVectorStore(), SimpleDocumentStore()  # doctest: +SKIP
+        >>> sync("policies.sqlite", store, embed_model=model, docstore=docs)  # doctest: +SKIP
+    """
+    sink = _Sink(vector_store, embed_model, docstore)
+    return run_sync(index, sink, since=since, state=state, batch_size=batch_size)
+
+
+class _Sink:
+    def __init__(
+        self, store: BasePydanticVectorStore, embed_model: BaseEmbedding, docstore: BaseDocumentStore | None
+    ) -> None:
+        self.store = store
+        self.embed_model = embed_model
+        self.docstore = docstore
+
+    def _delete(self, ids: list[str]) -> None:
+        with contextlib.suppress(NotImplementedError):  # documented: such a store upserts on add
+            self.store.delete_nodes(node_ids=ids)
+
+    def write(self, batch: Sequence[ExportRecord]) -> None:
+        ups = [r for r in batch if r.op != "delete"]
+        gone = [r.id for r in batch if r.op == "delete"]
+        if ups:
+            nodes = [_text_node(r.id, r.text or "", {"sources": sources_json(r.sources)}) for r in ups]
+            vectors = self.embed_model.get_text_embedding_batch([n.get_content() for n in nodes])
+            for node, vector in zip(nodes, vectors, strict=True):
+                node.embedding = vector
+            self._delete([n.node_id for n in nodes])
+            wrote = self.store.add(nodes)
+            if sorted(wrote) != sorted(n.node_id for n in nodes):
+                raise SyncError(
+                    f"{type(self.store).__name__}.add returned other ids than it was given "
+                    f"({len(wrote)} for {len(nodes)}): the batch stays unapplied"
+                )
+            if self.docstore is not None:
+                self.docstore.add_documents(nodes, allow_update=True)
+        if gone:
+            self._delete(gone)
+            if self.docstore is not None:
+                for cid in gone:
+                    self.docstore.delete_document(cid, raise_error=False)
