@@ -65,7 +65,7 @@ def test_retriever_and_safety_net_run_in_a_pipeline(policy_index: Path) -> None:
     """The safety net over the raw (safety net off) pool equals search's own safety net in effect:
     no two kept documents share a text, and no source document is cited beyond the cap."""
     pipe = Pipeline()
-    pipe.add_component("retriever", Retriever(index=policy_index, k=12, safety_net=False))
+    pipe.add_component("retriever", Retriever(index=policy_index, k=40, safety_net=False))
     pipe.add_component("net", SafetyNet(top_k=4, cap_per_doc=1))
     pipe.connect("retriever.documents", "net.documents")
     out = pipe.run({"retriever": {"query": QUESTION}})

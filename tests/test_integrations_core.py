@@ -98,7 +98,9 @@ def test_safety_net_over_plain_results() -> None:
     assert {(d.id, d.step) for d in dropped} == {("b", "dedup_chunks"), ("d", "cap")}
     assert safety_net([], NetOptions()) == ([], [])
     with pytest.raises(ConfigError, match="cap_per_doc"):
-        NetOptions(cap_per_doc=0)
+        NetOptions(cap_per_doc=-1)
+    uncapped, _ = safety_net(items, NetOptions(cap_per_doc=0))  # 0: no cap
+    assert sorted(uncapped) == [0, 2, 3, 4]
     assert item_docs({"sources": [{"doc": "x"}, {"doc": "y"}], "source": "z"}, None, ("source",)) == (
         "x",
         "y",

@@ -199,6 +199,6 @@ def _safety_net(
     found: list[Candidate], k: int, cfg: QueryConfig, similarity: Similarity
 ) -> tuple[list[Candidate], list[Dropped]]:
     kept, dropped = dedup_step(found)
-    kept, capped = cap_step(kept, cfg.cap_per_doc) if cfg.cap_per_doc else (kept, [])
+    kept, capped = cap_step(kept, cfg.cap_per_doc)
     chosen, unpicked = mmr_step(kept, k, cfg.mmr_lambda, similarity)
     return chosen, dropped + capped + unpicked

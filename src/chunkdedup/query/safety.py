@@ -60,11 +60,13 @@ def dedup_step(cands: Sequence[Candidate]) -> tuple[list[Candidate], list[Droppe
 
 
 def cap_step(cands: Sequence[Candidate], cap: int) -> tuple[list[Candidate], list[Dropped]]:
-    """At most ``cap`` candidates per source document.
+    """At most ``cap`` candidates per source document (``cap`` 0: no cap, every candidate is kept).
 
     A kept candidate is charged to its first cited document that still has room; a candidate is
     dropped only when every document it cites is full (text shared by documents is charged once).
     """
+    if cap <= 0:
+        return list(cands), []
     used: dict[str, int] = {}
     kept: list[Candidate] = []
     dropped: list[Dropped] = []
