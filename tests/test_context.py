@@ -137,6 +137,28 @@ def test_context_only_ranks_documents_the_filter_lets_through(tmp_path: Path) ->
     assert limited.context == () and alone.hits == ()
 
 
+def test_an_alias_file_lets_a_short_name_find_the_long_one(tmp_path: Path) -> None:
+    from chunkdedup.errors import ConfigError
+    from chunkdedup.query.aliases import parse_aliases
+
+    corpus = _filings(tmp_path / "c")
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index, manifest=corpus / "manifest.jsonl")
+    aliases = tmp_path / "aliases.txt"
+    aliases.write_text("# short names\nFab = Fabrikam Group\nCTSO = Contoso Holdings\n", encoding="utf-8")
+    q = "What were Fab's capital expenditures?"
+    with Index.open(index) as ix:
+        plain = search(ix, q)
+        aliased = search(ix, q, config=QueryConfig(aliases=str(aliases)))
+    assert plain.context == ()  # "Fab" is in no context
+    assert aliased.context[0].doc == "r2.txt" and aliased.hits[0].citations[0].doc == "r2.txt"
+    assert aliased.query == q  # the question stays as asked
+    with pytest.raises(ConfigError, match="line 1"):
+        parse_aliases("JnJ Johnson\n", "a.txt")
+    with pytest.raises(ConfigError, match="cannot be read"), Index.open(index) as ix:
+        search(ix, q, config=QueryConfig(aliases=str(tmp_path / "missing.txt")))
+
+
 # -- an index written before contexts existed -----------------------------------------------------
 
 

@@ -217,6 +217,8 @@ class QueryConfig:
     context BM25 times this; 0 ranks on chunk text alone). ``context_docs``: the documents whose
     context matches best are also searched on their own, this many, so their chunks reach the pool.
     ``word_parts``: a letter-digit run in the question adds its parts as terms (``FY2018``: ``2018``).
+    ``aliases``: an alias file (``JnJ = Johnson & Johnson`` a line, see :mod:`chunkdedup.query.aliases`);
+    empty: none.
     """
 
     k: int = 5
@@ -231,6 +233,7 @@ class QueryConfig:
     context_weight: float = 2.0
     context_docs: int = 3
     word_parts: bool = True
+    aliases: str = ""
 
     def __post_init__(self) -> None:
         if self.context_weight < 0:

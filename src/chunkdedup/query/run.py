@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from chunkdedup.config import QueryConfig
 from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
+from chunkdedup.query.aliases import expand, load_aliases
 from chunkdedup.query.context import ContextRanked, DocumentContexts
 from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.records import Candidate, Dropped, Hit, QueryResult, VersionPolicy
@@ -79,7 +80,8 @@ def search(
     chosen_retriever, vectors = _retriever(index, retriever or cfg.retriever, embedder, contexts, cfg)
     if vectors is None and embedder is not None:  # bm25 with --embedder: still checked, used by MMR
         vectors = VectorRetriever.for_index(index.store, embedder)
-    found, dropped = _pool(chosen_retriever, eligibility, text, pool, cfg)
+    asked = expand(text, load_aliases(cfg.aliases)) if cfg.aliases else text
+    found, dropped = _pool(chosen_retriever, eligibility, asked, pool, cfg)
     if not (cfg.safety_net if safety_net is None else safety_net):
         chosen = found[:k]
         why = f"below the top {k} (safety net off)"
@@ -90,7 +92,7 @@ def search(
     hits = tuple(c.hit(rank) for rank, c in enumerate(chosen, start=1))
     order = {c.id: i for i, c in enumerate(found)}
     dropped.sort(key=lambda d: (order.get(d.id, -1), -d.score, d.id))
-    matched = tuple(contexts.best(text, cfg.context_docs)) if contexts is not None else ()
+    matched = tuple(contexts.best(asked, cfg.context_docs)) if contexts is not None else ()
     return QueryResult(text, hits, tuple(dropped), policy, matched)  # type: ignore[arg-type]
 
 
