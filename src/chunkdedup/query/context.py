@@ -68,13 +68,18 @@ class DocumentContexts:
         if terms and _has_contexts(self.conn):
             total = int(self.conn.execute("SELECT COUNT(*) FROM contexts").fetchone()[0])
             for term in terms:
-                rows = self.conn.execute(
-                    "SELECT rowid FROM contexts_fts WHERE contexts_fts MATCH ? LIMIT ?",
-                    (quote_terms([term]), MAX_CONTEXTS + 1),
-                ).fetchall()
-                n = len(rows)
+                match = quote_terms([term])
+                # counted in SQLite first: a term in most contexts of a huge corpus is never fetched
+                n = int(
+                    self.conn.execute(
+                        "SELECT COUNT(*) FROM contexts_fts WHERE contexts_fts MATCH ?", (match,)
+                    ).fetchone()[0]
+                )
                 if not n or n > MAX_CONTEXTS:
                     continue
+                rows = self.conn.execute(
+                    "SELECT rowid FROM contexts_fts WHERE contexts_fts MATCH ?", (match,)
+                ).fetchall()
                 idf = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
                 for (key,) in rows:
                     by_key[key] = by_key.get(key, 0.0) + idf
