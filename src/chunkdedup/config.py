@@ -214,7 +214,7 @@ class QueryConfig:
     ``retriever``: ``bm25`` (FTS5), ``vector`` (the index's stored embeddings), ``hybrid`` (both, by
     reciprocal rank fusion) or ``auto`` (hybrid when the index has embeddings, else bm25).
     ``context_weight``: how much a match in a cited document's context adds to a chunk's score (its
-    context BM25 times this; 0 ranks on chunk text alone). ``context_docs``: the documents whose
+    context score times this; 0 ranks on chunk text alone). ``context_docs``: the documents whose
     context matches best are also searched on their own, this many, so their chunks reach the pool.
     ``word_parts``: a letter-digit run in the question adds its parts as terms (``FY2018``: ``2018``).
     ``aliases``: an alias file (``JnJ = Johnson & Johnson`` a line, see :mod:`chunkdedup.query.aliases`);

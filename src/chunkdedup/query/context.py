@@ -37,14 +37,17 @@ _CHUNK = 500
 
 @runtime_checkable
 class Scoped(Protocol):
-    """A retriever that can also search within given groups only (for the best documents' pass)."""
+    """A retriever that can also search within given groups only (for the best documents' pass).
+
+    The BM25 retrievers implement it; a retriever without it (vectors) is boosted, not widened.
+    """
 
     def within(self, text: str, limit: int, groups: Sequence[str]) -> Sequence[Scored]: ...
 
 
 @dataclass(slots=True)
 class DocumentContexts:
-    """Context scores (BM25, higher is better) of the documents that pass one query's filter."""
+    """Context scores (IDF sums, higher is better) of the documents that pass one query's filter."""
 
     conn: sqlite3.Connection
     eligibility: Eligibility

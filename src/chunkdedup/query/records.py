@@ -105,7 +105,7 @@ class Dropped:
 
 @dataclass(frozen=True, slots=True)
 class ContextMatch:
-    """A passing document whose context matched the question, with its context score (BM25)."""
+    """A passing document whose context matched the question, with its context score."""
 
     doc: str
     score: float
