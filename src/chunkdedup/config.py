@@ -22,10 +22,15 @@ from chunkdedup.errors import ConfigError
 
 @dataclass(frozen=True, slots=True)
 class ParseConfig:
-    """Which files are read, and how."""
+    """Which files are read, and how.
+
+    ``follow_symlinks``: read the folders that symlinks inside a folder argument point to (a folder
+    reached twice, e.g. through a link cycle, is read once); off, such a link is reported as skipped.
+    """
 
     suffixes: tuple[str, ...] = (".pdf", ".html", ".htm", ".md", ".markdown", ".txt", ".jsonl", ".parquet")
     max_file_bytes: int = 512 * 1024 * 1024
+    follow_symlinks: bool = False
 
     def __post_init__(self) -> None:
         if self.max_file_bytes <= 0:
