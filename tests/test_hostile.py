@@ -397,3 +397,59 @@ def test_jsonl_line_ids_do_not_collide_with_explicit_ids(tmp_path: Path) -> None
     ids = set(result.doc_ids)
     assert len(ids) == 9
     assert {"recs.jsonl#7", "recs.jsonl#@1", "recs.jsonl#@@8", "recs.jsonl#@9"} <= ids
+
+
+# -- bug 8: under `latest`, versions supersede within a family only -------------------------------
+_CLAUSE = (
+    "Refunds for annual plans are paid to the original payment method within {n} days of the written "
+    "request, provided that the account is in good standing and the request names the order number, "
+    "the date of purchase and the reason for the refund, as described in the billing terms of the service. "
+    "A refund covers the unused part of the plan only; credits, coupons and promotional discounts that "
+    "were applied to the order are not paid out in cash and expire with the plan itself. Taxes that were "
+    "collected on the order are refunded in the same proportion as the price of the plan, and the "
+    "receipt that the billing system sends for the refund is the only proof of payment we issue."
+)
+
+
+def _version(path: Path, family: str, date: str, days: int) -> None:
+    path.write_text(f"---\nfamily: {family}\neffective_date: {date}\n---\n\n{_CLAUSE.format(n=days)}\n")
+
+
+@pytest.mark.parametrize(
+    ("families", "shown"),
+    [
+        (("alpha", "beta"), {"old.md", "new.md"}),  # two policies: each one's current text is shown
+        (("alpha", "alpha"), {"new.md"}),  # two versions of one policy: the newer supersedes
+    ],
+)
+def test_versions_supersede_within_a_family_only(
+    tmp_path: Path, families: tuple[str, str], shown: set[str]
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _version(docs / "old.md", families[0], "2024-01-01", 30)
+    _version(docs / "new.md", families[1], "2025-01-01", 45)
+    index = tmp_path / "i.sqlite"
+    ingest([docs], index)
+    with Index.open(index) as ix:
+        assert ix.stats()["variant_pairs"] == 1  # the pair exists: the number/date guard kept it apart
+        hits = ix.query("refunds annual plans original payment method", k=5, versions="latest")
+    assert {c.doc for h in hits for c in h.citations} == shown
+
+
+# -- bug 1 (parse and chunk side): one huge page is split, with a note ---------------------------
+def test_a_page_over_the_limit_is_split_with_a_note(tmp_path: Path) -> None:
+    paragraph = " ".join(f"Sentence {i} of the long page says a little more." for i in range(40))
+    text = "\n\n".join(paragraph for _ in range(1200))  # one page of about 2.3 million characters
+    (tmp_path / "book.txt").write_text(text)
+    index = tmp_path / "i.sqlite"
+    config = Config.from_dict({"parse": {"max_page_chars": 500_000}})
+    report = ingest([tmp_path / "book.txt"], index, config=config)
+    (result,) = report.files
+    assert result.status == FileStatus.INGESTED
+    assert "page 1 has 2,3" in (result.reason or "") and "split into pages 1-5" in (result.reason or "")
+    with Index.open(index) as ix:
+        pages = ix.store.load_pages("book.txt")
+    assert [len(p.text) <= 500_000 for p in pages] == [True] * 5
+    assert "".join(p.text for p in pages) == text  # nothing lost or added at the cuts
+    assert all(p.text.endswith("\n\n") for p in pages[:-1])  # cut at paragraph breaks
