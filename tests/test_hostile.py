@@ -453,3 +453,29 @@ def test_a_page_over_the_limit_is_split_with_a_note(tmp_path: Path) -> None:
     assert [len(p.text) <= 500_000 for p in pages] == [True] * 5
     assert "".join(p.text for p in pages) == text  # nothing lost or added at the cuts
     assert all(p.text.endswith("\n\n") for p in pages[:-1])  # cut at paragraph breaks
+
+
+# -- frictions ---------------------------------------------------------------------------------------
+def test_a_mistyped_where_key_is_named_with_the_known_ones(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("---\ndepartment: hr\nowner: ana\n---\n\n" + TEXT)
+    index = str(tmp_path / "i.sqlite")
+    ingest([tmp_path / "a.md"], index)
+    code, out = _cli("query", "refunds", "--index", index, "--where", "departmnt=hr")
+    assert code == 0 and "no hits" in out
+    assert "departmnt are on no document" in out and "department" in out and "owner" in out
+    _, out = _cli("query", "refunds", "--index", index, "--where", "department=legal")
+    assert "no hits" in out and "on no document" not in out  # a known key with no match: no hint
+
+
+def test_boilerplate_with_nothing_stripped_says_so(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text(TEXT)
+    index = str(tmp_path / "i.sqlite")
+    ingest([tmp_path / "a.md"], index)
+    code, out = _cli("boilerplate", "--index", index)
+    assert code == 0 and out.startswith("nothing stripped in ")
+
+
+def test_help_examples_keep_their_lines() -> None:
+    _, out = _cli("ingest", "--help")
+    lines = [ln.strip() for ln in out.splitlines()]
+    assert "--manifest ../shared/data/site-policy/manifest.jsonl" in lines  # not re-wrapped into one line

@@ -69,6 +69,7 @@ def main() -> None:
 
     Example:
 
+    \b
         chunkdedup ingest docs/ --index corpus.sqlite --manifest docs/manifest.jsonl
     """
 
@@ -136,6 +137,7 @@ def ingest_cmd(
 
     Example:
 
+    \b
         chunkdedup ingest ../shared/data/site-policy --index policies.sqlite \\
             --manifest ../shared/data/site-policy/manifest.jsonl
         chunkdedup ingest docs/ --index corpus.sqlite --embedder minilm   # adds the semantic tier
@@ -244,6 +246,7 @@ def stats_cmd(index_path: Path, as_json: bool) -> None:
 
     Example:
 
+    \b
         chunkdedup stats --index corpus.sqlite --json
     """
     with cli_errors(index_path), Index.open(index_path) as ix:
@@ -263,6 +266,7 @@ def check_cmd(index_path: Path, full: bool) -> None:
 
     Example:
 
+    \b
         chunkdedup check --index corpus.sqlite
     """
     from chunkdedup.index_errors import check_index
@@ -292,6 +296,7 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
 
     Example:
 
+    \b
         chunkdedup show c0123456789abcdef01234567 --index corpus.sqlite
     """
     with cli_errors(index_path), Index.open(index_path) as ix:
@@ -348,6 +353,7 @@ def boilerplate_cmd(index_path: Path, limit: int, as_json: bool) -> None:
 
     Example:
 
+    \b
         chunkdedup boilerplate --index corpus.sqlite --limit 20
     """
     with cli_errors(index_path), Index.open(index_path) as ix:
@@ -367,6 +373,12 @@ def boilerplate_cmd(index_path: Path, limit: int, as_json: bool) -> None:
                 ],
                 indent=2,
             )
+        )
+        return
+    if not keys:
+        click.echo(
+            f"nothing stripped in {safe_text(str(index_path))}: no line repeats on enough of a document's "
+            "pages, and no block on enough documents (README: 'Boilerplate, statistically')"
         )
         return
     table = Table("docs", "pages", "scope", "key", "example")
@@ -389,6 +401,7 @@ def remove_cmd(doc_ids: tuple[str, ...], index_path: Path) -> None:
 
     Example:
 
+    \b
         chunkdedup remove current/privacy/github-privacy-statement.md --index policies.sqlite
     """
     with cli_errors(index_path):
@@ -416,6 +429,7 @@ def export_cmd(index_path: Path, fmt: str, out: Path | None, changes_since: int 
 
     Example:
 
+    \b
         chunkdedup export --index corpus.sqlite --out chunks.jsonl
         chunkdedup export --index corpus.sqlite --changes-since 3 --out delta.jsonl
     """
@@ -445,6 +459,7 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
 
     Example:
 
+    \b
         chunkdedup demo /tmp/chunkdedup-demo
     """
     from chunkdedup.demo import write_demo_corpus
@@ -522,6 +537,7 @@ def query_cmd(
 
     Example:
 
+    \b
         chunkdedup query "how long is personal data kept" --index policies.sqlite \\
             --where department=privacy-policies --versions label --explain
         chunkdedup query "staff leave" --index embedded.sqlite --retriever vector
@@ -547,7 +563,12 @@ def query_cmd(
         return
     out = _stdout()
     if not result.hits:
-        out.print("no hits")
+        out.print("no hits", markup=False)
+        if where:
+            with cli_errors(index_path), Index.open(index_path) as ix:
+                unknown = _unknown_where_keys(ix, where)
+            if unknown:
+                out.print(unknown, markup=False)
     for h in result.hits:
         label = ""
         if result.versions == "label" and h.effective_date:
@@ -563,6 +584,23 @@ def query_cmd(
         for d in result.dropped:
             out.print(f"  {d.step:<12} {d.score:.6f}  {d.id}  {safe_text(d.reason)}", markup=False)
             out.print(f"  {'':<12} {_trim(d.text, 100)}", markup=False)
+
+
+def _unknown_where_keys(ix: Index, where: tuple[str, ...]) -> str | None:
+    """A hint when a --where key is on no document (a typo gives no hits, not an error)."""
+    from chunkdedup.query.where import Filter
+
+    keys = {key for key, _ in Filter.parse(list(where)).groups}
+    known = {"doc", "department", "family", "effective_date"}
+    rows = ix.store.conn.execute("SELECT DISTINCT j.key FROM documents, json_each(documents.metadata) AS j")
+    known |= {str(r[0]) for r in rows}
+    missing = sorted(keys - known)
+    if not missing:
+        return None
+    return (
+        f"--where key(s) {', '.join(safe_text(k) for k in missing)} are on no document; "
+        f"known keys: {', '.join(safe_text(k) for k in sorted(known))}"
+    )
 
 
 def _register_evaluation_commands() -> None:

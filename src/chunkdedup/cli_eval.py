@@ -51,6 +51,7 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
 
     Example:
 
+    \b
         chunkdedup eval golden.jsonl --index policies.sqlite -k 5 --out report/
     """
     with cli_errors():
@@ -92,6 +93,7 @@ def audit_cmd(index_path: Path, queries_path: Path, k: int, sample: int, as_json
 
     Example:
 
+    \b
         chunkdedup audit --index policies.sqlite --queries golden.jsonl -k 10
     """
     with cli_errors():
@@ -184,6 +186,7 @@ def diff_cmd(report_a: Path, report_b: Path, run: str, as_json: bool) -> None:
 
     Example:
 
+    \b
         chunkdedup diff before/report.json after/report.json --run index
     """
     with cli_errors():
@@ -197,6 +200,7 @@ def golden_group() -> None:
 
     Example:
 
+    \b
         chunkdedup golden convert qna_data.csv --format docugami --docs docs/ > golden.jsonl
     """
 
@@ -212,6 +216,7 @@ def golden_convert_cmd(source: Path, fmt: str, docs: Path) -> None:
 
     Example:
 
+    \b
         chunkdedup golden convert ../shared/data/sec-10q/qna_data.csv --format docugami
         --docs ../shared/data/sec-10q/docs > golden.jsonl
     """
