@@ -479,3 +479,14 @@ def test_help_examples_keep_their_lines() -> None:
     _, out = _cli("ingest", "--help")
     lines = [ln.strip() for ln in out.splitlines()]
     assert "--manifest ../shared/data/site-policy/manifest.jsonl" in lines  # not re-wrapped into one line
+
+
+def test_a_guessed_encoding_is_noted_and_a_few_bad_bytes_keep_utf8(tmp_path: Path) -> None:
+    (tmp_path / "mostly.txt").write_bytes("Naïve café résumé: déjà vu, élan. ".encode() * 20 + b"\xff end.")
+    (tmp_path / "legacy.txt").write_bytes("Привет, мир. Это проверка кодировки файла.".encode("cp1251"))
+    report = ingest([tmp_path / "mostly.txt", tmp_path / "legacy.txt"], tmp_path / "i.sqlite")
+    files = {Path(f.path).name: f.reason or "" for f in report.files}
+    assert "not valid UTF-8: replaced by U+FFFD" in files["mostly.txt"]
+    assert "not UTF-8: decoded as " in files["legacy.txt"] and "(a guess" in files["legacy.txt"]
+    with Index.open(tmp_path / "i.sqlite") as ix:
+        assert ix.store.load_pages("mostly.txt")[0].text.startswith("Naïve café résumé")

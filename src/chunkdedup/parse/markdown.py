@@ -8,7 +8,7 @@ import yaml
 
 from chunkdedup.errors import ParseError
 from chunkdedup.parse.base import Extracted, Extraction
-from chunkdedup.parse.text import decode_text
+from chunkdedup.parse.text import decode_noted
 from chunkdedup.types import Page
 
 _OPEN = "---"
@@ -101,6 +101,8 @@ class MarkdownParser:
 
     def parse(self, data: bytes) -> Extraction:
         """Decode, split off the front matter, and keep the body."""
-        metadata, body = split_front_matter(decode_text(data))
+        text, note = decode_noted(data)
+        metadata, body = split_front_matter(text)
         page = Page(number=1, text=body)
-        return Extraction(documents=(Extracted(pages=(page,), metadata=metadata),))
+        notes = (note,) if note else ()
+        return Extraction(documents=(Extracted(pages=(page,), metadata=metadata),), notes=notes)
