@@ -490,3 +490,24 @@ def test_a_guessed_encoding_is_noted_and_a_few_bad_bytes_keep_utf8(tmp_path: Pat
     assert "not UTF-8: decoded as " in files["legacy.txt"] and "(a guess" in files["legacy.txt"]
     with Index.open(tmp_path / "i.sqlite") as ix:
         assert ix.store.load_pages("mostly.txt")[0].text.startswith("Naïve café résumé")
+
+
+def test_an_embedder_mismatch_is_named_even_without_the_model_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chunkdedup import embed
+
+    (tmp_path / "a.md").write_text(TEXT)
+    index = str(tmp_path / "i.sqlite")
+    ingest(
+        [tmp_path / "a.md"],
+        index,
+        embedder=embed.get_embedder("hash:16:0"),
+        config=Config.from_dict({"semantic": {"enabled": True, "embedder": "hash:16:0"}}),
+    )
+    # as on a machine without the packaged model or a cached copy of it
+    monkeypatch.setattr(embed, "_minilm_dir", lambda: None)
+    monkeypatch.setattr(embed, "_in_hf_cache", lambda model_id: False)
+    code, out = _cli("query", "refunds", "--index", index, "--retriever", "vector", "--embedder", "minilm")
+    assert code == 1 and "embedded with hash:16:0" in out and "--reembed" in out, out
+    assert "pip install" not in out
