@@ -511,3 +511,20 @@ def test_an_embedder_mismatch_is_named_even_without_the_model_installed(
     code, out = _cli("query", "refunds", "--index", index, "--retriever", "vector", "--embedder", "minilm")
     assert code == 1 and "embedded with hash:16:0" in out and "--reembed" in out, out
     assert "pip install" not in out
+
+
+def test_help_of_a_command_loads_no_compiled_stack() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from chunkdedup.cli import main, EVALUATION_COMMANDS\n"
+        "main(['ingest', '--help'], standalone_mode=False)\n"
+        "print(sorted(m for m in ('numba', 'numpy', 'chunkdedup.pipeline') if m in sys.modules))\n"
+        "from chunkdedup.cli_eval import COMMANDS\n"
+        "print(sorted(c.name for c in COMMANDS) == sorted(EVALUATION_COMMANDS))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-2:] == ["[]", "True"], done.stdout

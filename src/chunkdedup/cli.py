@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
@@ -23,7 +23,9 @@ from rich.table import Table
 from chunkdedup.cli_support import EXIT_FILES_FAILED, cli_errors, safe_block, safe_text
 from chunkdedup.config import Config
 from chunkdedup.index import Index
-from chunkdedup.pipeline import IngestReport, ingest, remove_documents
+
+if TYPE_CHECKING:
+    from chunkdedup.pipeline import IngestReport
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,7 +64,24 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]
         yield tick
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: The commands of ``cli_eval``, loaded with it (and the evaluation stack) only when one is run or listed.
+EVALUATION_COMMANDS = ("audit", "diff", "eval", "golden")
+
+
+class _Main(click.Group):
+    """The command group; a command's heavy modules load when it runs, so ``--help`` is quick."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in EVALUATION_COMMANDS:
+            _register_evaluation_commands()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _register_evaluation_commands()
+        return super().list_commands(ctx)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="chunkdedup")
 def main() -> None:
     """Clean RAG corpora before they are indexed: strip boilerplate, merge copies, keep provenance.
@@ -144,6 +163,8 @@ def ingest_cmd(
         chunkdedup ingest shards/ --index corpus.sqlite --engine ray --address auto
         chunkdedup ingest docs/ --index corpus.sqlite --text-index tantivy   # BM25 for millions of chunks
     """
+    from chunkdedup.pipeline import ingest
+
     with cli_errors(index_path):
         cfg = Config.load(config_path) if config_path else Config()
         if embedder:
@@ -404,6 +425,8 @@ def remove_cmd(doc_ids: tuple[str, ...], index_path: Path) -> None:
     \b
         chunkdedup remove current/privacy/github-privacy-statement.md --index policies.sqlite
     """
+    from chunkdedup.pipeline import remove_documents
+
     with cli_errors(index_path):
         summary = remove_documents(index_path, list(doc_ids))
     click.echo(
@@ -463,6 +486,7 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
         chunkdedup demo /tmp/chunkdedup-demo
     """
     from chunkdedup.demo import write_demo_corpus
+    from chunkdedup.pipeline import ingest
 
     with cli_errors():
         corpus = write_demo_corpus(folder / "corpus")
@@ -604,10 +628,10 @@ def _unknown_where_keys(ix: Index, where: tuple[str, ...]) -> str | None:
 
 
 def _register_evaluation_commands() -> None:
+    if all(name in main.commands for name in EVALUATION_COMMANDS):
+        return
     from chunkdedup.cli_eval import COMMANDS
 
     for command in COMMANDS:
         main.add_command(command)
 
-
-_register_evaluation_commands()
