@@ -528,3 +528,19 @@ def test_help_of_a_command_loads_no_compiled_stack() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-2:] == ["[]", "True"], done.stdout
+
+
+@pytest.mark.parametrize(("scores", "noted"), [((2.0, 3.0, 1.0), True), ((3.0, 2.0, 1.0), False)])
+def test_ranks_out_of_score_order_are_explained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scores: tuple[float, ...], noted: bool
+) -> None:
+    import chunkdedup.query as q
+    from chunkdedup.query.records import Hit, QueryResult
+
+    (tmp_path / "a.md").write_text(TEXT)
+    index = str(tmp_path / "i.sqlite")
+    ingest([tmp_path / "a.md"], index)
+    hits = tuple(Hit(rank, score, f"c{rank}", TEXT, ()) for rank, score in enumerate(scores, start=1))
+    monkeypatch.setattr(q, "search", lambda *args, **kwargs: QueryResult("refunds", hits))
+    _, out = _cli("query", "refunds", "--index", index)
+    assert ("ranked by MMR" in out) is noted, out

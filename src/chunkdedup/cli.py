@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -603,6 +604,13 @@ def query_cmd(
         cites = "; ".join(f"{safe_text(c.doc)} p.{c.page}" for c in h.citations[:6])
         more = f" (+{len(h.citations) - 6} more)" if len(h.citations) > 6 else ""
         out.print(f"   {cites}{more}", markup=False)
+    scores = [h.score for h in result.hits]
+    if any(b > a for a, b in pairwise(scores)):
+        out.print(
+            "(ranked by MMR, relevance traded against novelty: a lower score can rank higher; "
+            "--no-safety-net ranks by score alone)",
+            markup=False,
+        )
     if explain:
         out.print(f"\ndropped ({len(result.dropped)}):", markup=False)
         for d in result.dropped:
