@@ -544,3 +544,15 @@ def test_ranks_out_of_score_order_are_explained(
     monkeypatch.setattr(q, "search", lambda *args, **kwargs: QueryResult("refunds", hits))
     _, out = _cli("query", "refunds", "--index", index)
     assert ("ranked by MMR" in out) is noted, out
+
+
+def test_audit_prints_questions_and_texts_escaped(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text(ESC_TEXT)
+    index = str(tmp_path / "i.sqlite")
+    ingest([tmp_path / "a.md"], index)
+    asked = "refunds [/bold] thirty \x1b]0;x\x07 days"
+    question = {"id": "q1", "question": asked, "relevant": [{"doc": "a.md"}]}
+    (tmp_path / "q.jsonl").write_text(json.dumps(question) + "\n")
+    code, out = _cli("audit", "--index", index, "--queries", str(tmp_path / "q.jsonl"), "-k", "3")
+    assert code == 0, out
+    assert "[/bold]" in out and "\x1b" not in out and "\x07" not in out
