@@ -556,3 +556,18 @@ def test_audit_prints_questions_and_texts_escaped(tmp_path: Path) -> None:
     code, out = _cli("audit", "--index", index, "--queries", str(tmp_path / "q.jsonl"), "-k", "3")
     assert code == 0, out
     assert "[/bold]" in out and "\x1b" not in out and "\x07" not in out
+
+
+def test_eval_reports_progress_while_building_its_baseline(tmp_path: Path) -> None:
+    from chunkdedup.evaluate import evaluate
+
+    docs = _corpus(tmp_path / "docs", 3)
+    index = tmp_path / "i.sqlite"
+    ingest([docs], index)
+    question = {"id": "q1", "question": "order refund days", "relevant": [{"doc": "doc001.md"}]}
+    (tmp_path / "q.jsonl").write_text(json.dumps(question) + "\n")
+    seen: list[tuple[str, int, int]] = []
+    evaluate(tmp_path / "q.jsonl", index, k=3, progress=lambda *tick: seen.append(tick))
+    stages = {stage for stage, _, _ in seen}
+    assert {"baseline parse", "baseline chunk", "questions"} <= stages, stages
+    assert ("questions", 1, 1) in seen

@@ -6,10 +6,9 @@ library's own errors into a one-line message with a non-zero exit status.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
@@ -18,10 +17,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from rich.console import Console
 from rich.markup import escape as markup_escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from chunkdedup.cli_support import EXIT_FILES_FAILED, cli_errors, safe_block, safe_text
+from chunkdedup.cli_support import EXIT_FILES_FAILED, cli_errors, progress_bar, safe_block, safe_text
 from chunkdedup.config import Config
 from chunkdedup.index import Index
 
@@ -44,25 +42,6 @@ json_option = click.option(
 
 def _stdout() -> Console:
     return Console(highlight=False, soft_wrap=True)
-
-
-@contextlib.contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
-    """A rich progress bar on a terminal (stderr), nothing otherwise."""
-    err = Console(stderr=True)
-    if not enabled or not err.is_terminal:
-        yield None
-        return
-    columns = (TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as bar:
-        tasks: dict[str, Any] = {}
-
-        def tick(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield tick
 
 
 #: The commands of ``cli_eval``, loaded with it (and the evaluation stack) only when one is run or listed.
@@ -172,7 +151,7 @@ def ingest_cmd(
             cfg = replace(cfg, semantic=replace(cfg.semantic, enabled=True, embedder=embedder))
         if follow_symlinks:
             cfg = replace(cfg, parse=replace(cfg.parse, follow_symlinks=True))
-        with _progress(not as_json) as tick:
+        with progress_bar(not as_json) as tick:
             if engine == "ray":
                 from chunkdedup.distributed import ingest_ray
 
@@ -492,7 +471,7 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
     with cli_errors():
         corpus = write_demo_corpus(folder / "corpus")
         target = index_path or folder / "index.sqlite"
-        with _progress(not as_json) as tick:
+        with progress_bar(not as_json) as tick:
             report = ingest([corpus.folder], target, manifest=corpus.manifest, progress=tick)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape as markup_escape
 from rich.table import Table
 
-from chunkdedup.cli_support import cli_errors, safe_text
+from chunkdedup.cli_support import cli_errors, progress_bar, safe_text
 from chunkdedup.evaluate.audit import NEIGHBOUR_SAMPLE, NO_EMBEDDINGS, audit
 from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
 from chunkdedup.evaluate.golden import convert_docugami
@@ -55,8 +55,8 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
     \b
         chunkdedup eval golden.jsonl --index policies.sqlite -k 5 --out report/
     """
-    with cli_errors(index_path):
-        ev = evaluate(golden, index_path, baseline=baseline_path, k=k)
+    with cli_errors(index_path), progress_bar(not as_json) as tick:
+        ev = evaluate(golden, index_path, baseline=baseline_path, k=k, progress=tick)
         paths = write_report(ev.to_json(), out_dir) if out_dir else None
     if as_json:
         click.echo(json.dumps(ev.summary_json(), indent=2))

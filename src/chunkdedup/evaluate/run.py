@@ -14,6 +14,7 @@ from chunkdedup.evaluate.baseline import default_baseline_path, ensure_baseline,
 from chunkdedup.evaluate.golden import DocResolver, Question, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity, Result, Scores, aggregate, score_question
 from chunkdedup.index import Index
+from chunkdedup.pipeline import Progress
 from chunkdedup.query.run import search
 
 #: the cut-offs reported besides the requested k
@@ -46,8 +47,10 @@ def evaluate(
     *,
     baseline: str | Path | None = None,
     k: int = 5,
+    progress: Progress | None = None,
 ) -> Evaluation:
-    """Evaluate ``golden`` on ``index`` and on its baseline (built or reused at ``baseline``).
+    """Evaluate ``golden`` on ``index`` and on its baseline (built or reused at ``baseline``);
+    ``progress(stage, done, total)`` sees the baseline's build and the questions.
 
     Example:
         >>> ev = evaluate("golden.jsonl", "policies.sqlite", k=5)  # doctest: +SKIP
@@ -56,7 +59,8 @@ def evaluate(
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
     questions = load_golden(golden) if isinstance(golden, str | Path) else list(golden)
-    base = ensure_baseline(index, baseline or default_baseline_path(index))
+    base = ensure_baseline(index, baseline or default_baseline_path(index), progress=progress)
+    tick = progress or (lambda stage, done, total: None)
     ks = sorted({k, *EXTRA_KS})
     similarity = PairSimilarity()
     with Index.open(index) as ix, Index.open(base.path) as bx:
@@ -69,7 +73,8 @@ def evaluate(
         views = {"baseline": bx, "index": ix}
         scores: dict[str, list[Scores]] = {"baseline": [], "index": []}
         queries: list[dict[str, Any]] = []
-        for q in resolved:
+        for number, q in enumerate(resolved):
+            tick("questions", number, len(resolved))
             entry: dict[str, Any] = {**q.to_json(), "metrics": {}, "results": {}}
             for name, view in views.items():
                 runs = {kk: retrieve_results(view, q.question, kk, qcfg, settings[name]) for kk in ks}
@@ -78,6 +83,7 @@ def evaluate(
                 entry["metrics"][name] = s.values
                 entry["results"][name] = [_log_row(r) for r in runs[k]]
             queries.append(entry)
+        tick("questions", len(resolved), len(resolved))
         figures = _figures(ix, bx)
     meta = {"golden": str(golden) if isinstance(golden, str | Path) else None, "index": str(index),
             "baseline": str(base.path), "baseline_status": base.reason,
