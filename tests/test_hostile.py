@@ -571,3 +571,19 @@ def test_eval_reports_progress_while_building_its_baseline(tmp_path: Path) -> No
     stages = {stage for stage, _, _ in seen}
     assert {"baseline parse", "baseline chunk", "questions"} <= stages, stages
     assert ("questions", 1, 1) in seen
+
+
+def test_a_delta_from_before_the_first_run_deletes_nothing(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text(TEXT)
+    (docs / "b.md").write_text("Laptops must be encrypted and locked when they are left unattended.\n")
+    index = str(tmp_path / "i.sqlite")
+    ingest([docs], index)
+    (docs / "b.md").unlink()
+    ingest([docs], index, prune=True)  # b's chunk is made and removed after watermark 0
+    _, out = _cli("export", "--index", index, "--changes-since", "0")
+    ops = [json.loads(line)["op"] for line in out.splitlines()]
+    assert ops == ["upsert"], out
+    _, out = _cli("export", "--index", index, "--changes-since", "1")  # after run 1 the consumer has b
+    assert [json.loads(line)["op"] for line in out.splitlines()] == ["delete"], out
