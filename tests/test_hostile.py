@@ -174,6 +174,10 @@ def test_a_folder_of_unsupported_files_says_so(tmp_path: Path) -> None:
     _, out = _cli("ingest", str(docs), "--index", str(tmp_path / "i.sqlite"))
     assert "files: 2 skipped" in out
     assert out.count("unsupported format .docx") == 2
+    (docs / "a.docx").unlink()
+    (docs / "b.docx").unlink()
+    _, out = _cli("ingest", str(docs), "--index", str(tmp_path / "i.sqlite"))
+    assert "files: none found" in out
 
 
 def test_following_symlinked_folders_is_explicit_and_cycle_safe(tmp_path: Path) -> None:

@@ -195,7 +195,7 @@ def _print_report(report: IngestReport, index_path: Path) -> None:
     files = t["files"]
     title = "Dry run (nothing written)" if report.dry_run else f"Ingested into {_markup(str(index_path))}"
     out.print(f"[bold]{title}[/bold]")
-    out.print("files: " + ", ".join(f"{n} {s}" for s, n in files.items() if n))
+    out.print("files: " + (", ".join(f"{n} {s}" for s, n in files.items() if n) or "none found"))
     out.print(f"documents: {t['documents']}  pages: {t['pages']}  (without text: {t['pages_without_text']})")
     ls = t["lines_stripped"]
     out.print(
