@@ -22,7 +22,7 @@ def run(*args: str, ok: bool = True) -> str:
     return result.output
 
 
-@pytest.mark.parametrize("name", sorted(main.commands))
+@pytest.mark.parametrize("name", sorted(main.list_commands(click.Context(main))))
 def test_every_command_has_help_with_an_example(name: str) -> None:
     out = run(name, "--help")
     assert "Example:" in out and f"chunkdedup {name}" in out

@@ -321,7 +321,7 @@ def test_jsonl_records_ids_metadata_and_bad_lines(tmp_path: Path) -> None:
     result = parse_file(InputFile(path, "data/recs.jsonl", {"family": "faq"}), CONFIG)
     assert result.status == FileStatus.INGESTED
     first, second = result.documents
-    assert (first.doc_id, second.doc_id) == ("data/recs.jsonl#r1", "data/recs.jsonl#3")
+    assert (first.doc_id, second.doc_id) == ("data/recs.jsonl#r1", "data/recs.jsonl#@3")
     assert first.department == "hr" and first.family == "faq" and first.effective_date == date(2024, 1, 2)
     assert first.metadata == {"department": "hr", "effective_date": "2024-01-02", "family": "faq"}
     assert second.metadata == {"score": 0.5, "tags": '["a"]', "family": "faq"}

@@ -6,23 +6,25 @@ library's own errors into a one-line message with a non-zero exit status.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape as markup_escape
 from rich.table import Table
 
-from chunkdedup.cli_support import cli_errors
+from chunkdedup.cli_support import EXIT_FILES_FAILED, cli_errors, progress_bar, safe_block, safe_text
 from chunkdedup.config import Config
 from chunkdedup.index import Index
-from chunkdedup.pipeline import IngestReport, ingest, remove_documents
+
+if TYPE_CHECKING:
+    from chunkdedup.pipeline import IngestReport
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,32 +44,31 @@ def _stdout() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
-@contextlib.contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
-    """A rich progress bar on a terminal (stderr), nothing otherwise."""
-    err = Console(stderr=True)
-    if not enabled or not err.is_terminal:
-        yield None
-        return
-    columns = (TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as bar:
-        tasks: dict[str, Any] = {}
-
-        def tick(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield tick
+#: The commands of ``cli_eval``, loaded with it (and the evaluation stack) only when one is run or listed.
+EVALUATION_COMMANDS = ("audit", "diff", "eval", "golden")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The command group; a command's heavy modules load when it runs, so ``--help`` is quick."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in EVALUATION_COMMANDS:
+            _register_evaluation_commands()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _register_evaluation_commands()
+        return super().list_commands(ctx)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="chunkdedup")
 def main() -> None:
     """Clean RAG corpora before they are indexed: strip boilerplate, merge copies, keep provenance.
 
     Example:
 
+    \b
         chunkdedup ingest docs/ --index corpus.sqlite --manifest docs/manifest.jsonl
     """
 
@@ -108,6 +109,11 @@ def main() -> None:
     help="The BM25 engine: fts5 inside the index file (the default), or a tantivy folder INDEX.tantivy "
     "beside it for large indexes (pip install 'chunkdedup[tantivy]'). Kept by later runs.",
 )
+@click.option(
+    "--follow-symlinks",
+    is_flag=True,
+    help="Read the folders that symlinks inside PATHS point to (default: report them as skipped).",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be stripped and merged; write nothing.")
 @json_option
 def ingest_cmd(
@@ -122,6 +128,7 @@ def ingest_cmd(
     address: str | None,
     parallelism: int | None,
     text_engine: str | None,
+    follow_symlinks: bool,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -129,17 +136,22 @@ def ingest_cmd(
 
     Example:
 
+    \b
         chunkdedup ingest ../shared/data/site-policy --index policies.sqlite \\
             --manifest ../shared/data/site-policy/manifest.jsonl
         chunkdedup ingest docs/ --index corpus.sqlite --embedder minilm   # adds the semantic tier
         chunkdedup ingest shards/ --index corpus.sqlite --engine ray --address auto
         chunkdedup ingest docs/ --index corpus.sqlite --text-index tantivy   # BM25 for millions of chunks
     """
-    with cli_errors():
+    from chunkdedup.pipeline import ingest
+
+    with cli_errors(index_path):
         cfg = Config.load(config_path) if config_path else Config()
         if embedder:
             cfg = replace(cfg, semantic=replace(cfg.semantic, enabled=True, embedder=embedder))
-        with _progress(not as_json) as tick:
+        if follow_symlinks:
+            cfg = replace(cfg, parse=replace(cfg.parse, follow_symlinks=True))
+        with progress_bar(not as_json) as tick:
             if engine == "ray":
                 from chunkdedup.distributed import ingest_ray
 
@@ -172,15 +184,18 @@ def ingest_cmd(
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
     else:
         _print_report(report, index_path)
+    if any(f.status == "failed" for f in report.files):
+        # The summary above says which files and why; scripts see it in the status.
+        sys.exit(EXIT_FILES_FAILED)
 
 
 def _print_report(report: IngestReport, index_path: Path) -> None:
     out = _stdout()
     t = report.totals
     files = t["files"]
-    title = "Dry run (nothing written)" if report.dry_run else f"Ingested into {index_path}"
+    title = "Dry run (nothing written)" if report.dry_run else f"Ingested into {_markup(str(index_path))}"
     out.print(f"[bold]{title}[/bold]")
-    out.print("files: " + ", ".join(f"{n} {s}" for s, n in files.items() if n))
+    out.print("files: " + (", ".join(f"{n} {s}" for s, n in files.items() if n) or "none found"))
     out.print(f"documents: {t['documents']}  pages: {t['pages']}  (without text: {t['pages_without_text']})")
     ls = t["lines_stripped"]
     out.print(
@@ -198,7 +213,7 @@ def _print_report(report: IngestReport, index_path: Path) -> None:
             "docs", "pages", "scope", "example", title="top stripped boilerplate", title_justify="left"
         )
         for b in report.top_stripped[:5]:
-            table.add_row(str(b.doc_count), str(b.page_count), b.scope, _trim(b.example, 70))
+            table.add_row(str(b.doc_count), str(b.page_count), b.scope, markup_escape(_trim(b.example, 70)))
         out.print(table)
     if "text_index" in t:
         ti = t["text_index"]
@@ -206,15 +221,22 @@ def _print_report(report: IngestReport, index_path: Path) -> None:
         out.print(f"text index: {ti['engine']} ({what} {ti['groups']} texts)")
     bad = [f for f in report.files if f.status in ("skipped", "failed")]
     for f in bad:
-        out.print(f"[yellow]{f.status}[/yellow] {f.path}: {f.reason}")
+        out.print(f"[yellow]{f.status}[/yellow] {_markup(f.path)}: {_markup(f.reason or '')}")
     noted = [f for f in report.files if f.status == "ingested" and f.reason]
     for f in noted:
-        out.print(f"note {f.path}: {f.reason}")
+        out.print(f"note {safe_text(f.path)}: {safe_text(f.reason or '')}", markup=False)
 
 
 def _trim(text: str, n: int) -> str:
+    """One line of at most ``n`` characters, control characters escaped (text from documents)."""
     one = " ".join(text.split())
-    return one if len(one) <= n else one[: n - 1] + "…"
+    one = one if len(one) <= n else one[: n - 1] + "…"
+    return safe_text(one)
+
+
+def _markup(text: str) -> str:
+    """Untrusted text for a rich ``print`` with markup: control characters and ``[`` tags escaped."""
+    return markup_escape(safe_text(text))
 
 
 @main.command("stats")
@@ -225,15 +247,45 @@ def stats_cmd(index_path: Path, as_json: bool) -> None:
 
     Example:
 
+    \b
         chunkdedup stats --index corpus.sqlite --json
     """
-    with cli_errors(), Index.open(index_path) as ix:
+    with cli_errors(index_path), Index.open(index_path) as ix:
         stats = ix.stats()
     if as_json:
         click.echo(json.dumps(stats, indent=2, sort_keys=True))
         return
     for key, value in stats.items():
-        click.echo(f"{key}: {value}")
+        click.echo(f"{key}: {safe_text(str(value))}")
+
+
+@main.command("check")
+@index_option
+@click.option("--full", is_flag=True, help="PRAGMA integrity_check (also every index entry; slower).")
+def check_cmd(index_path: Path, full: bool) -> None:
+    """Check the index file for damage: SQLite's quick_check (--full: integrity_check), then every row.
+
+    Example:
+
+    \b
+        chunkdedup check --index corpus.sqlite
+    """
+    from chunkdedup.index_errors import check_index
+
+    with cli_errors(index_path):
+        if not index_path.is_file():
+            raise click.ClickException(f"index {index_path} does not exist: give the path of an index file")
+        found = check_index(index_path, full=full)
+    pragma = "integrity_check" if full else "quick_check"
+    if found == ["ok"]:
+        click.echo(f"{safe_text(str(index_path))}: ok (PRAGMA {pragma}, every row read)")
+        return
+    for line in found:
+        click.echo(safe_text(line))
+    raise click.ClickException(
+        f"index {safe_text(str(index_path))} is damaged: rebuild it by ingesting your files into a new index "
+        "(`chunkdedup ingest PATHS --index NEW.sqlite`)"
+    )
 
 
 @main.command("show")
@@ -245,9 +297,10 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
 
     Example:
 
+    \b
         chunkdedup show c0123456789abcdef01234567 --index corpus.sqlite
     """
-    with cli_errors(), Index.open(index_path) as ix:
+    with cli_errors(index_path), Index.open(index_path) as ix:
         chunk = ix.canonical(chunk_id)
         if chunk is None:
             raise click.ClickException(f"no chunk {chunk_id!r} in {index_path}: ids are listed by `export`")
@@ -275,20 +328,21 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
         click.echo(json.dumps(record, indent=2))
         return
     click.echo(f"{chunk.id}  ({chunk.copies} source{'s' if chunk.copies != 1 else ''})\n")
-    click.echo(chunk.text)
+    click.echo(safe_block(chunk.text))
     click.echo("\nsources:")
     for s in chunk.sources:
-        click.echo(f"  {s.doc_id} p.{s.page} [{s.start}:{s.end}] {s.relation} {s.similarity!r}")
+        click.echo(f"  {safe_text(s.doc_id)} p.{s.page} [{s.start}:{s.end}] {s.relation} {s.similarity!r}")
     near = [m for m in merges if m["relation"] != "exact"]
     if near:
         click.echo("\nmerged near-duplicates (relation, similarity, words that differ from this text):")
         for m in near:
-            words = " ".join(m["differing"])
+            words = safe_text(" ".join(m["differing"]))
             click.echo(f"  {m['group']} {m['relation']} {m['similarity']!r} x{m['copies']}: {words}")
     if variants:
         click.echo("\nversions kept apart by the number/date guard:")
         for v in variants:
-            click.echo(f"  {v['other']} similarity {v['similarity']!r}: {' '.join(v['differing'])}")
+            words = safe_text(" ".join(v["differing"]))
+            click.echo(f"  {v['other']} similarity {v['similarity']!r}: {words}")
 
 
 @main.command("boilerplate")
@@ -300,9 +354,10 @@ def boilerplate_cmd(index_path: Path, limit: int, as_json: bool) -> None:
 
     Example:
 
+    \b
         chunkdedup boilerplate --index corpus.sqlite --limit 20
     """
-    with cli_errors(), Index.open(index_path) as ix:
+    with cli_errors(index_path), Index.open(index_path) as ix:
         keys = ix.boilerplate(limit=limit)
     if as_json:
         click.echo(
@@ -321,9 +376,21 @@ def boilerplate_cmd(index_path: Path, limit: int, as_json: bool) -> None:
             )
         )
         return
+    if not keys:
+        click.echo(
+            f"nothing stripped in {safe_text(str(index_path))}: no line repeats on enough of a document's "
+            "pages, and no block on enough documents (README: 'Boilerplate, statistically')"
+        )
+        return
     table = Table("docs", "pages", "scope", "key", "example")
     for k in keys:
-        table.add_row(str(k.doc_count), str(k.page_count), k.scope, _trim(k.key, 40), _trim(k.example, 60))
+        table.add_row(
+            str(k.doc_count),
+            str(k.page_count),
+            k.scope,
+            markup_escape(_trim(k.key, 40)),
+            markup_escape(_trim(k.example, 60)),
+        )
     _stdout().print(table)
 
 
@@ -335,9 +402,12 @@ def remove_cmd(doc_ids: tuple[str, ...], index_path: Path) -> None:
 
     Example:
 
+    \b
         chunkdedup remove current/privacy/github-privacy-statement.md --index policies.sqlite
     """
-    with cli_errors():
+    from chunkdedup.pipeline import remove_documents
+
+    with cli_errors(index_path):
         summary = remove_documents(index_path, list(doc_ids))
     click.echo(
         f"removed {len(doc_ids)} document(s); {summary['canonicals_touched']} canonical chunk(s) touched, "
@@ -362,6 +432,7 @@ def export_cmd(index_path: Path, fmt: str, out: Path | None, changes_since: int 
 
     Example:
 
+    \b
         chunkdedup export --index corpus.sqlite --out chunks.jsonl
         chunkdedup export --index corpus.sqlite --changes-since 3 --out delta.jsonl
     """
@@ -369,7 +440,7 @@ def export_cmd(index_path: Path, fmt: str, out: Path | None, changes_since: int 
 
     if fmt == "parquet" and out is None:
         raise click.UsageError("--format parquet needs --out FILE")
-    with cli_errors():
+    with cli_errors(index_path):
         counts = export_index(index_path, out if out is not None else sys.stdout, fmt, changes_since)
     if out is not None:
         click.echo(
@@ -391,14 +462,16 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
 
     Example:
 
+    \b
         chunkdedup demo /tmp/chunkdedup-demo
     """
     from chunkdedup.demo import write_demo_corpus
+    from chunkdedup.pipeline import ingest
 
     with cli_errors():
         corpus = write_demo_corpus(folder / "corpus")
         target = index_path or folder / "index.sqlite"
-        with _progress(not as_json) as tick:
+        with progress_bar(not as_json) as tick:
             report = ingest([corpus.folder], target, manifest=corpus.manifest, progress=tick)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
@@ -472,13 +545,14 @@ def query_cmd(
 
     Example:
 
+    \b
         chunkdedup query "how long is personal data kept" --index policies.sqlite \\
             --where department=privacy-policies --versions label --explain
         chunkdedup query "staff leave" --index embedded.sqlite --retriever vector
     """
     from chunkdedup.query import search
 
-    with cli_errors():
+    with cli_errors(index_path):
         cfg = Config.load(config_path) if config_path else Config()
         with Index.open(index_path) as ix:
             result = search(
@@ -497,17 +571,29 @@ def query_cmd(
         return
     out = _stdout()
     if not result.hits:
-        out.print("no hits")
+        out.print("no hits", markup=False)
+        if where:
+            with cli_errors(index_path), Index.open(index_path) as ix:
+                unknown = _unknown_where_keys(ix, where)
+            if unknown:
+                out.print(unknown, markup=False)
     for h in result.hits:
         label = ""
         if result.versions == "label" and h.effective_date:
-            label = f"[effective {h.effective_date}"
-            label += f", superseded by {h.superseded_by}] " if h.superseded_by else "] "
+            label = f"[effective {safe_text(h.effective_date)}"
+            label += f", superseded by {safe_text(h.superseded_by)}] " if h.superseded_by else "] "
         out.print(f"[bold]{h.rank}[/bold]  {h.score:.6f}  {h.id}", markup=True)
         out.print(f"   {label}{_trim(h.text, 240)}", markup=False)
-        cites = "; ".join(f"{c.doc} p.{c.page}" for c in h.citations[:6])
+        cites = "; ".join(f"{safe_text(c.doc)} p.{c.page}" for c in h.citations[:6])
         more = f" (+{len(h.citations) - 6} more)" if len(h.citations) > 6 else ""
         out.print(f"   {cites}{more}", markup=False)
+    scores = [h.score for h in result.hits]
+    if any(b > a for a, b in pairwise(scores)):
+        out.print(
+            "(ranked by MMR, relevance traded against novelty: a lower score can rank higher; "
+            "--no-safety-net ranks by score alone)",
+            markup=False,
+        )
     if explain:
         if result.context:
             why = "each adds its score x query.context_weight to its chunks"
@@ -516,15 +602,32 @@ def query_cmd(
                 out.print(f"  {m.score:.4f}  {m.doc}", markup=False)
         out.print(f"\ndropped ({len(result.dropped)}):", markup=False)
         for d in result.dropped:
-            out.print(f"  {d.step:<12} {d.score:.6f}  {d.id}  {d.reason}", markup=False)
+            out.print(f"  {d.step:<12} {d.score:.6f}  {d.id}  {safe_text(d.reason)}", markup=False)
             out.print(f"  {'':<12} {_trim(d.text, 100)}", markup=False)
 
 
+def _unknown_where_keys(ix: Index, where: tuple[str, ...]) -> str | None:
+    """A hint when a --where key is on no document (a typo gives no hits, not an error)."""
+    from chunkdedup.query.where import Filter
+
+    keys = {key for key, _ in Filter.parse(list(where)).groups}
+    known = {"doc", "department", "family", "effective_date"}
+    rows = ix.store.conn.execute("SELECT DISTINCT j.key FROM documents, json_each(documents.metadata) AS j")
+    known |= {str(r[0]) for r in rows}
+    missing = sorted(keys - known)
+    if not missing:
+        return None
+    return (
+        f"--where key(s) {', '.join(safe_text(k) for k in missing)} are on no document; "
+        f"known keys: {', '.join(safe_text(k) for k in sorted(known))}"
+    )
+
+
 def _register_evaluation_commands() -> None:
+    if all(name in main.commands for name in EVALUATION_COMMANDS):
+        return
     from chunkdedup.cli_eval import COMMANDS
 
     for command in COMMANDS:
         main.add_command(command)
 
-
-_register_evaluation_commands()

@@ -12,9 +12,10 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape as markup_escape
 from rich.table import Table
 
-from chunkdedup.cli_support import cli_errors
+from chunkdedup.cli_support import cli_errors, progress_bar, safe_text
 from chunkdedup.evaluate.audit import NEIGHBOUR_SAMPLE, NO_EMBEDDINGS, audit
 from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
 from chunkdedup.evaluate.golden import convert_docugami
@@ -51,10 +52,11 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
 
     Example:
 
+    \b
         chunkdedup eval golden.jsonl --index policies.sqlite -k 5 --out report/
     """
-    with cli_errors():
-        ev = evaluate(golden, index_path, baseline=baseline_path, k=k)
+    with cli_errors(index_path), progress_bar(not as_json) as tick:
+        ev = evaluate(golden, index_path, baseline=baseline_path, k=k, progress=tick)
         paths = write_report(ev.to_json(), out_dir) if out_dir else None
     for warning in ev.meta.get("warnings", []):
         click.echo(f"warning: {warning}", err=True)
@@ -94,9 +96,10 @@ def audit_cmd(index_path: Path, queries_path: Path, k: int, sample: int, as_json
 
     Example:
 
+    \b
         chunkdedup audit --index policies.sqlite --queries golden.jsonl -k 10
     """
-    with cli_errors():
+    with cli_errors(index_path):
         result = audit(index_path, queries_path, k=k, sample=sample)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
@@ -104,10 +107,11 @@ def audit_cmd(index_path: Path, queries_path: Path, k: int, sample: int, as_json
     out = _console()
     sem = result.semantic
     for q in result.queries:
-        out.print(f"[bold][{q['id']}] {q['question']}[/bold]", markup=True)
+        title = markup_escape(safe_text(f"[{q['id']}] {q['question']}"))
+        out.print(f"[bold]{title}[/bold]", markup=True)
         for h in q["hits"]:
-            cites = ", ".join(f"{d} p.{p}" for d, p in h["citations"][:3])
-            text = " ".join(h["text"].split())[:90]
+            cites = safe_text(", ".join(f"{d} p.{p}" for d, p in h["citations"][:3]))
+            text = safe_text(" ".join(h["text"].split())[:90])
             out.print(f"  {h['rank']:>2}. {text}  ({cites})", markup=False)
         for p in q["pairs"]:
             cosine = "" if sem is None else (
@@ -186,6 +190,7 @@ def diff_cmd(report_a: Path, report_b: Path, run: str, as_json: bool) -> None:
 
     Example:
 
+    \b
         chunkdedup diff before/report.json after/report.json --run index
     """
     with cli_errors():
@@ -199,6 +204,7 @@ def golden_group() -> None:
 
     Example:
 
+    \b
         chunkdedup golden convert qna_data.csv --format docugami --docs docs/ > golden.jsonl
     """
 
@@ -214,6 +220,7 @@ def golden_convert_cmd(source: Path, fmt: str, docs: Path) -> None:
 
     Example:
 
+    \b
         chunkdedup golden convert ../shared/data/sec-10q/qna_data.csv --format docugami
         --docs ../shared/data/sec-10q/docs > golden.jsonl
     """

@@ -1,19 +1,109 @@
-"""What every command module shares: the library's errors turned into one-line CLI errors."""
+"""What every command module shares: the library's errors turned into one-line CLI errors, and
+untrusted text made safe to print."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import errno
+import re
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import click
 
 from chunkdedup.errors import ChunkdedupError
 
+# C0 and C1 controls (ESC, the CSI and OSC introducers, BEL, CR, NUL, DEL), lone surrogates (from
+# file names that are not UTF-8), line and paragraph separators, and the bidirectional overrides that
+# reorder what a terminal shows. Other format characters (soft hyphens, joiners) are harmless text.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+
+#: The exit status of an ingest in which at least one file failed (its summary is still printed).
+EXIT_FILES_FAILED = 3
+
 
 @contextlib.contextmanager
-def cli_errors() -> Iterator[None]:
-    """Turn a :class:`ChunkdedupError` into a click error: one line, non-zero exit status."""
+def cli_errors(index: Path | None = None) -> Iterator[None]:
+    """Turn a :class:`ChunkdedupError` into a click error: one line, non-zero exit status.
+
+    An SQLite error on ``index`` (a damaged file, a full disk, an I/O error) gets the message that
+    names its cause and the way out (see :mod:`chunkdedup.index_errors`), never a traceback.
+    """
     try:
         yield
     except ChunkdedupError as e:
-        raise click.ClickException(str(e)) from None
+        raise click.ClickException(safe_text(str(e))) from None
+    except (sqlite3.Error, UnicodeDecodeError) as e:
+        if index is None or (isinstance(e, UnicodeDecodeError) and not _sqlite_message(e)):
+            raise
+        from chunkdedup.index_errors import index_error
+
+        raise click.ClickException(safe_text(str(index_error(index, e)))) from None
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        where = f" writing {e.filename}" if e.filename else ""
+        message = f"no space left{where} ({e.strerror}): free disk space and run again"
+        raise click.ClickException(safe_text(message)) from None
+
+
+def _sqlite_message(e: UnicodeDecodeError) -> bool:
+    """True when the undecodable bytes are an SQLite error message quoting damaged bytes."""
+    raw = bytes(e.object)
+    return raw.startswith((b"malformed database schema", b"database disk image", b"file is not a database"))
+
+
+def safe_text(text: str) -> str:
+    """``text`` with every control character (ESC, OSC/CSI introducers, BEL, CR, NUL, ...) shown as an
+    escape such as ``\\x1b``, so text from documents and file names cannot drive the terminal or
+    forge output lines. Newlines and tabs are escaped too: callers pass one field at a time.
+
+    Example:
+        >>> safe_text("ok\\x1b]0;owned\\x07\\nfiles: 9 ingested")
+        'ok\\\\x1b]0;owned\\\\x07\\\\nfiles: 9 ingested'
+    """
+    return _UNSAFE.sub(lambda m: _escape(m.group()), text)
+
+
+def safe_block(text: str) -> str:
+    """Like :func:`safe_text`, but keeps newlines and tabs: for a multi-line body (a chunk's text)."""
+    return "\n".join("\t".join(safe_text(part) for part in line.split("\t")) for line in text.split("\n"))
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    if c == "\n":
+        return "\\n"
+    if c == "\t":
+        return "\\t"
+    if c == "\r":
+        return "\\r"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+@contextlib.contextmanager
+def progress_bar(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A rich progress bar on a terminal (stderr), nothing otherwise."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    err = Console(stderr=True)
+    if not enabled or not err.is_terminal:
+        yield None
+        return
+    columns = (TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def tick(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield tick

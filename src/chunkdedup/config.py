@@ -22,14 +22,24 @@ from chunkdedup.errors import ConfigError
 
 @dataclass(frozen=True, slots=True)
 class ParseConfig:
-    """Which files are read, and how."""
+    """Which files are read, and how.
+
+    ``follow_symlinks``: read the folders that symlinks inside a folder argument point to (a folder
+    reached twice, e.g. through a link cycle, is read once); off, such a link is reported as skipped.
+    ``max_page_chars``: a longer page (a whole book in one text file) is split into pages of at most
+    this many characters, at paragraph, line or word breaks, with a note; later pages are renumbered.
+    """
 
     suffixes: tuple[str, ...] = (".pdf", ".html", ".htm", ".md", ".markdown", ".txt", ".jsonl", ".parquet")
     max_file_bytes: int = 512 * 1024 * 1024
+    follow_symlinks: bool = False
+    max_page_chars: int = 200_000
 
     def __post_init__(self) -> None:
         if self.max_file_bytes <= 0:
             raise ConfigError(f"parse.max_file_bytes must be > 0, got {self.max_file_bytes}")
+        if self.max_page_chars < 1000:
+            raise ConfigError(f"parse.max_page_chars must be >= 1000, got {self.max_page_chars}")
         for s in self.suffixes:
             if not s.startswith("."):
                 raise ConfigError(f"parse.suffixes entries start with a dot, got {s!r}: write '.{s}'")

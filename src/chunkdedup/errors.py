@@ -7,8 +7,11 @@
     ├── ParseError           one file cannot be parsed (reported per file, never stops a run)
     ├── IndexError_          the index file cannot be used
     │   ├── IndexBusyError   another process is writing to the index
-    │   └── SchemaError      the index was written by a newer chunkdedup or is not an index
-    │       └── MigrationPendingError  an older index opened read-only
+    │   ├── SchemaError      the index was written by a newer chunkdedup or is not an index
+    │   │   └── MigrationPendingError  an older index opened read-only
+    │   ├── IndexDamagedError    the file's pages or text are corrupt
+    │   ├── IndexFullError       the disk (or a size limit) is full while writing
+    │   └── IndexIOError         the operating system failed a read or write, or denied it
     ├── MissingExtraError    an optional dependency is not installed
     ├── SyncError            a vector store did not confirm a write of ``sync``
     └── EngineError          a distributed engine broke an invariant the result depends on
@@ -59,6 +62,18 @@ class SchemaError(IndexError_):
 
 class MigrationPendingError(SchemaError):
     """An index written by an older chunkdedup was opened read-only: its schema needs a writer."""
+
+
+class IndexDamagedError(IndexError_):
+    """The index file is corrupt (SQLite found a malformed page, or stored text is not UTF-8)."""
+
+
+class IndexFullError(IndexError_):
+    """A write to the index failed because the disk (or a file size limit) is full."""
+
+
+class IndexIOError(IndexError_):
+    """The operating system failed or refused a read or write of the index file."""
 
 
 class MissingExtraError(ChunkdedupError):

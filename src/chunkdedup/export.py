@@ -6,6 +6,7 @@ upsert (``"op": "upsert"``) and each id to delete (``"op": "delete"``).
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Iterator
 from dataclasses import replace
@@ -58,6 +59,11 @@ def export_index(
         try:
             return write_export(index, out, fmt, changes_since)
         except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise InputError(
+                    f"no space left writing the export to {out} ({e.strerror}): free disk space, or give an "
+                    "--out on another disk; the partial file was not kept under that name"
+                ) from None
             raise InputError(
                 f"cannot write the export to {out}: {e.strerror}; check that --out's folder exists"
             ) from None

@@ -244,7 +244,14 @@ class Index:
                 yield ExportRecord(cid, text, tuple(sources))
 
     def deleted_since(self, run: int) -> list[str]:
-        """Ids of canonicals deleted after ``run`` and not present now."""
+        """Ids of canonicals deleted after ``run`` and not present now.
+
+        Before the first run nothing existed, so a delta from there (``--changes-since 0``) deletes
+        nothing: a consumer cannot hold an id that was made and removed after its watermark.
+        """
+        first = self.store.conn.execute("SELECT MIN(id) FROM runs").fetchone()[0]
+        if first is None or run < first:
+            return []
         rows = self.store.conn.execute(
             "SELECT canonical_id FROM tombstones WHERE run_id > ? AND canonical_id NOT IN"
             " (SELECT id FROM canonicals) ORDER BY canonical_id",

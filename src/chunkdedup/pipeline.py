@@ -30,8 +30,10 @@ from chunkdedup.dedup.near import NearStats, update_clusters
 from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
 from chunkdedup.index import Index
+from chunkdedup.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.normalize import canonical_id, key_hash
-from chunkdedup.parse import InputFile, discover, input_fingerprint, parse_file
+from chunkdedup.parse import InputFile, input_fingerprint, parse_file
+from chunkdedup.parse.discover import survey
 from chunkdedup.store import Store
 from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, Page, ParsedFile
 
@@ -104,6 +106,8 @@ class _Run:
     embedder: Embedder | None
     reembed: bool
     text_engine: str | None
+    #: entries of the folder arguments that are not read (unsupported, hidden, unlistable, ...)
+    unread: Sequence[FileResult] = ()
 
 
 def ingest(
@@ -132,8 +136,9 @@ def ingest(
         >>> report.totals["canonical_chunks"]  # doctest: +SKIP
     """
     cfg = config or Config()
+    found = survey(paths, manifest, cfg.parse)
     run = _Run(
-        discover(paths, manifest, cfg.parse),
+        found.inputs,
         paths,
         manifest,
         cfg,
@@ -143,12 +148,16 @@ def ingest(
         embedder,
         reembed,
         text_engine,
+        found.unread,
     )
     textindex.require(text_engine)  # a bad name or a missing extra fails before the index is touched
-    if not dry_run:
-        return _run(run, Path(index), dry_run=False)
-    with scratch_copy(index) as scratch:
-        return _run(run, scratch, dry_run=True)
+    try:
+        if not dry_run:
+            return _run(run, Path(index), dry_run=False)
+        with scratch_copy(index) as scratch:
+            return _run(run, scratch, dry_run=True)
+    except SQLITE_FAILURES as e:  # a damaged index, a full disk, an I/O error: each named, with the way out
+        raise index_error(index, e) from e
 
 
 @contextmanager
@@ -195,7 +204,7 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
             textindex.set_engine(store, run.text_engine)
         if run.prune:  # first, so a moved corpus takes over its ids instead of colliding with itself
             prune_missing(store, run.inputs, run_id)
-        results = _parse_phase(store, run.inputs, cfg, run_id, tick)
+        results = _parse_phase(store, run.inputs, cfg, run_id, tick) + list(run.unread)
         fingerprint = config_fingerprint(cfg)
         refresh_stale_keys(store, fingerprint, cfg, tick)
         decide_chrome(store, cfg)

@@ -26,6 +26,7 @@ from chunkdedup.config import Config
 from chunkdedup.context import ContextSource, running_lines
 from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
+from chunkdedup.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.schema import MIGRATIONS
 from chunkdedup.types import Document, Page, StrippedLine
 
@@ -51,6 +52,7 @@ class Store:
         self.chunks = ChunkTables(conn)
         self._lock_fd = lock_fd
         self._locked = False
+        self._open_run: int | None = None  # begun, not finished: marked 'failed' if the writer leaves
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -61,12 +63,15 @@ class Store:
             raise SchemaError(f"index {p} does not exist: run `chunkdedup ingest PATH --index {p}` first")
         if p.exists() and p.is_dir():
             raise SchemaError(f"index {p} is a folder: give the path of an index file")
-        if readonly:
-            conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, isolation_level=None)
-        else:
-            conn = sqlite3.connect(p, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout = 30000")
         try:
+            if readonly:
+                conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, isolation_level=None)
+            else:
+                conn = sqlite3.connect(p, isolation_level=None)
+        except sqlite3.Error as e:
+            raise index_error(p, e) from None
+        try:
+            conn.execute("PRAGMA busy_timeout = 30000")
             # SQLite's default page cache is 2 MB: on a multi-GB index every B-tree step of the
             # per-document refreshes misses it. Up to 256 MiB (allocated only as pages are used):
             # a 100k-chunk ingest took 65 s instead of 80 s, measured in both orders.
@@ -81,16 +86,9 @@ class Store:
             else:
                 with store.writer():  # two first ingests must not both lay out the schema
                     store._migrate(readonly)
-        except sqlite3.OperationalError as e:
+        except (*SQLITE_FAILURES, OSError) as e:
             conn.close()
-            if "locked" in str(e):
-                raise IndexBusyError(
-                    f"index {p} is locked by another process ({e}): wait for it to finish, then run again"
-                ) from None
-            raise SchemaError(f"{p} is not a chunkdedup index ({e}): give another --index path") from None
-        except sqlite3.DatabaseError as e:
-            conn.close()
-            raise SchemaError(f"{p} is not a chunkdedup index ({e}): give another --index path") from None
+            raise index_error(p, e) from None
         return store
 
     def _migrate(self, readonly: bool) -> None:
@@ -165,6 +163,7 @@ class Store:
             yield
         finally:
             try:
+                self._abandon_run()
                 self.conn.execute("PRAGMA wal_autocheckpoint = 1000")
                 if not self.conn.in_transaction:
                     self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")  # readers are never waited for
@@ -179,7 +178,11 @@ class Store:
         try:
             yield self.conn
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk does): a failing ROLLBACK must not
+            # hide the error that caused it behind a second traceback.
+            if self.conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
 
@@ -199,6 +202,7 @@ class Store:
                 (_now(), json.dumps(list(paths)), manifest, json.dumps(config, sort_keys=True)),
             )
             assert cur.lastrowid is not None
+            self._open_run = cur.lastrowid
             return cur.lastrowid
 
     def finish_run(self, run_id: int, summary: dict[str, Any]) -> None:
@@ -207,6 +211,18 @@ class Store:
                 "UPDATE runs SET finished=?, status='done', summary=? WHERE id=?",
                 (_now(), json.dumps(summary, sort_keys=True), run_id),
             )
+        self._open_run = None
+
+    def _abandon_run(self) -> None:
+        """A run that was begun and never finished (an exception left the writer) is marked 'failed',
+        so ``runs`` never shows a dead run as 'running'. Best effort: the index may be what broke."""
+        run_id, self._open_run = self._open_run, None
+        if run_id is None:
+            return
+        with contextlib.suppress(sqlite3.Error):
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            self.conn.execute("UPDATE runs SET finished=?, status='failed' WHERE id=?", (_now(), run_id))
 
     def last_config(self) -> Config | None:
         """The config of the last ingest run that finished, if any."""

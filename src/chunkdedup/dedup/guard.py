@@ -63,8 +63,8 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
+from chunkdedup.dedup.jit import kernel
 from chunkdedup.dedup.minhash import fmix64  # one 64-bit finaliser for every compiled hash
 
 __all__ = ["guard_diff", "guard_fingerprints", "numeric_tokens", "token_diff"]
@@ -248,7 +248,7 @@ _WINDOW_LEFT = 1
 _WINDOW_RIGHT = 3
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _fingerprint_kernel(buf: U8Array, offsets: I64Array, out: U64Array) -> None:
     """``out[r]``: an order-free hash of the digit windows of key ``buf[offsets[r]:offsets[r + 1]]``."""
     longest = 1

@@ -55,9 +55,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from chunkdedup.dedup.guard import guard_fingerprints, numeric_tokens, token_diff
+from chunkdedup.dedup.jit import kernel
 from chunkdedup.dedup.minhash import intersection_size
 
 __all__ = [
@@ -148,7 +148,7 @@ def band_keys(signatures: U32Array, bands: int, rows: int) -> U64Array:
 # ---------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _bucket_pairs(order: I64Array, starts: I64Array, sizes: I64Array, n: int, max_bucket: int) -> I64Array:
     """Pair codes ``lo * n + hi`` of every bucket (a run ``order[start:start+size]`` of equal keys)."""
     total = 0
@@ -262,7 +262,7 @@ def candidate_pairs(keys: U64Array, max_bucket: int = 2000) -> I64Array:
 # ---------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _pair_jaccard(flat: U64Array, offsets: I64Array, left: I64Array, right: I64Array) -> F64Array:
     """Exact Jaccard of sorted unique sets ``flat[offsets[x]:offsets[x+1]]`` for each pair (left, right)."""
     out = np.empty(left.size, np.float64)
@@ -351,7 +351,7 @@ def verified_edges_flat(
 # ---------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _find(parent: I64Array, x: int) -> int:
     while parent[x] != x:
         parent[x] = parent[parent[x]]
@@ -359,7 +359,7 @@ def _find(parent: I64Array, x: int) -> int:
     return x
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _components_kernel(n: int, left: I64Array, right: I64Array) -> I64Array:
     parent = np.arange(n)
     for e in range(left.size):
@@ -419,7 +419,7 @@ class Clustering:
     variants: tuple[Variant, ...]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _walk(
     visit: I64Array,
     rank: I64Array,

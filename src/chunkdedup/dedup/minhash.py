@@ -35,9 +35,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from chunkdedup.config import NearConfig
+from chunkdedup.dedup.jit import kernel
 from chunkdedup.errors import ConfigError
 
 __all__ = ["MinHasher", "jaccard"]
@@ -64,7 +64,7 @@ _SPACE = 32
 # ---------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def fmix64(h: np.uint64) -> np.uint64:
     """murmur3's 64-bit finaliser: full avalanche, so shingle hashes look random to the permutations."""
     h ^= h >> _U64(33)
@@ -75,7 +75,7 @@ def fmix64(h: np.uint64) -> np.uint64:
     return h
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _shingle_hashes(buf: U8Array, lo: int, hi: int, k: int, words: U64Array, out: U64Array) -> int:
     """Write the shingle hashes of ``buf[lo:hi]`` to ``out``; return how many (0 for no words).
 
@@ -110,7 +110,7 @@ def _shingle_hashes(buf: U8Array, lo: int, hi: int, k: int, words: U64Array, out
     return count
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _min_hashes(shingles: U64Array, count: int, a: U64Array, b: U64Array, out: U32Array) -> None:
     """``out[p]``: the top 32 bits of the least ``a[p] * h + b[p]`` over the first ``count`` shingles."""
     # Permutations outer, shingles inner: the inner min-reduction vectorises (64-bit multiply).
@@ -126,7 +126,7 @@ def _min_hashes(shingles: U64Array, count: int, a: U64Array, b: U64Array, out: U
         out[p] = np.uint32(m >> _U64(32))
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _signature_kernel(
     buf: U8Array, offsets: I64Array, a: U64Array, b: U64Array, k: int, out: U32Array
 ) -> None:
@@ -144,7 +144,7 @@ def _signature_kernel(
         _min_hashes(shingles, count, a, b, out[r])
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _word_count(buf: U8Array, lo: int, hi: int) -> int:
     nw = 0
     in_word = False
@@ -157,7 +157,7 @@ def _word_count(buf: U8Array, lo: int, hi: int) -> int:
     return nw
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _signature_hash_kernel(
     buf: U8Array, offsets: I64Array, a: U64Array, b: U64Array, k: int, out: U32Array, hashes: U64Array
 ) -> None:
@@ -180,7 +180,7 @@ def _signature_hash_kernel(
         _min_hashes(shingles, count, a, b, out[r])
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _key_shingles(buf: U8Array, k: int) -> U64Array:
     """All shingle hashes of one key (unsorted, with repeats)."""
     words = np.empty(buf.size // 2 + 1, np.uint64)
@@ -189,7 +189,7 @@ def _key_shingles(buf: U8Array, k: int) -> U64Array:
     return out[:count].copy()
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _shingle_bounds(buf: U8Array, offsets: I64Array, k: int) -> I64Array:
     """An upper bound on each key's shingle count: its word count less ``k - 1`` (1 for a short key)."""
     n = offsets.size - 1
@@ -207,7 +207,7 @@ def _shingle_bounds(buf: U8Array, offsets: I64Array, k: int) -> I64Array:
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _sort_hashes(a: U64Array, n: int, out: U64Array, counts: I64Array) -> None:
     """Sort ``a[:n]`` into ``out[:n]``: scatter by the top bits, then insertion sort.
 
@@ -243,7 +243,7 @@ def _sort_hashes(a: U64Array, n: int, out: U64Array, counts: I64Array) -> None:
         out[j + 1] = v
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _shingle_sets_kernel(
     buf: U8Array, offsets: I64Array, k: int, starts: I64Array, out: U64Array
 ) -> I64Array:
@@ -270,7 +270,7 @@ def _shingle_sets_kernel(
     return counts
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _compact(src: U64Array, starts: I64Array, counts: I64Array, dst: U64Array, dst_offsets: I64Array) -> None:
     for r in range(counts.size):
         a = starts[r]
@@ -279,7 +279,7 @@ def _compact(src: U64Array, starts: I64Array, counts: I64Array, dst: U64Array, d
             dst[b + s] = src[a + s]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def intersection_size(a: U64Array, b: U64Array) -> int:
     i = 0
     j = 0

@@ -32,7 +32,8 @@ from chunkdedup.distributed.edges import NearPass, near_edges_on_ray
 from chunkdedup.distributed.session import cluster_cpus, import_ray, ray_session
 from chunkdedup.embed import Embedder
 from chunkdedup.index import Index
-from chunkdedup.parse import InputFile, discover
+from chunkdedup.parse import InputFile
+from chunkdedup.parse.discover import survey
 from chunkdedup.pipeline import (
     STORE_BATCH,
     IngestReport,
@@ -135,7 +136,8 @@ def _ingest(
     dry_run: bool,
 ) -> IngestReport:
     cfg = config or Config()
-    inputs = discover(paths, manifest, cfg.parse)
+    found = survey(paths, manifest, cfg.parse)
+    inputs = found.inputs
     tick = progress or (lambda stage, done, total: None)
     clock = _Clock()
     with (
@@ -157,6 +159,7 @@ def _ingest(
             parsed = _parse_dataset(ray, store, inputs, cfg, workers)
         with clock("parse (store)"):
             results, parsed_docs = _store_parsed(store, parsed, len(inputs), cfg, run_id, tick)
+            results += found.unread  # entries of the folders that are not read, each with why
         fingerprint = config_fingerprint(cfg)
         with clock("boilerplate"):
             refresh_stale_keys(store, fingerprint, cfg, tick)

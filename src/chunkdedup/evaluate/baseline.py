@@ -12,7 +12,7 @@ from pathlib import Path
 from chunkdedup.config import Config, DedupConfig
 from chunkdedup.errors import InputError, SchemaError
 from chunkdedup.normalize import key_hash
-from chunkdedup.pipeline import config_fingerprint, ingest
+from chunkdedup.pipeline import Progress, config_fingerprint, ingest
 from chunkdedup.store import Store
 
 
@@ -76,8 +76,9 @@ def _state(path: Path) -> tuple[str, str] | None:
                          "path or delete the file") from None
 
 
-def ensure_baseline(index: str | Path, baseline: str | Path) -> Baseline:
-    """Build ``baseline`` from ``index``'s last run unless an up-to-date one is already there.
+def ensure_baseline(index: str | Path, baseline: str | Path, *, progress: Progress | None = None) -> Baseline:
+    """Build ``baseline`` from ``index``'s last run unless an up-to-date one is already there
+    (``progress`` sees the build's stages, named ``baseline parse``, ``baseline chunk``, ...).
 
     Example:
         >>> ensure_baseline("policies.sqlite", "policies.baseline.sqlite").rebuilt  # doctest: +SKIP
@@ -101,7 +102,10 @@ def ensure_baseline(index: str | Path, baseline: str | Path) -> Baseline:
     if missing:
         raise InputError(f"the index's recorded input paths {missing} no longer exist: re-ingest the index "
                          "from where its files are now")
-    ingest(list(run.paths), target, manifest=run.manifest, config=config)
+    tick: Progress | None = None
+    if progress is not None:
+        tick = lambda stage, done, total: progress(f"baseline {stage}", done, total)  # noqa: E731
+    ingest(list(run.paths), target, manifest=run.manifest, config=config, progress=tick)
     with Store.open(target, readonly=True) as store:
         built = corpus_fingerprint(store)
     if built != wanted:

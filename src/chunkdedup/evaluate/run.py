@@ -15,6 +15,7 @@ from chunkdedup.evaluate.coverage import gap_warning, identity_gaps
 from chunkdedup.evaluate.golden import DocResolver, Question, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity, Result, Scores, aggregate, score_question
 from chunkdedup.index import Index
+from chunkdedup.pipeline import Progress
 from chunkdedup.query.run import search
 
 #: the cut-offs reported besides the requested k
@@ -47,8 +48,10 @@ def evaluate(
     *,
     baseline: str | Path | None = None,
     k: int = 5,
+    progress: Progress | None = None,
 ) -> Evaluation:
-    """Evaluate ``golden`` on ``index`` and on its baseline (built or reused at ``baseline``).
+    """Evaluate ``golden`` on ``index`` and on its baseline (built or reused at ``baseline``);
+    ``progress(stage, done, total)`` sees the baseline's build and the questions.
 
     Example:
         >>> ev = evaluate("golden.jsonl", "policies.sqlite", k=5)  # doctest: +SKIP
@@ -57,7 +60,8 @@ def evaluate(
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
     questions = load_golden(golden) if isinstance(golden, str | Path) else list(golden)
-    base = ensure_baseline(index, baseline or default_baseline_path(index))
+    base = ensure_baseline(index, baseline or default_baseline_path(index), progress=progress)
+    tick = progress or (lambda stage, done, total: None)
     ks = sorted({k, *EXTRA_KS})
     similarity = PairSimilarity()
     with Index.open(index) as ix, Index.open(base.path) as bx:
@@ -74,7 +78,8 @@ def evaluate(
         views = {"baseline": bx, "index": ix}
         scores: dict[str, list[Scores]] = {"baseline": [], "index": []}
         queries: list[dict[str, Any]] = []
-        for q in resolved:
+        for number, q in enumerate(resolved):
+            tick("questions", number, len(resolved))
             entry: dict[str, Any] = {**q.to_json(), "metrics": {}, "results": {}}
             for name, view in views.items():
                 cfg, opts = configs[name], settings[name]
@@ -84,6 +89,7 @@ def evaluate(
                 entry["metrics"][name] = s.values
                 entry["results"][name] = [_log_row(r) for r in runs[k]]
             queries.append(entry)
+        tick("questions", len(resolved), len(resolved))
         figures = _figures(ix, bx)
     meta = {"golden": str(golden) if isinstance(golden, str | Path) else None, "index": str(index),
             "baseline": str(base.path), "baseline_status": base.reason,

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 from chunkdedup.config import ParseConfig
 from chunkdedup.errors import DuplicateDocumentError, InputError
 from chunkdedup.parse.base import meta_value
-from chunkdedup.types import MetaValue
+from chunkdedup.types import FileResult, FileStatus, MetaValue
 
 _JSONL_SUFFIXES = (".jsonl", ".json-lines", ".ndjson")
 
@@ -34,10 +35,23 @@ class _Manifest:
     rows: Mapping[Path, Mapping[str, MetaValue]]
 
 
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """What the path arguments hold: the files to read, and every other entry with why it is not read.
+
+    ``unread`` lists each entry under a folder argument that is not an input (an unsupported format,
+    a hidden file, a dangling symlink, a folder that cannot be listed, ...) as a ``skipped`` or
+    ``failed`` file result, so no entry of a folder disappears unreported.
+    """
+
+    inputs: list[InputFile]
+    unread: list[FileResult]
+
+
 def discover(
     paths: Sequence[str | Path], manifest: str | Path | None, config: ParseConfig
 ) -> list[InputFile]:
-    """The input files under ``paths``, sorted by document id.
+    """The input files under ``paths``, sorted by document id (:func:`survey` also gives the rest).
 
     Ids are paths relative to the manifest's folder when a manifest is given and the file lies under
     it, else relative to the folder argument the file was found under (a file argument: its name).
@@ -46,19 +60,33 @@ def discover(
         >>> [i.doc_id for i in discover(["policies"], None, ParseConfig())]  # doctest: +SKIP
         ['hr/leave.md', 'hr/refunds.pdf']
     """
+    return survey(paths, manifest, config).inputs
+
+
+def survey(paths: Sequence[str | Path], manifest: str | Path | None, config: ParseConfig) -> Discovery:
+    """The input files under ``paths`` (as :func:`discover`) and every entry that is not read, with why.
+
+    Example:
+        >>> found = survey(["docs"], None, ParseConfig())  # doctest: +SKIP
+        >>> [(u.path, u.reason) for u in found.unread]  # doctest: +SKIP
+        [('/data/docs/notes.docx', 'unsupported format .docx: name the file as a PATH to read it as text')]
+    """
     man = _read_manifest(manifest) if manifest is not None else None
-    suffixes = {s.lower() for s in config.suffixes}
+    walk = _Walk({s.lower() for s in config.suffixes}, config.follow_symlinks)
     by_path: dict[Path, InputFile] = {}
     by_id: dict[str, InputFile] = {}
     for given in paths:
         root = _absolute(Path(given))
         if not root.exists():
             raise InputError(f"input path {given} does not exist: check the path")
-        for file, rel in _files(root, suffixes):
+        for file, rel in walk.files(root):
             if man is not None and file == man.file:
                 continue
             if file in by_path:
                 continue  # one file named twice (a folder and a file inside it) is read once
+            if not _utf8(str(file)):
+                walk.unread(file, FileStatus.FAILED, _NOT_UTF8)
+                continue
             inp = _input(file, rel, man)
             other = by_id.get(inp.doc_id)
             if other is not None:
@@ -67,7 +95,26 @@ def discover(
                     "pass one of them, or use a manifest whose folder holds both"
                 )
             by_path[file] = by_id[inp.doc_id] = inp
-    return sorted(by_id.values(), key=lambda i: i.doc_id)
+    unread = sorted(walk.skipped.values(), key=lambda r: r.path)
+    return Discovery(sorted(by_id.values(), key=lambda i: i.doc_id), unread)
+
+
+_NOT_UTF8 = "the file name is not valid UTF-8: rename it (e.g. `convmv -f latin1 -t utf-8`) to read it"
+_NOT_REGULAR = "not a regular file (a device, socket or pipe)"
+_READ_ALREADY = "symlink to a folder that is read already: not followed"
+
+
+def display_path(path: str | Path) -> str:
+    """A path as text that can always be printed and stored: bytes that are not UTF-8 as ``\\xNN``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _absolute(path: Path) -> Path:
@@ -75,26 +122,115 @@ def _absolute(path: Path) -> Path:
     return Path(os.path.normpath(path.absolute()))
 
 
-def _files(root: Path, suffixes: set[str]) -> Iterator[tuple[Path, str]]:
-    """The files of a path argument with their ids relative to it; a file argument is kept as is."""
-    if not root.is_dir():
-        yield root, root.name
-        return
-    stack = [root]
-    found: list[Path] = []
-    while stack:
-        folder = stack.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.startswith("."):
+class _Walk:
+    """Walks folder arguments; collects every entry it does not read, with its reason."""
+
+    def __init__(self, suffixes: set[str], follow_symlinks: bool) -> None:
+        self.suffixes = suffixes
+        self.follow = follow_symlinks
+        self.skipped: dict[str, FileResult] = {}
+
+    def unread(self, path: Path | str, status: FileStatus, reason: str) -> None:
+        shown = display_path(path)
+        self.skipped.setdefault(shown, FileResult(shown, status, (), reason))
+
+    def files(self, root: Path) -> Iterator[tuple[Path, str]]:
+        """The files of a path argument with their ids relative to it; a file argument is kept as is.
+
+        Symlinked folders (when followed) are read after every real folder, in path order, so which
+        path a folder reached twice is read under never depends on the order the OS lists entries in.
+        """
+        if not root.is_dir():
+            yield root, root.name
+            return
+        seen: set[tuple[int, int]] = set()
+        stack = [root]
+        links: list[tuple[Path, tuple[int, int]]] = []
+        found: list[Path] = []
+        while stack or links:
+            if not stack:
+                links.sort(reverse=True)
+                link, identity = links.pop()
+                if identity in seen:
+                    self.unread(link, FileStatus.SKIPPED, _READ_ALREADY)
                     continue
-                # Symlinked folders are not followed: a link cycle would never end.
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
-                elif entry.is_file() and os.path.splitext(entry.name)[1].lower() in suffixes:
-                    found.append(Path(entry.path))
-    for file in sorted(found):
-        yield file, file.relative_to(root).as_posix()
+                stack.append(link)
+            folder = stack.pop()
+            try:
+                identity = _identity(folder)
+                if identity in seen:  # reached twice, through symlinks inside a followed link
+                    self.unread(folder, FileStatus.SKIPPED, "a folder that is read already: not read again")
+                    continue
+                seen.add(identity)
+                with os.scandir(folder) as entries:
+                    listed = list(entries)
+            except OSError as e:
+                self.unread(folder, FileStatus.FAILED, f"cannot list the folder: {e.strerror or e}")
+                continue
+            for entry in listed:
+                try:
+                    self._entry(entry, stack, links, found)
+                except OSError as e:
+                    self.unread(entry.path, FileStatus.FAILED, f"cannot read the entry: {e.strerror or e}")
+        for file in sorted(found):
+            yield file, file.relative_to(root).as_posix()
+
+    def _entry(
+        self,
+        entry: os.DirEntry[str],
+        stack: list[Path],
+        links: list[tuple[Path, tuple[int, int]]],
+        found: list[Path],
+    ) -> None:
+        path = Path(entry.path)
+        if entry.name.startswith("."):
+            what = "folder" if entry.is_dir(follow_symlinks=False) else "file"
+            self.unread(path, FileStatus.SKIPPED, f"hidden {what} (its name starts with '.'): not read")
+            return
+        if entry.is_dir(follow_symlinks=False):
+            stack.append(path)
+            return
+        if entry.is_symlink():
+            if not self._linked(path, links):
+                return
+        elif not entry.is_file(follow_symlinks=False):
+            self.unread(path, FileStatus.SKIPPED, _NOT_REGULAR)
+            return
+        suffix = os.path.splitext(entry.name)[1].lower()
+        if suffix in self.suffixes:
+            found.append(path)
+        else:
+            what = f"unsupported format {suffix}" if suffix else "unsupported format (no suffix)"
+            self.unread(path, FileStatus.SKIPPED, f"{what}: name the file as a PATH to read it as text")
+
+    def _linked(self, path: Path, links: list[tuple[Path, tuple[int, int]]]) -> bool:
+        """True when a symlink leads to a regular file; a linked folder is queued only when followed."""
+        try:
+            target = os.stat(path)
+        except FileNotFoundError:
+            self.unread(path, FileStatus.SKIPPED, f"dangling symlink: its target {os.readlink(path)} is gone")
+            return False
+        except OSError as e:
+            self.unread(path, FileStatus.SKIPPED, f"unusable symlink ({e.strerror or e}): not read")
+            return False
+        if stat.S_ISREG(target.st_mode):
+            return True
+        if not stat.S_ISDIR(target.st_mode):
+            self.unread(path, FileStatus.SKIPPED, _NOT_REGULAR)
+        elif not self.follow:
+            self.unread(
+                path,
+                FileStatus.SKIPPED,
+                "symlinked folder, not followed: pass --follow-symlinks (parse.follow_symlinks) to read it",
+            )
+        else:
+            links.append((path, (target.st_dev, target.st_ino)))
+        return False
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
 
 
 def _input(file: Path, rel: str, man: _Manifest | None) -> InputFile:

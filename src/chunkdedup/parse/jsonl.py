@@ -12,15 +12,33 @@ from chunkdedup.parse.base import Extracted, Extraction, parse_date
 from chunkdedup.parse.text import decode_text
 from chunkdedup.types import Page
 
+#: Ids derived from a line (row) number start with this mark; an explicit id that starts with it gets it
+#: doubled, so the two kinds of ids never meet: ``{"id": 7}`` is ``7``, the record on line 7 without
+#: an id is ``@7``, and ``{"id": "@7"}`` is ``@@7``.
+NUMBER_MARK = "@"
+
+
+def record_id(raw_id: str | int | None, number: int) -> str:
+    """A record's id: its explicit ``id`` (a leading ``@`` doubled), else ``@`` and its line number.
+
+    Example:
+        >>> record_id(7, 3), record_id(None, 7), record_id("@7", 9)
+        ('7', '@7', '@@7')
+    """
+    if raw_id is None or raw_id == "":
+        return f"{NUMBER_MARK}{number}"
+    text = str(raw_id)
+    return NUMBER_MARK + text if text.startswith(NUMBER_MARK) else text
+
 
 def parse_record(line: str, number: int) -> Extracted:
-    """One JSONL line as a record; its id is the ``id`` field, else the 1-based line number.
+    """One JSONL line as a record; its id is the ``id`` field, else ``@`` and the 1-based line number.
 
     Raises ``ParseError`` naming what is wrong with the line.
 
     Example:
         >>> parse_record('{"text": "Refunds within 30 days.", "lang": "en"}', 7).record_id
-        '7'
+        '@7'
     """
     try:
         record = json.loads(line)
@@ -32,19 +50,17 @@ def parse_record(line: str, number: int) -> Extracted:
 
 
 def record_from_mapping(record: Mapping[str, object], number: int, content_hash: str) -> Extracted:
-    """A record (a JSONL object or a Parquet row) as a document: ``text``, ``id`` (else ``number``),
-    and every other field as metadata. Raises ``ParseError`` naming what is wrong."""
+    """A record (a JSONL object or a Parquet row) as a document: ``text``, ``id`` (else ``@number``,
+    see :func:`record_id`), and every other field as metadata. Raises ``ParseError`` naming what is wrong."""
     text = record.get("text")
     if not isinstance(text, str):
         raise ParseError("no string 'text' field")
     if not text.strip():
         raise ParseError("'text' is empty")
     raw_id = record.get("id")
-    if raw_id is None or raw_id == "":
-        record_id = str(number)
-    elif isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool)):
-        record_id = str(raw_id)
-    else:
+    if raw_id is not None and not (
+        isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool))
+    ):
         raise ParseError(f"'id' must be a string or an integer, got {raw_id!r}")
     # Checked here so that one record with a bad date is skipped, not the whole file.
     parse_date(record.get("effective_date"))
@@ -52,7 +68,7 @@ def record_from_mapping(record: Mapping[str, object], number: int, content_hash:
     return Extracted(
         pages=(Page(number=1, text=text.replace("\r\n", "\n").replace("\r", "\n")),),
         metadata=metadata,
-        record_id=record_id,
+        record_id=record_id(raw_id, number),
         content_hash=content_hash,
     )
 

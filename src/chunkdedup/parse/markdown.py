@@ -9,12 +9,16 @@ import yaml
 
 from chunkdedup.errors import ParseError
 from chunkdedup.parse.base import Extracted, Extraction
-from chunkdedup.parse.text import decode_text
+from chunkdedup.parse.text import decode_noted
 from chunkdedup.types import Page
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _OPEN = "---"
 _CLOSE = ("---", "...")
+#: What front matter may expand to, counted as values plus characters of their strings once YAML
+#: aliases are expanded (metadata is stored expanded, as JSON). 419 bytes of nested anchors expand to
+#: gigabytes; real front matter stays far below this.
+MAX_FRONT_MATTER_SIZE = 1_000_000
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -39,12 +43,48 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
         raise ParseError(f"front matter is not valid YAML ({_where(e)}): {_problem(e)}") from None
     if loaded is None:
         loaded = {}
+    _check_size(loaded)
     if not isinstance(loaded, dict):
         raise ParseError(
             f"front matter is a {type(loaded).__name__}, not a mapping: "
             "write 'key: value' lines between the '---' lines"
         )
     return {str(k): v for k, v in loaded.items()}, "\n".join(lines[end + 1 :]).strip("\n")
+
+
+def _check_size(loaded: object) -> None:
+    """Raise ``ParseError`` when ``loaded`` expands (aliases followed) beyond ``MAX_FRONT_MATTER_SIZE``
+    or refers to itself. Sizes of shared nodes are memoised, so the walk is linear in the YAML graph."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: object) -> int:
+        if isinstance(node, str | bytes):
+            return 1 + len(node)
+        if not isinstance(node, dict | list | tuple | set):
+            return 1
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise ParseError(
+                "front matter refers to itself (a YAML alias inside its own anchor): remove the alias"
+            )
+        active.add(key)
+        items = [*node.keys(), *node.values()] if isinstance(node, dict) else list(node)
+        total = 1
+        for item in items:
+            total += size(item)
+            if total > MAX_FRONT_MATTER_SIZE:
+                raise ParseError(
+                    f"front matter expands to more than {MAX_FRONT_MATTER_SIZE:,} values and characters "
+                    "(YAML aliases repeated inside aliases: an 'alias bomb'): write the values out plainly"
+                )
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    size(loaded)
 
 
 def _where(error: yaml.YAMLError) -> str:
@@ -74,6 +114,9 @@ class MarkdownParser:
 
     def parse(self, data: bytes) -> Extraction:
         """Decode, split off the front matter, and keep the body."""
-        metadata, body = split_front_matter(decode_text(data))
+        text, note = decode_noted(data)
+        metadata, body = split_front_matter(text)
         page = Page(number=1, text=body)
-        return Extraction(documents=(Extracted(pages=(page,), metadata=metadata, title=title(body)),))
+        notes = (note,) if note else ()
+        found = Extracted(pages=(page,), metadata=metadata, title=title(body))
+        return Extraction(documents=(found,), notes=notes)

@@ -16,7 +16,7 @@ class ParquetParser:
     """Parquet files (``pip install 'chunkdedup[parquet]'``); unusable rows are skipped with a note."""
 
     def parse(self, data: bytes) -> Extraction:
-        """Read every row group; a row's id is its ``id`` column, else its 1-based row number."""
+        """Read every row group; a row's id is its ``id`` column, else ``@`` and its 1-based row number."""
         try:
             import pyarrow.parquet as pq
         except ImportError:

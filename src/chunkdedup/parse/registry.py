@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +15,7 @@ from chunkdedup.config import ParseConfig
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
 from chunkdedup.parse.base import Extracted, Parser, meta_value, parse_date
-from chunkdedup.types import Document, FileStatus, MetaValue, ParsedFile
+from chunkdedup.types import Document, FileStatus, MetaValue, Page, ParsedFile
 
 if TYPE_CHECKING:
     from chunkdedup.parse.discover import InputFile
@@ -127,7 +127,11 @@ def parse_file(inp: InputFile, config: ParseConfig) -> ParsedFile:
     try:
         extraction = parser_for(inp.path.suffix).parse(data)
         whole = bytes_hash(data)
-        documents = tuple(_document(inp, ex, whole) for ex in extraction.documents)
+        split_notes: list[str] = []
+        documents = tuple(
+            _document(inp, _split_long_pages(ex, config.max_page_chars, split_notes), whole)
+            for ex in extraction.documents
+        )
     except ParseError as e:
         return ParsedFile(path, (), FileStatus.SKIPPED if e.skipped else FileStatus.FAILED, e.reason)
     except RecursionError:
@@ -139,8 +143,60 @@ def parse_file(inp: InputFile, config: ParseConfig) -> ParsedFile:
         )
     if not any(page.text.strip() for doc in documents for page in doc.pages):
         return ParsedFile(path, (), FileStatus.SKIPPED, "no text found in the file")
-    notes = extraction.notes + _no_text_layer_notes(documents)
+    notes = extraction.notes + tuple(split_notes) + _no_text_layer_notes(documents)
     return ParsedFile(path, documents, FileStatus.INGESTED, notes=notes)
+
+
+def split_page_text(text: str, limit: int) -> list[str]:
+    """``text`` cut into parts of at most ``limit`` characters, each cut at the last paragraph break,
+    else line break, else space in the second half of its window (a hard cut when there is none).
+    Linear in ``len(text)``; ``"".join(parts) == text``.
+
+    Example:
+        >>> split_page_text("aaaa\n\nbbbb cc", 8)
+        ['aaaa\n\n', 'bbbb cc']
+    """
+    parts: list[str] = []
+    start = 0
+    while len(text) - start > limit:
+        end = start + limit
+        floor = start + limit // 2
+        cut = -1
+        for sep in ("\n\n", "\n", " "):
+            at = text.rfind(sep, floor, end)
+            if at >= 0:
+                cut = at + len(sep)
+                break
+        if cut <= start:
+            cut = end
+        parts.append(text[start:cut])
+        start = cut
+    parts.append(text[start:])
+    return parts
+
+
+def _split_long_pages(ex: Extracted, limit: int, notes: list[str]) -> Extracted:
+    """Pages over ``limit`` characters split into several (numbered on from there), with a note.
+
+    Chunking, boilerplate and the store's offsets work page by page; one page of many megabytes would
+    cost time and memory that grow faster than its size.
+    """
+    if all(len(p.text) <= limit for p in ex.pages):
+        return ex
+    pages: list[Page] = []
+    for page in ex.pages:
+        parts = split_page_text(page.text, limit) if len(page.text) > limit else [page.text]
+        first = len(pages) + 1
+        for part in parts:
+            pages.append(Page(len(pages) + 1, part, page.has_text_layer))
+        if len(parts) > 1:
+            which = f"record {ex.record_id} " if ex.record_id is not None else ""
+            notes.append(
+                f"{which}page {page.number} has {len(page.text):,} characters, over parse.max_page_chars "
+                f"({limit:,}): split into pages {first}-{first + len(parts) - 1}"
+                + ("; later pages are numbered on from there" if page is not ex.pages[-1] else "")
+            )
+    return replace(ex, pages=tuple(pages))
 
 
 def _document(inp: InputFile, ex: Extracted, whole_hash: str) -> Document:

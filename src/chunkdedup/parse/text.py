@@ -32,27 +32,48 @@ def decode_text(data: bytes) -> str:
         >>> decode_text("café\\r\\n".encode("latin-1"))
         'café\\n'
     """
-    text = _decode(data)
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return decode_noted(data)[0]
 
 
-def _decode(data: bytes) -> str:
+def decode_noted(data: bytes) -> tuple[str, str | None]:
+    """:func:`decode_text`, with a note saying how bytes that are not UTF-8 were read (None: UTF-8).
+
+    A file that is mostly UTF-8 with a few bad bytes stays UTF-8, the bad bytes replaced by U+FFFD:
+    guessing a single-byte encoding for it would turn every accented letter into mojibake.
+
+    Example:
+        >>> decode_noted("café".encode("cp1252"))[1]
+        'not UTF-8: decoded as cp1252 (a guess; save the file as UTF-8 to be sure)'
+    """
+    text, note = _decode(data)
+    return text.replace("\r\n", "\n").replace("\r", "\n"), note
+
+
+def _decode(data: bytes) -> tuple[str, str | None]:
     # UTF-32 must be tested before UTF-16: its little-endian BOM starts with UTF-16's.
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             try:
-                return data.decode(encoding)
+                return data.decode(encoding), None
             except UnicodeDecodeError:
                 raise ParseError(NOT_TEXT, skipped=True) from None
     if b"\x00" in data:
         raise ParseError(NOT_TEXT, skipped=True)
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as e:
         # The sample is centred on the first byte UTF-8 rejects: that is where encodings differ.
         start = max(0, e.start - _SAMPLE_BYTES // 2)
         sample = data[start : start + _SAMPLE_BYTES]
-    return data.decode(_detect(sample), errors="replace")
+    lenient = data.decode("utf-8-sig", errors="replace")
+    bad = lenient.count("\ufffd") - data.count("\ufffd".encode())
+    wide = sum(1 for c in lenient if c > "\x7f" and c != "\ufffd")
+    if wide >= 4 * bad:  # mostly valid multi-byte UTF-8: a few damaged bytes, not another encoding
+        return lenient, f"{bad:,} byte sequence(s) are not valid UTF-8: replaced by U+FFFD"
+    encoding = _detect(sample)
+    return data.decode(encoding, errors="replace"), (
+        f"not UTF-8: decoded as {encoding} (a guess; save the file as UTF-8 to be sure)"
+    )
 
 
 def _detect(sample: bytes) -> str:
@@ -86,4 +107,5 @@ class TextParser:
 
     def parse(self, data: bytes) -> Extraction:
         """Decode the bytes and split them into pages."""
-        return Extraction(documents=(Extracted(pages=split_pages(decode_text(data))),))
+        text, note = decode_noted(data)
+        return Extraction(documents=(Extracted(pages=split_pages(text)),), notes=(note,) if note else ())

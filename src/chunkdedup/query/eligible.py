@@ -157,7 +157,8 @@ class Eligibility:
             if cid in self.done or not mine:
                 continue
             cites = tuple(self._cite(r) for r in passing[cid])
-            cand, reason = _versioned(Scored(cid, s.score), cites, newest_variant.get(cid), self.policy)
+            variant = self._superseding(cites, newest_variant.get(cid))
+            cand, reason = _versioned(Scored(cid, s.score), cites, variant, self.policy)
             n_group = sum(1 for r in refs[cid] if r[0] == s.id)
             if cand is None:
                 text = gtext if len(mine) == n_group else self._span(self._cite(mine[0]))
@@ -199,25 +200,49 @@ class Eligibility:
             r[1], r[2], r[3], r[4], r[5], r[6], d.metadata, d.effective_date, self.superseded.get(r[1])
         )
 
-    def _newest_variants(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """For each id, its variant with the newest passing effective date: (date, variant id)."""
+    def _newest_variants(self, ids: Sequence[str]) -> dict[str, dict[str, tuple[str, str]]]:
+        """For each id, per family: its variant with the newest passing effective date there,
+        ``(date, variant id)``. Versions supersede within a family only: a variant in another family
+        is another policy's wording, a label, never a newer version of this text. Documents without a
+        family form one family of their own ("")."""
         variants = self._variants_of(ids)
         if not variants:
             return {}
         others = sorted({v for vs in variants.values() for v in vs})
         refs = _sources(self.conn, others)
         self.load_docs(r[1] for rs in refs.values() for r in rs)
-        newest: dict[str, tuple[str, str]] = {}
+        newest: dict[str, dict[str, tuple[str, str]]] = {}
         for v, rs in refs.items():
-            dates = [d for r in rs if self.passes(r[1]) and (d := self.docs[r[1]].effective_date)]
-            if dates:
-                newest[v] = (max(dates), v)
-        out: dict[str, tuple[str, str]] = {}
+            for r in rs:
+                d = self.docs[r[1]]
+                if d.effective_date and self.passes(r[1]):
+                    mine = newest.setdefault(v, {})
+                    family = d.family or ""
+                    mine[family] = max(mine.get(family, ("", v)), (d.effective_date, v))
+        out: dict[str, dict[str, tuple[str, str]]] = {}
         for cid, vs in variants.items():
-            best = max((newest[v] for v in vs if v in newest), default=None)
-            if best is not None:
-                out[cid] = best
+            for v in vs:
+                for family, when in newest.get(v, {}).items():
+                    best = out.setdefault(cid, {})
+                    best[family] = max(best.get(family, when), when)
         return out
+
+    def _superseding(
+        self, cites: tuple[Citation, ...], by_family: dict[str, tuple[str, str]] | None
+    ) -> tuple[str, str] | None:
+        """The variant that makes this text an old version: one newer than its current copies in
+        every family they stand in (a copy without a date is no version); else None."""
+        if not by_family:
+            return None
+        current = [c for c in cites if c.superseded_by is None] or list(cites)
+        dates: dict[str, str] = {}
+        for c in current:
+            family = self.docs[c.doc].family or ""
+            if not c.effective_date:
+                return None
+            dates[family] = max(dates.get(family, ""), c.effective_date)
+        newer = [by_family[f] for f, when in dates.items() if f in by_family and by_family[f][0] > when]
+        return max(newer) if newer and len(newer) == len(dates) else None
 
 
 def _versioned(

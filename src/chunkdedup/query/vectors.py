@@ -95,6 +95,10 @@ def _spec_name(spec: str) -> str:
     try:
         return embed._resolve(text)[1]
     except ChunkdedupError:
+        if text.removeprefix(embed.ST_PREFIX).casefold() in embed._MINILM_ALIASES:
+            # 'minilm' without its package still names the model it records: a mismatch is told as
+            # one, not as a missing install (the same model, once compared, fails to load with the hint)
+            return embed.MINILM_NAME
         return get_embedder(text).name  # raises the embedder's own error
 
 
