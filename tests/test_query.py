@@ -24,12 +24,14 @@ from chunkdedup.query import (
     Filter,
     ReciprocalRankFusion,
     Scored,
+    content_terms,
     dedup_chunks,
     fts_query,
     query,
     search,
 )
 from chunkdedup.query.records import Candidate
+from chunkdedup.query.retrieve import STOP_WORDS
 from chunkdedup.query.safety import ShingleJaccard, cap_step, dedup_step, mmr_step
 
 # -- dedup_chunks: exactly the contract ---------------------------------------------------------
@@ -445,6 +447,8 @@ def assert_no_leak(
         options: dict[str, Any] = {"where": conditions, "versions": policy, "safety_net": net}
         alone = search(ix, " ".join(outside), retriever=retriever, **options)
         assert alone.hits == () and alone.dropped == () and alone.context == ()
+        if not any(t not in STOP_WORDS for t in content_terms(text)):
+            return  # a question of stop words only is asked by them; one more word would drop them
         probed = search(ix, f"{text} {outside[0]}", retriever=retriever, **options)
         assert probed.to_json(explain=True)["hits"] == result.to_json(explain=True)["hits"]
         assert probed.dropped == result.dropped and probed.context == result.context
