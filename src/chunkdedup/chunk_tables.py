@@ -175,6 +175,7 @@ class ChunkTables:
         c.execute("DELETE FROM semantic_edges WHERE a=? OR b=?", (gid, gid))
         c.execute("DELETE FROM near_edges WHERE a=?", (gid,))
         c.execute("DELETE FROM near_edges WHERE b=?", (gid,))
+        c.execute("DELETE FROM variants WHERE a=?1 OR b=?1", (gid,))  # a gone group is no one's version
         c.execute("DELETE FROM dirty WHERE group_id=?", (gid,))
 
     def _batched(self, sql: str, ids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
