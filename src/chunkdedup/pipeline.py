@@ -31,7 +31,7 @@ from chunkdedup.errors import InputError
 from chunkdedup.index import Index
 from chunkdedup.normalize import canonical_id, key_hash
 from chunkdedup.parse import InputFile, discover, input_fingerprint, parse_file
-from chunkdedup.store import Store
+from chunkdedup.store import DOC_KEYS_FORMAT, Store
 from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, Page, ParsedFile
 
 #: progress(stage, done, total)
@@ -277,10 +277,6 @@ def store_file(
     notes = "; ".join(pf.notes) or None
     store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
     return FileResult(path, FileStatus.INGESTED, tuple(d.doc_id for d in pf.documents), notes)
-
-
-#: doc_keys rows also hold each document's strippable keys (migration 0004); older rows are recomputed
-DOC_KEYS_FORMAT = "2"
 
 
 def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progress) -> None:
