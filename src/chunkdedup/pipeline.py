@@ -198,6 +198,7 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
         fingerprint = config_fingerprint(cfg)
         refresh_stale_keys(store, fingerprint, cfg, tick)
         decide_chrome(store, cfg)
+        textindex.defer_fts(store)
         chunked = _chunk_phase(store, fingerprint, cfg, run_id, tick)
         near = update_clusters(store, cfg, run_id, tick, embedder=run.embedder, reembed=run.reembed)
         text = textindex.sync(store, tick) if not dry_run else None
