@@ -385,7 +385,9 @@ class Store:
             "UPDATE pages SET clean_text=? WHERE doc_id=? AND page=?",
             [(p.text, d.doc_id, p.number) for d in docs for p in d.clean],
         )
-        self.chunks.replace_sources([d.doc_id for d in docs], [k for d in docs for k in d.keyed], run_id)
+        pages = {(d.doc_id, p.number): p.text for d in docs for p in d.clean}
+        keyed = [k for d in docs for k in d.keyed]
+        self.chunks.replace_sources([d.doc_id for d in docs], keyed, run_id, pages)
         for d in docs:
             self._put_stripped(d.doc_id, d.stripped)
         ids = [(d.doc_id,) for d in docs]
