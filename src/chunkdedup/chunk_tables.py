@@ -77,6 +77,8 @@ class ChunkTables:
     # -- sources -------------------------------------------------------------------------------
     def drop_doc_sources(self, doc_id: str, run_id: int) -> int:
         """Delete a document's sources; re-derive its groups and canonicals. Returns canonicals touched."""
+        if self.conn.execute("SELECT 1 FROM sources WHERE doc_id=? LIMIT 1", (doc_id,)).fetchone() is None:
+            return 0  # a new document (or one never chunked): nothing to re-derive
         return self.replace_sources([doc_id], (), run_id)
 
     def replace_sources(
@@ -238,15 +240,22 @@ class ChunkTables:
         )
         return [(r[0], r[1]) for r in rows]
 
+    def unsigned_among(self, ids: Sequence[str]) -> list[str]:
+        """The groups of ``ids`` that exist and have no signature, sorted."""
+        sql = "SELECT id FROM groups WHERE id IN ({}) AND signature IS NULL"
+        return sorted(r[0] for r in self._batched(sql, ids))
+
     def set_signatures(self, rows: Iterable[tuple[str, bytes, Sequence[int]]]) -> None:
-        """Store (group id, signature bytes, band keys) and the group's band rows."""
+        """Store (group id, signature bytes, band keys) and the groups' band rows (three statements for
+        all of them, not three per group). A group given twice carries the same signature both times."""
         c = self.conn
-        for gid, sig, bands in rows:
-            c.execute("UPDATE groups SET signature=? WHERE id=?", (sig, gid))
-            c.execute("DELETE FROM bands WHERE group_id=?", (gid,))
-            c.executemany(
-                "INSERT OR IGNORE INTO bands(band_key, group_id) VALUES (?, ?)", [(b, gid) for b in bands]
-            )
+        rows = list(rows)
+        c.executemany("UPDATE groups SET signature=? WHERE id=?", [(sig, gid) for gid, sig, _ in rows])
+        c.executemany("DELETE FROM bands WHERE group_id=?", [(gid,) for gid, _, _ in rows])
+        c.executemany(
+            "INSERT OR IGNORE INTO bands(band_key, group_id) VALUES (?, ?)",
+            [(b, gid) for gid, _, bands in rows for b in bands],
+        )
 
     def clear_signatures(self) -> None:
         """Drop every signature and band (the MinHash settings changed); every group becomes dirty."""
@@ -347,17 +356,28 @@ class ChunkTables:
         refresh every canonical that gained or lost a group; the groups stop being dirty."""
         c = self.conn
         ids = [a.group_id for a in assignments]
-        touched = {r[1] for r in self._batched("SELECT id, canonical_id FROM groups WHERE id IN ({})", ids)}
-        for a in assignments:
-            c.execute(
-                "UPDATE groups SET canonical_id=?, relation=?, similarity=?, differing=? WHERE id=?",
-                (a.canonical_id, a.relation, a.similarity, json.dumps(list(a.differing)), a.group_id),
+        now = {
+            r[0]: tuple(r[1:])
+            for r in self._batched(
+                "SELECT id, canonical_id, relation, similarity, differing FROM groups WHERE id IN ({})", ids
             )
-            c.execute(
-                "UPDATE sources SET canonical_id=?, relation=?, similarity=? WHERE group_id=?",
-                (a.canonical_id, a.relation, a.similarity, a.group_id),
-            )
-            touched.add(a.canonical_id)
+        }
+        touched = {state[0] for state in now.values()}
+        # Sources mirror their group's cluster (replace_sources copies it to new ones): a group whose
+        # cluster is unchanged (most of a fresh run's: leaders of themselves) is not rewritten.
+        decided = [
+            (a.canonical_id, a.relation, a.similarity, json.dumps(list(a.differing)), a.group_id)
+            for a in assignments
+        ]
+        changed = [row for row in decided if now.get(row[4]) != row[:4]]
+        c.executemany(
+            "UPDATE groups SET canonical_id=?, relation=?, similarity=?, differing=? WHERE id=?", changed
+        )
+        c.executemany(
+            "UPDATE sources SET canonical_id=?, relation=?, similarity=? WHERE group_id=?",
+            [(cid, rel, sim, gid) for cid, rel, sim, _, gid in changed],
+        )
+        touched.update(a.canonical_id for a in assignments)
         c.executemany("DELETE FROM variants WHERE a=? OR b=?", [(g, g) for g in ids])
         c.executemany(
             "INSERT OR REPLACE INTO variants(a, b, similarity, differing) VALUES (?, ?, ?, ?)",

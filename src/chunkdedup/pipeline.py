@@ -25,7 +25,8 @@ from chunkdedup import boilerplate, textindex
 from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument, key_chunk
-from chunkdedup.dedup.near import NearStats, update_clusters
+from chunkdedup.dedup.minhash import MinHasher
+from chunkdedup.dedup.near import NearStats, sign_new_groups, start_hashing, update_clusters
 from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
 from chunkdedup.index import Index
@@ -203,11 +204,12 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
         refresh_stale_keys(store, fingerprint, cfg, tick)
         decide_chrome(store, cfg)
         textindex.defer_fts(store)
-        chunked = _chunk_phase(store, fingerprint, cfg, run_id, tick)
+        start_hashing(store, cfg.near)
+        chunked, signed = _chunk_phase(store, fingerprint, cfg, run_id, tick)
         near = update_clusters(store, cfg, run_id, tick, embedder=run.embedder, reembed=run.reembed)
         text = textindex.sync(store, tick) if not dry_run else None
         view = Index(store)
-        summary = run_totals(results, view.stats(), chunked, near, text)
+        summary = run_totals(results, view.stats(), chunked, near, text, signed=signed)
         report = IngestReport(
             None if dry_run else run_id, tuple(results), summary, tuple(view.boilerplate(limit=10)), dry_run
         )
@@ -326,9 +328,15 @@ def decide_chrome(
         store.set_chrome(chrome)
 
 
-def _chunk_phase(store: Store, fingerprint: str, cfg: Config, run_id: int, tick: Progress) -> int:
+def _chunk_phase(
+    store: Store, fingerprint: str, cfg: Config, run_id: int, tick: Progress
+) -> tuple[int, int]:
+    """Strip, chunk and key the documents to chunk, a batch a transaction; each batch's new groups are
+    signed from the keys at hand. Returns (documents chunked, groups signed)."""
     todo = store.docs_to_chunk(fingerprint)
     chrome = store.chrome_ids()
+    hasher = MinHasher.from_config(cfg.near) if cfg.near.enabled else None
+    signed = 0
     i = 0
     while i < len(todo):
         with store.transaction():
@@ -339,8 +347,11 @@ def _chunk_phase(store: Store, fingerprint: str, cfg: Config, run_id: int, tick:
                 chars += sum(len(p.text) for p in docs[-1].clean)
                 i += 1
             store.replace_chunks(docs, fingerprint, run_id)
+            if hasher is not None:
+                keys = {k.canonical_id: k.key for d in docs for k in d.keyed}
+                signed += sign_new_groups(store, keys, cfg.near, hasher)
         tick("chunk", i, len(todo))
-    return len(todo)
+    return len(todo), signed
 
 
 def chunk_pages(doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config) -> KeyedDocument:
@@ -417,7 +428,7 @@ def remove_documents(
                     store.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
         fingerprint = config_fingerprint(cfg)
         decide_chrome(store, cfg)
-        rechunked = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None)
+        rechunked, _ = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None)
         recorded = store.meta("embedder_name")
         embedder = get_embedder(recorded) if cfg.semantic.enabled and recorded else None
         update_clusters(store, cfg, run_id, embedder=embedder)
