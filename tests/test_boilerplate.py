@@ -154,3 +154,15 @@ def test_sec_stripped_keys_are_reported_with_counts(sec_index: Path) -> None:
     assert apple and apple[0].scope == "running"
     assert apple[0].doc_count == 4 and apple[0].page_count > 50
     assert "Form 10-Q" in apple[0].example
+
+
+_LINES = st.sampled_from(["", "Confidential notice for staff", "Page 3 of 9", "alpha bravo", "charlie delta"])
+_FEW_PAGES = st.lists(st.lists(_LINES, max_size=8).map("\n".join), min_size=1, max_size=2)
+
+
+@given(_FEW_PAGES, st.booleans())
+def test_no_chrome_and_few_pages_strip_as_an_unrelated_chrome_key_does(texts: list[str], force: bool) -> None:
+    """No chrome and too few pages for a running line: the shortcut gives what the full pass gives."""
+    cfg = BoilerplateConfig(always_strip=("Confidential notice for staff",)) if force else CFG
+    pages = [Page(i + 1, t) for i, t in enumerate(texts)]
+    assert strip(pages, set(), cfg) == strip(pages, {key_id("never in these pages")}, cfg)

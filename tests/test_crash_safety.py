@@ -15,7 +15,11 @@ from chunkdedup import ingest
 from conftest import SEC
 from test_ingest import snapshot
 
-SCRIPT = "import sys; from chunkdedup import ingest; ingest([sys.argv[1]], sys.argv[2])"
+# Two documents a transaction (a real run writes up to 1,024), so the kill lands between commits of a phase.
+SCRIPT = (
+    "import sys; import chunkdedup.pipeline as p; p.STORE_BATCH = 2; from chunkdedup import ingest;"
+    " ingest([sys.argv[1]], sys.argv[2])"
+)
 
 
 def _count(index: Path, sql: str) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import pytest
 from chunkdedup import ingest
 from chunkdedup.errors import MissingExtraError
 from conftest import POLICY, POLICY_MANIFEST
+from export_reference import scale_module as _scale
 from test_ingest import snapshot
 
 pytestmark = pytest.mark.ray
@@ -27,15 +27,6 @@ NEAR_STAGES = {
     "near: band (Ray shuffle)",
     "near: verify (Ray shuffle)",
 }
-
-
-def _scale() -> ModuleType:
-    """benchmarks/scale.py, whose ``write_corpus`` makes the synthetic corpus."""
-    spec = importlib.util.spec_from_file_location("scale_bench", REPO / "benchmarks" / "scale.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

@@ -68,7 +68,8 @@ def _page_blocks(page: Page, config: BoilerplateConfig) -> list[_Block]:
         if current:
             text = " ".join(ln.text for ln in current)
             # Boilerplate is short: a longer block gets no key (and is never counted or stripped).
-            key = boilerplate_key(text) if len(text) <= limit else ""
+            # A one-line block's text is its line's: the line's key is the block's.
+            key = current[0].key if len(current) == 1 else boilerplate_key(text) if len(text) <= limit else ""
             counted = bool(key) and word_count(text) >= config.min_block_words and has_letters(key)
             blocks.append(_Block(tuple(current), key, counted))
             current.clear()
@@ -174,6 +175,9 @@ def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateCon
     """
     keep = {boilerplate_key(k) for k in config.always_keep}
     forced = {boilerplate_key(k) for k in config.always_strip} - keep
+    if not forced and len(pages) < config.running_min_pages and not set(chrome) - {key_id(k) for k in keep}:
+        # no chrome, nothing forced, too few pages for a running line: nothing can go
+        return StripResult(tuple(pages), ())
     layout = _layout(pages, config)
     running = _running(layout, config) - keep
     keep_ids = {key_id(k) for k in keep}

@@ -151,10 +151,11 @@ def _word_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 def _pieces(text: str, config: ChunkConfig) -> Iterator[tuple[int, int, int]]:
     """Sentences as (start, end, words); an over-long sentence becomes several word-bounded pieces."""
     for s, e in sentence_spans(text):
-        words = _word_spans(text, s, e)
-        if len(words) <= config.max_words:
-            yield s, e, len(words)
+        n = len(text[s:e].split())  # str.split's words are _WORD's (\S+), without a match object each
+        if n <= config.max_words:
+            yield s, e, n
             continue
+        words = _word_spans(text, s, e)
         for i in range(0, len(words), config.max_words):
             part = words[i : i + config.max_words]
             yield part[0][0], part[-1][1], len(part)

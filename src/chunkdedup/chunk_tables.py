@@ -16,21 +16,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from chunkdedup.dedup.exact import KeyedChunk
 from chunkdedup.normalize import key_hash
 
-#: Each group's first source (by document, page, offset), its count, and its span of the page.
-#: substr counts characters as Python slicing does (offsets 0-based, substr 1-based).
+#: Each group's first source (by document, page, offset), its count, and its end.
 _FIRST_SOURCES = (
-    'SELECT s.group_id, s.doc_id, s.page, s.start, s.n, substr(p.clean_text, s.start + 1, s."end" - s.start)'
+    'SELECT group_id, doc_id, page, start, n, "end"'
     ' FROM (SELECT group_id, doc_id, page, start, "end", COUNT(*) OVER (PARTITION BY group_id) AS n,'
     " ROW_NUMBER() OVER (PARTITION BY group_id ORDER BY doc_id, page, start) AS rn"
-    " FROM sources WHERE group_id IN ({})) s"
-    " JOIN pages p ON p.doc_id = s.doc_id AND p.page = s.page WHERE s.rn = 1"
+    " FROM sources WHERE group_id IN ({})) WHERE rn = 1"
 )
 _GROUP_STATE = (
     "SELECT id, rep_doc, rep_page, rep_start, canonical_id, text, n_sources FROM groups WHERE id IN ({})"
@@ -41,6 +39,11 @@ _CANONICAL_SOURCES = (
     'SELECT canonical_id, doc_id, page, start, "end", relation, similarity FROM sources'
     " WHERE canonical_id IN ({}) ORDER BY canonical_id, doc_id, page, start"
 )
+
+
+#: Clean page texts at hand, by (doc_id, page): a batch's own pages, so its spans are sliced in memory.
+Pages = Mapping[tuple[str, int], str]
+_NO_PAGES: Pages = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +77,16 @@ class ChunkTables:
     # -- sources -------------------------------------------------------------------------------
     def drop_doc_sources(self, doc_id: str, run_id: int) -> int:
         """Delete a document's sources; re-derive its groups and canonicals. Returns canonicals touched."""
+        if self.conn.execute("SELECT 1 FROM sources WHERE doc_id=? LIMIT 1", (doc_id,)).fetchone() is None:
+            return 0  # a new document (or one never chunked): nothing to re-derive
         return self.replace_sources([doc_id], (), run_id)
 
-    def replace_sources(self, doc_ids: Sequence[str], chunks: Sequence[KeyedChunk], run_id: int) -> int:
+    def replace_sources(
+        self, doc_ids: Sequence[str], chunks: Sequence[KeyedChunk], run_id: int, pages: Pages = _NO_PAGES
+    ) -> int:
         """Replace the sources of ``doc_ids`` by ``chunks`` (chunks of those documents), then re-derive
-        every group and canonical they touched, once for the whole batch.
+        every group and canonical they touched, once for the whole batch. ``pages``: the clean texts of
+        the batch's pages as just stored (their spans are sliced from them, not read back).
 
         A new source joins its group's current cluster (a new group is its own). A group that keeps a
         source keeps its signature and cluster, even if all its old sources were among those replaced;
@@ -110,10 +118,10 @@ class ChunkTables:
             ],
         )
         old_canonicals = {r[1] for r in old}
-        lost = self.refresh_groups(sorted({r[0] for r in old} | set(new_groups)))
+        lost = self.refresh_groups(sorted({r[0] for r in old} | set(new_groups)), pages)
         self._copy_group_relation(new_groups)
         canonicals = old_canonicals | set(current.values()) | lost | set(new_groups)
-        self.refresh_canonicals(sorted(canonicals), run_id)
+        self.refresh_canonicals(sorted(canonicals), run_id, pages)
         return len(old_canonicals)
 
     def _copy_group_relation(self, group_ids: Sequence[str]) -> None:
@@ -125,15 +133,17 @@ class ChunkTables:
         )
 
     # -- groups --------------------------------------------------------------------------------
-    def refresh_groups(self, ids: Sequence[str]) -> set[str]:
+    def refresh_groups(self, ids: Sequence[str], pages: Pages = _NO_PAGES) -> set[str]:
         """Re-derive groups from their sources; mark new, moved or emptied ones dirty.
 
         Returns the canonical ids that lost a group (their cluster must be refreshed too). Reads are
-        batched (each group's first source and its span of the page in one query), and a group whose
-        text, count and first source are unchanged is not written.
+        batched (each group's first source in one query, its text sliced from its page, see
+        :meth:`span_texts`), and a group whose text, count and first source are unchanged is not written.
         """
         c = self.conn
-        first = {r[0]: r[1:] for r in self._batched(_FIRST_SOURCES, ids)}
+        rows = list(self._batched(_FIRST_SOURCES, ids))
+        texts = self.span_texts([(r[1], r[2], r[3], r[5]) for r in rows], pages)
+        first = {r[0]: (*r[1:5], text) for r, text in zip(rows, texts, strict=True)}
         old = {r[0]: r[1:] for r in self._batched(_GROUP_STATE, ids)}
         lost: set[str] = set()
         inserts: list[tuple[object, ...]] = []
@@ -175,7 +185,30 @@ class ChunkTables:
         c.execute("DELETE FROM semantic_edges WHERE a=? OR b=?", (gid, gid))
         c.execute("DELETE FROM near_edges WHERE a=?", (gid,))
         c.execute("DELETE FROM near_edges WHERE b=?", (gid,))
+        c.execute("DELETE FROM variants WHERE a=?1 OR b=?1", (gid,))  # a gone group is no one's version
         c.execute("DELETE FROM dirty WHERE group_id=?", (gid,))
+
+    def span_texts(self, spans: Sequence[tuple[str, int, int, int]], pages: Pages = _NO_PAGES) -> list[str]:
+        """The text of each span ``(doc_id, page, start, end)`` of a clean page: sliced from ``pages``
+        when the page is there, else from the stored page, read once for all its spans (a canonical's
+        ``substr`` over its page read the page once per span: quadratic in a large page)."""
+        out = [""] * len(spans)
+        order = sorted(range(len(spans)), key=lambda i: spans[i][:2])
+        page_key: tuple[str, int] | None = None
+        text = ""
+        for i in order:
+            doc_id, page, start, end = spans[i]
+            if (doc_id, page) != page_key:
+                page_key = (doc_id, page)
+                held = pages.get(page_key)
+                if held is None:
+                    row = self.conn.execute(
+                        "SELECT clean_text FROM pages WHERE doc_id=? AND page=?", page_key
+                    ).fetchone()
+                    held = (row[0] if row is not None else None) or ""
+                text = held
+            out[i] = text[start:end]
+        return out
 
     def _batched(self, sql: str, ids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
         """Rows of ``sql`` (one ``{}`` placeholder list) for ``ids``, 500 ids per statement."""
@@ -207,15 +240,22 @@ class ChunkTables:
         )
         return [(r[0], r[1]) for r in rows]
 
+    def unsigned_among(self, ids: Sequence[str]) -> list[str]:
+        """The groups of ``ids`` that exist and have no signature, sorted."""
+        sql = "SELECT id FROM groups WHERE id IN ({}) AND signature IS NULL"
+        return sorted(r[0] for r in self._batched(sql, ids))
+
     def set_signatures(self, rows: Iterable[tuple[str, bytes, Sequence[int]]]) -> None:
-        """Store (group id, signature bytes, band keys) and the group's band rows."""
+        """Store (group id, signature bytes, band keys) and the groups' band rows (three statements for
+        all of them, not three per group). A group given twice carries the same signature both times."""
         c = self.conn
-        for gid, sig, bands in rows:
-            c.execute("UPDATE groups SET signature=? WHERE id=?", (sig, gid))
-            c.execute("DELETE FROM bands WHERE group_id=?", (gid,))
-            c.executemany(
-                "INSERT OR IGNORE INTO bands(band_key, group_id) VALUES (?, ?)", [(b, gid) for b in bands]
-            )
+        rows = list(rows)
+        c.executemany("UPDATE groups SET signature=? WHERE id=?", [(sig, gid) for gid, sig, _ in rows])
+        c.executemany("DELETE FROM bands WHERE group_id=?", [(gid,) for gid, _, _ in rows])
+        c.executemany(
+            "INSERT OR IGNORE INTO bands(band_key, group_id) VALUES (?, ?)",
+            [(b, gid) for gid, _, bands in rows for b in bands],
+        )
 
     def clear_signatures(self) -> None:
         """Drop every signature and band (the MinHash settings changed); every group becomes dirty."""
@@ -316,17 +356,28 @@ class ChunkTables:
         refresh every canonical that gained or lost a group; the groups stop being dirty."""
         c = self.conn
         ids = [a.group_id for a in assignments]
-        touched = {r[1] for r in self._batched("SELECT id, canonical_id FROM groups WHERE id IN ({})", ids)}
-        for a in assignments:
-            c.execute(
-                "UPDATE groups SET canonical_id=?, relation=?, similarity=?, differing=? WHERE id=?",
-                (a.canonical_id, a.relation, a.similarity, json.dumps(list(a.differing)), a.group_id),
+        now = {
+            r[0]: tuple(r[1:])
+            for r in self._batched(
+                "SELECT id, canonical_id, relation, similarity, differing FROM groups WHERE id IN ({})", ids
             )
-            c.execute(
-                "UPDATE sources SET canonical_id=?, relation=?, similarity=? WHERE group_id=?",
-                (a.canonical_id, a.relation, a.similarity, a.group_id),
-            )
-            touched.add(a.canonical_id)
+        }
+        touched = {state[0] for state in now.values()}
+        # Sources mirror their group's cluster (replace_sources copies it to new ones): a group whose
+        # cluster is unchanged (most of a fresh run's: leaders of themselves) is not rewritten.
+        decided = [
+            (a.canonical_id, a.relation, a.similarity, json.dumps(list(a.differing)), a.group_id)
+            for a in assignments
+        ]
+        changed = [row for row in decided if now.get(row[4]) != row[:4]]
+        c.executemany(
+            "UPDATE groups SET canonical_id=?, relation=?, similarity=?, differing=? WHERE id=?", changed
+        )
+        c.executemany(
+            "UPDATE sources SET canonical_id=?, relation=?, similarity=? WHERE group_id=?",
+            [(cid, rel, sim, gid) for cid, rel, sim, _, gid in changed],
+        )
+        touched.update(a.canonical_id for a in assignments)
         c.executemany("DELETE FROM variants WHERE a=? OR b=?", [(g, g) for g in ids])
         c.executemany(
             "INSERT OR REPLACE INTO variants(a, b, similarity, differing) VALUES (?, ?, ?, ?)",
@@ -335,7 +386,7 @@ class ChunkTables:
         c.executemany("DELETE FROM dirty WHERE group_id=?", [(g,) for g in ids])
         self.refresh_canonicals(sorted(touched), run_id)
 
-    def refresh_canonicals(self, ids: Sequence[str], run_id: int) -> None:
+    def refresh_canonicals(self, ids: Sequence[str], run_id: int, pages: Pages = _NO_PAGES) -> None:
         """Re-derive each canonical from its sources: representative text, count, signature.
 
         A canonical that changes gets ``updated_run = run_id``; one deleted and re-made unchanged within
@@ -348,6 +399,8 @@ class ChunkTables:
         state = {r[0]: r[1:] for r in self._batched(_CANONICAL_STATE, ids)}
         # tombstones of this run: (signature, last-change run) of canonicals deleted earlier in it
         gone = {r[0]: r[2:] for r in self._batched(_TOMBSTONES, ids) if r[1] == run_id}
+        made = [cid for cid in ids if sources.get(cid)]
+        texts = dict(zip(made, self.span_texts([sources[cid][0][:4] for cid in made], pages), strict=True))
         for cid in ids:
             rows = sources.get(cid)
             if not rows:
@@ -359,12 +412,7 @@ class ChunkTables:
                         (cid, run_id, *state[cid]),
                     )
                 continue
-            doc_id, page, start, end = rows[0][:4]
-            # substr counts characters as Python slicing does (offsets 0-based, substr 1-based)
-            text = c.execute(
-                "SELECT substr(clean_text, ?, ?) FROM pages WHERE doc_id=? AND page=?",
-                (start + 1, end - start, doc_id, page),
-            ).fetchone()[0]
+            text = texts[cid]
             signature = key_hash(json.dumps([text, [list(r) for r in rows]]))
             old = state[cid][0] if cid in state else None
             if old is None:

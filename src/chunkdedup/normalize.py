@@ -18,9 +18,21 @@ import xxhash
 _WS = re.compile(r"\s+")
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
-# Tokens generated per copy (a template's document GUID, a long hex id): removed from the exact key.
-_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
-_HEX_ID = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{16,}\b")
+# Tokens generated per copy (a template's document GUID, a long hex id of 16+ characters holding a digit
+# and a letter): removed from the exact key. One pass finds both; the hex run's digit-and-letter test is
+# made on the token (two lookaheads at every word start cost more than the rest of the key together).
+_ID_TOKEN = re.compile(
+    r"\b(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,})\b"
+)
+_HEX_DIGIT = re.compile(r"[0-9]")
+_HEX_LETTER = re.compile(r"[a-f]")
+
+
+def _drop_id(m: re.Match[str]) -> str:
+    token = m.group()
+    if "-" in token or (_HEX_DIGIT.search(token) and _HEX_LETTER.search(token)):
+        return " "
+    return token
 # A letter-digit run's parts: each digit run, and each letter run of at least three letters.
 _PARTS = re.compile(r"\d+|[^\W\d_]{3,}")
 _MIXED = re.compile(r"(?=\w*\d)(?=\w*[^\W\d_])[^\W_]+")
@@ -39,9 +51,8 @@ def exact_key(text: str) -> str:
         'refunds within 30 days. ref'
     """
     t = unicodedata.normalize("NFKC", text).casefold()
-    t = _UUID.sub(" ", t)
-    t = _HEX_ID.sub(" ", t)
-    return collapse_ws(t)
+    t = _ID_TOKEN.sub(_drop_id, t)
+    return " ".join(t.split())  # str.split's whitespace is re's \s: collapse_ws, 3x faster
 
 
 def boilerplate_key(text: str) -> str:

@@ -26,7 +26,8 @@ from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.context import CONTEXT_FORMAT, document_context
 from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument, key_chunk
-from chunkdedup.dedup.near import NearStats, update_clusters
+from chunkdedup.dedup.minhash import MinHasher
+from chunkdedup.dedup.near import NearStats, sign_new_groups, start_hashing, update_clusters
 from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
 from chunkdedup.index import Index
@@ -34,14 +35,18 @@ from chunkdedup.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.normalize import canonical_id, key_hash
 from chunkdedup.parse import InputFile, input_fingerprint, parse_file
 from chunkdedup.parse.discover import survey
-from chunkdedup.store import Store
+from chunkdedup.store import DOC_KEYS_FORMAT, Store
 from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, Page, ParsedFile
 
 #: progress(stage, done, total)
 Progress = Callable[[str, int, int], None]
 
-#: documents (or files) written per transaction
-STORE_BATCH = 32
+#: documents (or files) written per transaction, at most: each commit syncs the WAL and re-walks the
+#: B-trees it touches, so 32 a transaction spent a fifth of a fresh ingest committing
+STORE_BATCH = 1024
+#: page text (characters) held for one transaction, at most: a batch of large documents commits early,
+#: so memory stays bounded whatever the documents' sizes
+STORE_BATCH_CHARS = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,11 +213,13 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
         fingerprint = config_fingerprint(cfg)
         refresh_stale_keys(store, fingerprint, cfg, tick)
         decide_chrome(store, cfg)
-        chunked = _chunk_phase(store, fingerprint, cfg, run_id, tick)
+        textindex.defer_fts(store)
+        start_hashing(store, cfg.near)
+        chunked, signed = _chunk_phase(store, fingerprint, cfg, run_id, tick)
         near = update_clusters(store, cfg, run_id, tick, embedder=run.embedder, reembed=run.reembed)
         text = textindex.sync(store, tick) if not dry_run else None
         view = Index(store)
-        summary = run_totals(results, view.stats(), chunked, near, text)
+        summary = run_totals(results, view.stats(), chunked, near, text, signed=signed)
         report = IngestReport(
             None if dry_run else run_id, tuple(results), summary, tuple(view.boilerplate(limit=10)), dry_run
         )
@@ -224,25 +231,34 @@ def _parse_phase(
     store: Store, inputs: list[InputFile], cfg: Config, run_id: int, tick: Progress
 ) -> list[FileResult]:
     results: list[FileResult] = []
-    tick("parse", 0, len(inputs))
-    for i in range(0, len(inputs), STORE_BATCH):
-        batch = inputs[i : i + STORE_BATCH]
-        parsed: list[tuple[InputFile, str | None, ParsedFile | None]] = []
-        for n, inp in enumerate(batch, start=i + 1):
-            tick("parse", n - 1, len(inputs))
-            path = str(inp.path)
-            try:
-                h: str | None = input_fingerprint(inp)
-            except OSError as e:
-                parsed.append((inp, None, ParsedFile(path, (), FileStatus.FAILED, f"cannot read: {e}")))
-                continue
-            if h == store.file_hash(path) and store.docs_of_file(path):
-                parsed.append((inp, h, None))
-            else:
-                parsed.append((inp, h, parse_file(inp, cfg.parse)))
+    parsed: list[tuple[InputFile, str | None, ParsedFile | None]] = []
+    chars = 0
+
+    def flush() -> None:
         with store.transaction():
             for inp, h, pf in parsed:
                 results.append(store_file(store, inp, h, pf, cfg, run_id))
+        parsed.clear()
+
+    for n, inp in enumerate(inputs):
+        tick("parse", n, len(inputs))
+        path = str(inp.path)
+        try:
+            h: str | None = input_fingerprint(inp)
+        except OSError as e:
+            parsed.append((inp, None, ParsedFile(path, (), FileStatus.FAILED, f"cannot read: {e}")))
+            continue
+        if h == store.file_hash(path) and store.docs_of_file(path):
+            parsed.append((inp, h, None))
+        else:
+            pf = parse_file(inp, cfg.parse)
+            chars += sum(len(p.text) for d in pf.documents for p in d.pages)
+            parsed.append((inp, h, pf))
+        if len(parsed) >= STORE_BATCH or chars >= STORE_BATCH_CHARS:
+            flush()
+            chars = 0
+    if parsed:
+        flush()
     tick("parse", len(inputs), len(inputs))
     return results
 
@@ -289,10 +305,6 @@ def store_file(
     return FileResult(path, FileStatus.INGESTED, tuple(d.doc_id for d in pf.documents), notes)
 
 
-#: doc_keys rows also hold each document's strippable keys (migration 0004); older rows are recomputed
-DOC_KEYS_FORMAT = "2"
-
-
 def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progress) -> None:
     """Documents chunked under another config get their boilerplate keys recomputed first (every
     document, once, when the index's keys were written in an older format)."""
@@ -326,16 +338,31 @@ def decide_chrome(
         store.set_chrome(chrome)
 
 
-def _chunk_phase(store: Store, fingerprint: str, cfg: Config, run_id: int, tick: Progress) -> int:
+def _chunk_phase(
+    store: Store, fingerprint: str, cfg: Config, run_id: int, tick: Progress
+) -> tuple[int, int]:
+    """Strip, chunk and key the documents to chunk, a batch a transaction; each batch's new groups are
+    signed from the keys at hand. Returns (documents chunked, groups signed)."""
     todo = store.docs_to_chunk(fingerprint)
     chrome = store.chrome_ids()
-    for i in range(0, len(todo), STORE_BATCH):
+    hasher = MinHasher.from_config(cfg.near) if cfg.near.enabled else None
+    signed = 0
+    i = 0
+    while i < len(todo):
         with store.transaction():
-            docs = [chunk_pages(d, store.load_pages(d), chrome, cfg) for d in todo[i : i + STORE_BATCH]]
+            docs: list[KeyedDocument] = []
+            chars = 0
+            while i < len(todo) and len(docs) < STORE_BATCH and chars < STORE_BATCH_CHARS:
+                docs.append(chunk_pages(todo[i], store.load_pages(todo[i]), chrome, cfg))
+                chars += sum(len(p.text) for p in docs[-1].clean)
+                i += 1
             store.replace_chunks(docs, fingerprint, run_id)
-        tick("chunk", min(i + STORE_BATCH, len(todo)), len(todo))
+            if hasher is not None:
+                keys = {k.canonical_id: k.key for d in docs for k in d.keyed}
+                signed += sign_new_groups(store, keys, cfg.near, hasher)
+        tick("chunk", i, len(todo))
     refresh_contexts(store, cfg, run_id)
-    return len(todo)
+    return len(todo), signed
 
 
 #: documents whose context is written per transaction (a context is a short text)
@@ -431,7 +458,7 @@ def remove_documents(
                     store.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
         fingerprint = config_fingerprint(cfg)
         decide_chrome(store, cfg)
-        rechunked = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None)
+        rechunked, _ = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None)
         recorded = store.meta("embedder_name")
         embedder = get_embedder(recorded) if cfg.semantic.enabled and recorded else None
         update_clusters(store, cfg, run_id, embedder=embedder)
@@ -443,6 +470,7 @@ def remove_documents(
 
 __all__ = [
     "STORE_BATCH",
+    "STORE_BATCH_CHARS",
     "IngestReport",
     "Progress",
     "chunk_pages",

@@ -217,4 +217,30 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             FROM documents d ORDER BY d.doc_id;
         """,
     ),
+    (
+        "0008_deferrable_fts",
+        # A first ingest writes every group's text once: feeding FTS5 row by row through the triggers
+        # costs twice what one 'rebuild' at the end does. While meta fts_deferred is set (by
+        # textindex.defer_fts, on an index with no groups) the triggers stand still; textindex.sync
+        # rebuilds the table and clears the mark, in one transaction (a killed run leaves the mark, so
+        # the next run's sync rebuilds).
+        """
+        DROP TRIGGER groups_ai;
+        DROP TRIGGER groups_ad;
+        DROP TRIGGER groups_au;
+        CREATE TRIGGER groups_ai AFTER INSERT ON groups
+            WHEN (SELECT value FROM meta WHERE key='fts_deferred') IS NULL BEGIN
+            INSERT INTO groups_fts(rowid, text) VALUES (new.gid, new.text);
+        END;
+        CREATE TRIGGER groups_ad AFTER DELETE ON groups
+            WHEN (SELECT value FROM meta WHERE key='fts_deferred') IS NULL BEGIN
+            INSERT INTO groups_fts(groups_fts, rowid, text) VALUES('delete', old.gid, old.text);
+        END;
+        CREATE TRIGGER groups_au AFTER UPDATE OF text ON groups
+            WHEN old.text IS NOT new.text AND (SELECT value FROM meta WHERE key='fts_deferred') IS NULL BEGIN
+            INSERT INTO groups_fts(groups_fts, rowid, text) VALUES('delete', old.gid, old.text);
+            INSERT INTO groups_fts(rowid, text) VALUES (new.gid, new.text);
+        END;
+        """,
+    ),
 )

@@ -37,6 +37,10 @@ PAGE_CACHE_KIB = 256 * 1024
 #: the B-trees, so with the default every commit checkpoints (and syncs the file); with 64k pages
 #: (256 MiB at 4 KiB a page) a page written by many commits is copied back once.
 WRITER_AUTOCHECKPOINT_PAGES = 65536
+#: The format of the doc_keys rows :meth:`Store.set_doc_keys` writes: they also hold each document's
+#: strippable keys (migration 0004). An index whose meta records an older one has every document's keys
+#: recomputed once (``pipeline.refresh_stale_keys``); a new index starts at this one.
+DOC_KEYS_FORMAT = "2"
 
 
 def _now() -> str:
@@ -123,6 +127,9 @@ class Store:
                 for statement in _statements(sql):
                     self.conn.execute(statement)
                 self.conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, _now()))
+        if not tables:  # a new index: nothing in it was written in an older format
+            with self.transaction():
+                self.set_meta("doc_keys_format", DOC_KEYS_FORMAT)
 
     def close(self) -> None:
         self.conn.close()
@@ -438,7 +445,9 @@ class Store:
             "UPDATE pages SET clean_text=? WHERE doc_id=? AND page=?",
             [(p.text, d.doc_id, p.number) for d in docs for p in d.clean],
         )
-        self.chunks.replace_sources([d.doc_id for d in docs], [k for d in docs for k in d.keyed], run_id)
+        pages = {(d.doc_id, p.number): p.text for d in docs for p in d.clean}
+        keyed = [k for d in docs for k in d.keyed]
+        self.chunks.replace_sources([d.doc_id for d in docs], keyed, run_id, pages)
         for d in docs:
             self._put_stripped(d.doc_id, d.stripped)
         ids = [(d.doc_id,) for d in docs]

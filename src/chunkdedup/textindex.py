@@ -110,8 +110,34 @@ def _schema(tantivy: ModuleType) -> Any:
     return sb.build()
 
 
+def defer_fts(store: Store) -> bool:
+    """On an index with no groups yet, stop feeding FTS5 row by row: :func:`sync` builds it once.
+
+    True when FTS5 is deferred (now, or still, by a run that was killed). The caller holds the writer
+    lock; queries during the run see the groups already indexed (none, on a new index).
+    """
+    if store.meta("fts_deferred") is not None:
+        return True
+    if store.conn.execute("SELECT 1 FROM groups LIMIT 1").fetchone() is not None:
+        return False
+    with store.transaction():
+        store.set_meta("fts_deferred", "1")
+    return True
+
+
+def _build_deferred_fts(store: Store) -> None:
+    """One FTS5 'rebuild' from the groups table, and the triggers run again (one transaction)."""
+    if store.meta("fts_deferred") is None:
+        return
+    with store.transaction():
+        store.conn.execute("INSERT INTO groups_fts(groups_fts) VALUES('rebuild')")
+        store.conn.execute("DELETE FROM meta WHERE key='fts_deferred'")
+
+
 def sync(store: Store, progress: Callable[[str, int, int], None] | None = None) -> SyncStats:
-    """Bring the tantivy folder up to the index's groups (a no-op for fts5). Needs the writer lock."""
+    """Build a deferred FTS5 table (:func:`defer_fts`), and bring the tantivy folder up to the index's
+    groups. Needs the writer lock."""
+    _build_deferred_fts(store)
     name = engine(store)
     if name != "tantivy":
         return SyncStats(name, False, 0)

@@ -58,6 +58,31 @@ def _fingerprints(config: NearConfig) -> tuple[str, str]:
     return key_hash(json.dumps(hashing, sort_keys=True)), key_hash(json.dumps(d, sort_keys=True))
 
 
+def start_hashing(store: Store, config: NearConfig) -> None:
+    """On an index with no groups and no signature settings yet, record ``config``'s: there is nothing
+    to re-sign, and the chunk phase can sign its new groups (:func:`sign_new_groups`) for good."""
+    if not config.enabled or store.meta("near_hashing") is not None:
+        return
+    if store.conn.execute("SELECT 1 FROM groups LIMIT 1").fetchone() is None:
+        with store.transaction():
+            store.set_meta("near_hashing", _fingerprints(config)[0])
+
+
+def sign_new_groups(store: Store, keys: Mapping[str, str], config: NearConfig, hasher: MinHasher) -> int:
+    """Sign the groups among ``keys`` (group id -> exact key, of a batch just written) that have no
+    signature yet, from the keys at hand (the cluster pass would read their texts back and key them
+    again); inside the caller's transaction. Only when the index's signatures are made with
+    ``config``'s hashing settings (else the cluster pass drops them all). Returns how many were signed."""
+    if store.meta("near_hashing") != _fingerprints(config)[0]:
+        return 0
+    unsigned = store.chunks.unsigned_among(sorted(keys))
+    if not unsigned:
+        return 0
+    sigs, bands = sign_keys(hasher, [keys[g] for g in unsigned], config)
+    store.chunks.set_signatures((g, sigs[i].tobytes(), bands[i].tolist()) for i, g in enumerate(unsigned))
+    return len(unsigned)
+
+
 def word_diff(member: str, leader: str) -> tuple[str, ...]:
     """Words only in the member (``+``) or only in the leader (``-``), sorted, at most 20."""
     a, b = Counter(member.split()), Counter(leader.split())
@@ -103,7 +128,9 @@ def update_clusters(
             store.conn.execute("DELETE FROM meta WHERE key='semantic_edges_for'")
         if model is not None:
             _check_embedder(store, model, reembed)
-    signed = _sign(store, near, progress) if near.enabled else 0
+    # each group's exact key, computed once in this pass (signing, verification and the guard need it)
+    keys: dict[str, str] = {}
+    signed = _sign(store, near, progress, keys) if near.enabled else 0
     if model is not None:
         _embed(store, model, sem, progress)
     dirty = tables.dirty_ids()
@@ -111,10 +138,10 @@ def update_clusters(
         return NearStats(signed, 0, 0, 0)
     if near.enabled or model is not None:
         given = near_edges() if near_edges is not None and near.enabled else None
-        rows, edges = _components(store, dirty, near, semantic=model is not None, given=given)
+        rows, edges = _components(store, dirty, near, keys, semantic=model is not None, given=given)
     else:
         rows, edges = tables.group_rows(dirty), {}
-    assignments, variants = _decide(rows, edges, near.guard, near.linkage)
+    assignments, variants = _decide(rows, edges, near.guard, near.linkage, keys)
     with store.transaction():
         tables.apply(assignments, variants, run_id)
     progress("cluster", len(rows), len(rows))
@@ -180,15 +207,25 @@ def sign_keys(hasher: MinHasher, keys: Sequence[str], config: NearConfig) -> tup
     return sigs, band_keys(sigs, config.bands, config.rows).view(np.int64)
 
 
-def _sign(store: Store, config: NearConfig, progress: Callable[[str, int, int], None]) -> int:
+def _key(keys: dict[str, str], gid: str, text: str) -> str:
+    """The exact key of group ``gid`` (text ``text``), from ``keys`` or computed into it."""
+    key = keys.get(gid)
+    if key is None:
+        key = keys[gid] = exact_key(text)
+    return key
+
+
+def _sign(
+    store: Store, config: NearConfig, progress: Callable[[str, int, int], None], keys: dict[str, str]
+) -> int:
     hasher = MinHasher.from_config(config)
     done = 0
     total = int(store.conn.execute("SELECT COUNT(*) FROM groups WHERE signature IS NULL").fetchone()[0])
     while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
-        sigs, keys = sign_keys(hasher, [exact_key(text) for _, text in batch], config)
+        sigs, bands = sign_keys(hasher, [_key(keys, gid, text) for gid, text in batch], config)
         with store.transaction():
             store.chunks.set_signatures(
-                (gid, sigs[i].tobytes(), keys[i].tolist()) for i, (gid, _) in enumerate(batch)
+                (gid, sigs[i].tobytes(), bands[i].tolist()) for i, (gid, _) in enumerate(batch)
             )
         done += len(batch)
         progress("sign", done, total)
@@ -196,7 +233,13 @@ def _sign(store: Store, config: NearConfig, progress: Callable[[str, int, int], 
 
 
 def _components(
-    store: Store, dirty: Sequence[str], config: NearConfig, *, semantic: bool, given: NearEdges | None = None
+    store: Store,
+    dirty: Sequence[str],
+    config: NearConfig,
+    keys: dict[str, str],
+    *,
+    semantic: bool,
+    given: NearEdges | None = None,
 ) -> tuple[list[GroupRow], Edges]:
     """Every group connected to a dirty one by verified near edges or semantic edges, and those edges
     with their relation and similarity (a pair with both keeps the near edge).
@@ -224,8 +267,12 @@ def _components(
 
         def shingles(gid: str) -> np.ndarray:
             if gid not in texts:
-                row = store.chunks.group_rows([gid])
-                texts[gid] = hasher.shingles(exact_key(row[0].text)) if row else np.empty(0, np.uint64)
+                if gid in keys:  # signed in this pass: its text need not be read again
+                    texts[gid] = hasher.shingles(keys[gid])
+                else:
+                    row = store.chunks.group_rows([gid])
+                    key = _key(keys, gid, row[0].text) if row else None
+                    texts[gid] = hasher.shingles(key) if key is not None else np.empty(0, np.uint64)
             return texts[gid]
 
         seen, edges = connect(
@@ -289,7 +336,7 @@ def connect(
 
 
 def _decide(
-    rows: Sequence[GroupRow], edges: Edges, guard: bool, linkage: str
+    rows: Sequence[GroupRow], edges: Edges, guard: bool, linkage: str, keys: dict[str, str]
 ) -> tuple[list[Assignment], list[tuple[str, str, float, tuple[str, ...]]]]:
     """Leader clustering over the edges; a near edge weighs ``1 + jaccard`` so it outranks any cosine."""
     index = {row.id: i for i, row in enumerate(rows)}
@@ -303,9 +350,9 @@ def _decide(
     def edge(a: str, b: str) -> tuple[str, float]:
         return edges[(a, b) if a < b else (b, a)]
 
-    keys = [exact_key(row.text) for row in rows]
+    row_keys = [_key(keys, row.id, row.text) for row in rows]
     result = leader_cluster(
-        order, edge_array, np.asarray(weights, dtype=np.float64), keys, guard=guard, linkage=linkage
+        order, edge_array, np.asarray(weights, dtype=np.float64), row_keys, guard=guard, linkage=linkage
     )
     assignments = []
     for i, row in enumerate(rows):
@@ -314,7 +361,7 @@ def _decide(
             assignments.append(Assignment(row.id, row.id, "exact", 1.0))
         else:
             relation, sim = edge(row.id, rows[leader].id)
-            diff = word_diff(keys[i], keys[leader])
+            diff = word_diff(row_keys[i], row_keys[leader])
             assignments.append(Assignment(row.id, rows[leader].id, relation, sim, diff))
     variants = [
         (rows[v.a].id, rows[v.b].id, edge(rows[v.a].id, rows[v.b].id)[1], tuple(v.differing))

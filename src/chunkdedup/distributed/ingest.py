@@ -171,6 +171,7 @@ def _ingest(
         if cfg.near.enabled and store.meta("near_hashing") is None:
             # A new index: record the near settings first, so the signatures written below are kept.
             update_clusters(store, cfg, run_id)
+        textindex.defer_fts(store)
         with clock("chunk + sign (Ray map, store)"):
             chunked, signed = _chunk(ray, store, parsed, parsed_docs, fingerprint, cfg, run_id, workers, tick)
             refresh_contexts(store, cfg, run_id)

@@ -1,0 +1,124 @@
+"""Reference digests of what an index holds, per corpus: the guard that a faster write path writes the
+same index.
+
+Each digest is a sha256 of what a user sees: the ``export`` JSONL bytes (canonical ids, texts,
+sources, metadata), the stripped boilerplate, every exact-key group (text, cluster, relation,
+similarity, differing words), the variants and every page's clean text. The reference in
+``tests/data/export_reference.json`` was written by the code at 9e73e8e (before the write-path work)::
+
+    PYTHONPATH=src python tests/export_reference.py --write
+
+Run without ``--write`` it prints the digests of the code on ``PYTHONPATH`` and whether they match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import io
+import json
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+from chunkdedup import Index, ingest
+from chunkdedup.export import write_export
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+REFERENCE = REPO / "tests" / "data" / "export_reference.json"
+SYNTHETIC_CHUNKS = 3000
+SYNTHETIC_SEED = 12
+
+
+def scale_module() -> ModuleType:
+    """``benchmarks/scale.py`` (its seeded corpus generator), loaded by path."""
+    spec = importlib.util.spec_from_file_location("_chunkdedup_scale", REPO / "benchmarks" / "scale.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_synthetic(folder: Path) -> Path:
+    """The synthetic corpus (families of versions, chrome, exact and near copies, variants) in ``folder``."""
+    scale_module().write_corpus(folder, SYNTHETIC_CHUNKS, seed=SYNTHETIC_SEED)
+    return folder
+
+
+def digests(index: Path) -> dict[str, str]:
+    """sha256 of the export bytes and of the other tables a user reads, of one index."""
+    out: dict[str, str] = {}
+    with Index.open(index) as ix:
+        buf = io.StringIO()
+        write_export(ix, buf, "jsonl", None)
+        out["export"] = hashlib.sha256(buf.getvalue().encode()).hexdigest()
+        bp = sorted(
+            (b.key, b.example, b.scope, b.doc_count, b.page_count) for b in ix.boilerplate(limit=None)
+        )
+        out["boilerplate"] = _sha(bp)
+        conn = ix.store.conn
+        groups = conn.execute(
+            "SELECT id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id, relation, similarity,"
+            " differing FROM groups ORDER BY id"
+        ).fetchall()
+        out["groups"] = _sha(groups)
+        out["variants"] = _sha(conn.execute("SELECT * FROM variants ORDER BY a, b").fetchall())
+        docs = [d["doc"] for d in ix.documents()]
+        out["clean_pages"] = _sha(
+            [(d, [(p.number, p.text) for p in ix.store.load_pages(d, clean=True)]) for d in docs]
+        )
+    return out
+
+
+def _sha(rows: object) -> str:
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
+
+
+def corpora() -> dict[str, Callable[[Path], Path]]:
+    """Name -> ingest the corpus into the given index path (a fresh one)."""
+
+    def folder(sub: str, manifest: str | None = None) -> Callable[[Path], Path]:
+        def run(index: Path) -> Path:
+            m = DATA / sub.split("/")[0] / manifest if manifest else None
+            ingest([DATA / sub], index, manifest=m)
+            return index
+
+        return run
+
+    def synthetic(index: Path) -> Path:
+        with tempfile.TemporaryDirectory() as tmp:
+            ingest([write_synthetic(Path(tmp) / "corpus")], index)
+        return index
+
+    return {
+        "sec-10q": folder("sec-10q/docs"),
+        "ntsb": folder("ntsb/docs"),
+        "site-policy": folder("site-policy", "manifest.jsonl"),
+        "synthetic": synthetic,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--write", action="store_true", help=f"write the digests to {REFERENCE}")
+    args = ap.parse_args(argv)
+    found: dict[str, dict[str, str]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, run in corpora().items():
+            found[name] = digests(run(Path(tmp) / f"{name}.sqlite"))
+            print(name, found[name]["export"])
+    if args.write:
+        REFERENCE.parent.mkdir(parents=True, exist_ok=True)
+        REFERENCE.write_text(json.dumps(found, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return 0
+    same = REFERENCE.exists() and json.loads(REFERENCE.read_text(encoding="utf-8")) == found
+    print("matches the reference" if same else "DIFFERS from the reference")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
