@@ -327,7 +327,7 @@ def leak_run(index: Path, n_queries: int, seed: int = 0) -> dict[str, Any]:
         sources = {r.id: {s.doc for s in r.sources} for r in ix.records()}
         # words of every distinct text, near-merged copies included (their words are searchable too)
         words = sorted({w for (t,) in ix.store.conn.execute("SELECT text FROM groups") for w in t.split()})
-        pages = "SELECT doc_id, group_concat(clean_text, ' ') FROM pages GROUP BY doc_id"
+        pages = "SELECT doc_id, group_concat(COALESCE(clean_text, raw_text), ' ') FROM pages GROUP BY doc_id"
         content = {d: exact_key(t or "") for d, t in ix.store.conn.execute(pages)}
         values: dict[str, list[str]] = {}
         for f in fields.values():

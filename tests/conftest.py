@@ -44,7 +44,8 @@ def policy_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def clean_pages(index: Path) -> list[tuple[str, int, str]]:
     with Index.open(index) as ix:
-        rows = ix.store.conn.execute("SELECT doc_id, page, clean_text FROM pages ORDER BY doc_id, page")
+        rows = ix.store.conn.execute("SELECT doc_id, page, COALESCE(clean_text, raw_text)"
+            " FROM pages ORDER BY doc_id, page")
         return [(r[0], r[1], r[2] or "") for r in rows]
 
 

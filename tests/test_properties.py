@@ -65,7 +65,8 @@ def test_every_source_slices_back_to_its_canonical_key(docs: list[tuple[list[str
         with Index.open(index) as ix:
             pages = {
                 (r[0], r[1]): r[2]
-                for r in ix.store.conn.execute("SELECT doc_id, page, clean_text FROM pages")
+                for r in ix.store.conn.execute("SELECT doc_id, page, COALESCE(clean_text, raw_text)"
+                    " FROM pages")
             }
             records = list(ix.export())
         seen = set()

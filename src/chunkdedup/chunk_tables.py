@@ -203,7 +203,8 @@ class ChunkTables:
                 held = pages.get(page_key)
                 if held is None:
                     row = self.conn.execute(
-                        "SELECT clean_text FROM pages WHERE doc_id=? AND page=?", page_key
+                        "SELECT COALESCE(clean_text, raw_text) FROM pages WHERE doc_id=? AND page=?",
+                        page_key,
                     ).fetchone()
                     held = (row[0] if row is not None else None) or ""
                 text = held

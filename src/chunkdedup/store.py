@@ -30,6 +30,8 @@ from chunkdedup.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.schema import MIGRATIONS
 from chunkdedup.types import Document, Page, StrippedLine
 
+#: A page's text after boilerplate stripping: stored only where stripping changed it.
+CLEAN_TEXT = "COALESCE(clean_text, raw_text)"
 #: The page cache of each connection, KiB.
 PAGE_CACHE_KIB = 256 * 1024
 #: While a writer holds the index, the WAL is folded into the file once it reaches this many pages
@@ -377,7 +379,9 @@ class Store:
         )
 
     def load_pages(self, doc_id: str, *, clean: bool = False) -> tuple[Page, ...]:
-        column = "clean_text" if clean else "raw_text"
+        """A document's pages as parsed, or (``clean``) as stripped; a stripped page of a document not
+        chunked yet reads as its raw text."""
+        column = CLEAN_TEXT if clean else "raw_text"
         rows = self.conn.execute(
             f"SELECT page, {column}, has_text FROM pages WHERE doc_id=? ORDER BY page",
             (doc_id,),
@@ -441,8 +445,11 @@ class Store:
         batch (a transaction's worth of documents), not once per document.
         """
         c = self.conn
+        # A page stripping left as it was keeps no second copy: clean_text NULL reads as raw_text
+        # (CLEAN_TEXT), which on most pages of most corpora is the whole page.
         c.executemany(
-            "UPDATE pages SET clean_text=? WHERE doc_id=? AND page=?",
+            "UPDATE pages SET clean_text = CASE WHEN raw_text = ?1 THEN NULL ELSE ?1 END"
+            " WHERE doc_id=?2 AND page=?3",
             [(p.text, d.doc_id, p.number) for d in docs for p in d.clean],
         )
         pages = {(d.doc_id, p.number): p.text for d in docs for p in d.clean}

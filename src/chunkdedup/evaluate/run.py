@@ -153,7 +153,7 @@ def _figures(ix: Index, bx: Index) -> dict[str, Any]:
         "index_bytes": st["index_bytes"],
         "baseline_bytes": bs["index_bytes"],
         "words_raw": _words(ix, "raw_text"),
-        "words_after_boilerplate": _words(ix, "clean_text"),
+        "words_after_boilerplate": _words(ix, "COALESCE(clean_text, raw_text)"),
         "lines_stripped": st["lines_stripped"],
         "variant_pairs": st["variant_pairs"],
         "funnel": funnel,

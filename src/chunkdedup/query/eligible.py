@@ -188,7 +188,7 @@ class Eligibility:
     def _span(self, c: Citation) -> str:
         # substr counts characters, as Python slicing does (offsets are 0-based, substr 1-based)
         row = self.conn.execute(
-            "SELECT substr(clean_text, ?, ?) FROM pages WHERE doc_id=? AND page=?",
+            "SELECT substr(COALESCE(clean_text, raw_text), ?, ?) FROM pages WHERE doc_id=? AND page=?",
             (c.start + 1, c.end - c.start, c.doc, c.page),
         ).fetchone()
         return str(row[0] or "") if row else ""
