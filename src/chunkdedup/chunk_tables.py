@@ -22,6 +22,7 @@ from typing import Any
 
 from chunkdedup.dedup.exact import KeyedChunk
 from chunkdedup.normalize import key_hash
+from chunkdedup.schema import CLEAN_TEXT
 
 #: Each group's first source (by document, page, offset), its count, and its end.
 _FIRST_SOURCES = (
@@ -203,8 +204,7 @@ class ChunkTables:
                 held = pages.get(page_key)
                 if held is None:
                     row = self.conn.execute(
-                        "SELECT COALESCE(clean_text, raw_text) FROM pages WHERE doc_id=? AND page=?",
-                        page_key,
+                        f"SELECT {CLEAN_TEXT} FROM pages WHERE doc_id=? AND page=?", page_key
                     ).fetchone()
                     held = (row[0] if row is not None else None) or ""
                 text = held

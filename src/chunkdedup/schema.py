@@ -6,6 +6,10 @@ and is refused rather than guessed at.
 
 from __future__ import annotations
 
+#: A page's text after boilerplate stripping: ``clean_text`` is stored only where stripping changed
+#: the page (migration 0009), else it reads as the raw text.
+CLEAN_TEXT = "COALESCE(clean_text, raw_text)"
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "0001_initial",

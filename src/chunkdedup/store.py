@@ -27,11 +27,9 @@ from chunkdedup.context import ContextSource, running_lines
 from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.index_errors import SQLITE_FAILURES, index_error
-from chunkdedup.schema import MIGRATIONS
+from chunkdedup.schema import CLEAN_TEXT, MIGRATIONS
 from chunkdedup.types import Document, Page, StrippedLine
 
-#: A page's text after boilerplate stripping: stored only where stripping changed it.
-CLEAN_TEXT = "COALESCE(clean_text, raw_text)"
 #: The page cache of each connection, KiB.
 PAGE_CACHE_KIB = 256 * 1024
 #: While a writer holds the index, the WAL is folded into the file once it reaches this many pages

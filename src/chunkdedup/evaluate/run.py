@@ -17,6 +17,7 @@ from chunkdedup.evaluate.metrics import PairSimilarity, Result, Scores, aggregat
 from chunkdedup.index import Index
 from chunkdedup.pipeline import Progress
 from chunkdedup.query.run import search
+from chunkdedup.schema import CLEAN_TEXT
 
 #: the cut-offs reported besides the requested k
 EXTRA_KS = (1, 3, 10)
@@ -153,7 +154,7 @@ def _figures(ix: Index, bx: Index) -> dict[str, Any]:
         "index_bytes": st["index_bytes"],
         "baseline_bytes": bs["index_bytes"],
         "words_raw": _words(ix, "raw_text"),
-        "words_after_boilerplate": _words(ix, "COALESCE(clean_text, raw_text)"),
+        "words_after_boilerplate": _words(ix, CLEAN_TEXT),
         "lines_stripped": st["lines_stripped"],
         "variant_pairs": st["variant_pairs"],
         "funnel": funnel,

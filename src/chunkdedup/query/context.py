@@ -90,8 +90,7 @@ class DocumentContexts:
         keys = sorted(by_key)
         for lo in range(0, len(keys), _CHUNK):
             part = keys[lo : lo + _CHUNK]
-            marks = ",".join("?" * len(part))
-            sql = f"SELECT dkey, doc_id FROM contexts WHERE dkey IN ({marks})"
+            sql = f"SELECT dkey, doc_id FROM contexts WHERE dkey IN ({_marks(part)})"
             rows = self.conn.execute(sql, part).fetchall()
             self.eligibility.load_docs(r[1] for r in rows)
             found.update((doc, by_key[key]) for key, doc in rows if self.eligibility.passes(doc))
@@ -179,5 +178,5 @@ def _has_contexts(conn: sqlite3.Connection) -> bool:
     return row is not None
 
 
-def _marks(part: Sequence[str]) -> str:
+def _marks(part: Sequence[object]) -> str:
     return ",".join("?" * len(part))

@@ -16,6 +16,7 @@ from typing import Any
 from chunkdedup.query.records import Candidate, Citation, Dropped, VersionPolicy
 from chunkdedup.query.retrieve import Scored
 from chunkdedup.query.where import Filter
+from chunkdedup.schema import CLEAN_TEXT
 from chunkdedup.types import MetaValue
 
 _CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit
@@ -188,7 +189,7 @@ class Eligibility:
     def _span(self, c: Citation) -> str:
         # substr counts characters, as Python slicing does (offsets are 0-based, substr 1-based)
         row = self.conn.execute(
-            "SELECT substr(COALESCE(clean_text, raw_text), ?, ?) FROM pages WHERE doc_id=? AND page=?",
+            f"SELECT substr({CLEAN_TEXT}, ?, ?) FROM pages WHERE doc_id=? AND page=?",
             (c.start + 1, c.end - c.start, c.doc, c.page),
         ).fetchone()
         return str(row[0] or "") if row else ""

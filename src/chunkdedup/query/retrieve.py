@@ -109,13 +109,17 @@ class Fts5Retriever:
             return []
         return self.search(match, limit)
 
-    def search(self, match: str, limit: int) -> list[Scored]:
-        """The best ``limit`` groups for an FTS5 MATCH expression (the caller formulates it)."""
+    def search(self, match: str, limit: int, groups: Sequence[str] | None = None) -> list[Scored]:
+        """The best ``limit`` groups for an FTS5 MATCH expression (the caller formulates it), among
+        ``groups`` only when given (the scores stay those of the whole index)."""
+        # "+": a filter on the joined rows; as a rowid constraint FTS5 re-runs the MATCH per id
+        scope = "" if groups is None else " AND +g.id IN (SELECT value FROM json_each(?))"
+        params = (match, limit) if groups is None else (match, json.dumps(list(groups)), limit)
         rows = self.conn.execute(
             "SELECT g.id, bm25(groups_fts) AS b FROM groups_fts"
             " JOIN groups g ON g.gid = groups_fts.rowid"
-            " WHERE groups_fts MATCH ? ORDER BY b, g.id LIMIT ?",
-            (match, limit),
+            f" WHERE groups_fts MATCH ?{scope} ORDER BY b, g.id LIMIT ?",
+            params,
         )
         return [Scored(r[0], -float(r[1])) for r in rows]
 
@@ -124,15 +128,7 @@ class Fts5Retriever:
         match = fts_query(text, self.parts)
         if match is None or limit <= 0 or not groups:
             return []
-        rows = self.conn.execute(
-            "SELECT g.id, bm25(groups_fts) AS b FROM groups_fts"
-            " JOIN groups g ON g.gid = groups_fts.rowid"
-            # "+": a filter on the joined rows; as a rowid constraint FTS5 re-runs the MATCH per id
-            " WHERE groups_fts MATCH ? AND +g.id IN (SELECT value FROM json_each(?))"
-            " ORDER BY b, g.id LIMIT ?",
-            (match, json.dumps(list(groups)), limit),
-        )
-        return [Scored(r[0], -float(r[1])) for r in rows]
+        return self.search(match, limit, groups)
 
 
 class TantivyRetriever:
