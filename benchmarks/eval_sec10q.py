@@ -28,7 +28,7 @@ from chunkdedup import ingest
 from chunkdedup.config import QueryConfig
 from chunkdedup.evaluate import DocResolver, Question, convert_docugami, evaluate, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity
-from chunkdedup.index import Index
+from chunkdedup.store.index import Index
 from chunkdedup.report import write_report
 from chunkdedup.report.table import comparison_rows, funnel_rows
 from sweep_query import evaluate_setting

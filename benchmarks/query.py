@@ -38,7 +38,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from chunkdedup import Index, QueryConfig, ingest, search, textindex
+from chunkdedup import Index, QueryConfig, ingest, search
+from chunkdedup.store import textindex
 from chunkdedup.embed import HashEmbedder, get_embedder
 from chunkdedup.normalize import canonical_id, exact_key
 from chunkdedup.query import Filter, Fts5Retriever, Retriever, Scored, TantivyRetriever, VectorRetriever

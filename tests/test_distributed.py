@@ -133,7 +133,8 @@ def test_incremental_ray_runs_equal_a_fresh_local_ingest(local_ray: ModuleType, 
 def test_prune_dry_run_and_text_index_on_ray(local_ray: ModuleType, tmp_path: Path) -> None:
     """The local options work with --engine ray: a dry run writes nothing, --prune drops the files
     that are gone, and --text-index tantivy builds and then keeps the folder in step."""
-    from chunkdedup import Index, textindex
+    from chunkdedup import Index
+    from chunkdedup.store import textindex
     from chunkdedup.distributed import ingest_ray
 
     corpus = tmp_path / "corpus"

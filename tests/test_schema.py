@@ -9,8 +9,8 @@ import pytest
 
 from chunkdedup import Index
 from chunkdedup.errors import MigrationPendingError
-from chunkdedup.schema import MIGRATIONS
-from chunkdedup.store import Store, _statements
+from chunkdedup.store.schema import MIGRATIONS
+from chunkdedup.store.core import Store, _statements
 
 
 def _index_at_first_migration(path: Path) -> None:

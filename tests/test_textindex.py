@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkdedup import Index, ingest, remove_documents, textindex
+from chunkdedup import Index, ingest, remove_documents
+from chunkdedup.store import textindex
 from chunkdedup.errors import MissingExtraError
 from chunkdedup.query import Fts5Retriever, TantivyRetriever, search
 from chunkdedup.query.run import bm25_retriever

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         SchemaError,
         SyncError,
     )
-    from chunkdedup.index import Index
+    from chunkdedup.store.index import Index
     from chunkdedup.normalize import boilerplate_key, exact_key
     from chunkdedup.pipeline import IngestReport, ingest, remove_documents
     from chunkdedup.query import Citation, ExportRecord, Hit, QueryResult, dedup_chunks, search
@@ -65,7 +65,7 @@ _MODULES = {
     "chunkdedup.errors": "ChunkdedupError ConfigError DuplicateDocumentError IndexBusyError "
     "IndexDamagedError IndexError_ IndexFullError IndexIOError InputError MissingExtraError ParseError "
     "SchemaError SyncError",
-    "chunkdedup.index": "Index",
+    "chunkdedup.store.index": "Index",
     "chunkdedup.normalize": "boilerplate_key exact_key",
     "chunkdedup.pipeline": "IngestReport ingest remove_documents",
     "chunkdedup.query": "Citation ExportRecord Hit QueryResult dedup_chunks search",

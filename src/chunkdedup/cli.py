@@ -21,7 +21,7 @@ from rich.table import Table
 
 from chunkdedup.cli_support import EXIT_FILES_FAILED, cli_errors, progress_bar, safe_block, safe_text
 from chunkdedup.config import Config
-from chunkdedup.index import Index
+from chunkdedup.store.index import Index
 
 if TYPE_CHECKING:
     from chunkdedup.pipeline import IngestReport
@@ -270,7 +270,7 @@ def check_cmd(index_path: Path, full: bool) -> None:
     \b
         chunkdedup check --index corpus.sqlite
     """
-    from chunkdedup.index_errors import check_index
+    from chunkdedup.store.index_errors import check_index
 
     with cli_errors(index_path):
         if not index_path.is_file():

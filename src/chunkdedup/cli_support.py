@@ -29,7 +29,7 @@ def cli_errors(index: Path | None = None) -> Iterator[None]:
     """Turn a :class:`ChunkdedupError` into a click error: one line, non-zero exit status.
 
     An SQLite error on ``index`` (a damaged file, a full disk, an I/O error) gets the message that
-    names its cause and the way out (see :mod:`chunkdedup.index_errors`), never a traceback.
+    names its cause and the way out (see :mod:`chunkdedup.store.index_errors`), never a traceback.
     """
     try:
         yield
@@ -38,7 +38,7 @@ def cli_errors(index: Path | None = None) -> Iterator[None]:
     except (sqlite3.Error, UnicodeDecodeError) as e:
         if index is None or (isinstance(e, UnicodeDecodeError) and not _sqlite_message(e)):
             raise
-        from chunkdedup.index_errors import index_error
+        from chunkdedup.store.index_errors import index_error
 
         raise click.ClickException(safe_text(str(index_error(index, e)))) from None
     except OSError as e:

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chunkdedup import boilerplate, textindex
+from chunkdedup import boilerplate
+from chunkdedup.store import textindex
 from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.context import CONTEXT_FORMAT, document_context
@@ -30,8 +31,8 @@ from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.dedup.near import NearStats, sign_new_groups, start_hashing, update_clusters
 from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
-from chunkdedup.index import Index
-from chunkdedup.index_errors import SQLITE_FAILURES, index_error
+from chunkdedup.store.index import Index
+from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.normalize import canonical_id, key_hash
 from chunkdedup.parse import InputFile, input_fingerprint, parse_file
 from chunkdedup.parse.discover import survey
@@ -133,7 +134,7 @@ def ingest(
 
     ``embedder`` overrides ``config.semantic.embedder`` when the semantic tier is enabled;
     ``reembed`` drops the vectors of an index embedded with another model. ``text_engine``
-    (``fts5`` or ``tantivy``, see :mod:`chunkdedup.textindex`) switches the index's BM25 engine;
+    (``fts5`` or ``tantivy``, see :mod:`chunkdedup.store.textindex`) switches the index's BM25 engine;
     ``None`` keeps the one it has.
 
     Example:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from chunkdedup.chunk_tables import Assignment, GroupRow
+from chunkdedup.store.chunk_tables import Assignment, GroupRow
 from chunkdedup.config import Config, NearConfig, SemanticConfig
 from chunkdedup.dedup.lsh import band_keys, leader_cluster
 from chunkdedup.dedup.minhash import MinHasher, jaccard

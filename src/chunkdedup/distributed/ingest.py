@@ -24,14 +24,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from chunkdedup import textindex
+from chunkdedup.store import textindex
 from chunkdedup.config import Config
 from chunkdedup.dedup.near import update_clusters
 from chunkdedup.distributed import stages
 from chunkdedup.distributed.edges import NearPass, near_edges_on_ray
 from chunkdedup.distributed.session import cluster_cpus, import_ray, ray_session
 from chunkdedup.embed import Embedder
-from chunkdedup.index import Index
+from chunkdedup.store.index import Index
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
 from chunkdedup.pipeline import (

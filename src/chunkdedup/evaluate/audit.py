@@ -43,7 +43,7 @@ from chunkdedup.dedup.semantic import Calibration, calibration
 from chunkdedup.errors import InputError
 from chunkdedup.evaluate.baseline import recorded_run
 from chunkdedup.evaluate.metrics import DUPLICATE_JACCARD, PairSimilarity
-from chunkdedup.index import Index
+from chunkdedup.store.index import Index
 from chunkdedup.query.run import search
 from chunkdedup.store import Store
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from chunkdedup.config import QueryConfig
 from chunkdedup.errors import ConfigError, MissingExtraError
-from chunkdedup.index import Index
+from chunkdedup.store.index import Index
 from chunkdedup.query.records import Candidate, Citation, Dropped, Hit, VersionPolicy
 from chunkdedup.query.run import search
 from chunkdedup.query.safety import ShingleJaccard, Similarity, cap_step, dedup_step, mmr_step

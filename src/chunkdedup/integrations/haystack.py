@@ -31,7 +31,7 @@ except ImportError:
     raise MissingExtraError("chunkdedup.integrations.haystack", "haystack", "haystack") from None
 
 from chunkdedup.config import QueryConfig
-from chunkdedup.index import Index
+from chunkdedup.store.index import Index
 from chunkdedup.integrations._core import (
     DEFAULTS,
     IndexLike,

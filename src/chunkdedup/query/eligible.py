@@ -16,7 +16,7 @@ from typing import Any
 from chunkdedup.query.records import Candidate, Citation, Dropped, VersionPolicy
 from chunkdedup.query.retrieve import Scored
 from chunkdedup.query.where import Filter
-from chunkdedup.schema import CLEAN_TEXT
+from chunkdedup.store.schema import CLEAN_TEXT
 from chunkdedup.types import MetaValue
 
 _CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit

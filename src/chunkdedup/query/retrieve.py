@@ -132,7 +132,7 @@ class Fts5Retriever:
 
 
 class TantivyRetriever:
-    """BM25 through the index's tantivy folder (:mod:`chunkdedup.textindex`): the question's content
+    """BM25 through the index's tantivy folder (:mod:`chunkdedup.store.textindex`): the question's content
     terms OR-ed, each analysed by the folder's tokenizer, ranked by tantivy's BM25 (top ``limit`` by
     block-max WAND, so common terms do not make it score every document).
 

@@ -2,7 +2,7 @@
 net (dedup_chunks, cap per source document, MMR), and return cited hits.
 
 Retrieval is ``bm25`` (FTS5, or tantivy when the index has that engine: see
-:mod:`chunkdedup.textindex`), ``vector`` (exact cosine over the stored embeddings, the question
+:mod:`chunkdedup.store.textindex`), ``vector`` (exact cosine over the stored embeddings, the question
 embedded with the index's recorded embedder) or ``hybrid`` (both fused by reciprocal rank);
 ``auto`` is hybrid when the index holds embeddings, else bm25. MMR compares candidates by the
 cosine of their stored vectors when the index has embeddings, else by shingle Jaccard.
@@ -31,7 +31,7 @@ from chunkdedup.query.vectors import (
 from chunkdedup.query.where import Filter, Where
 
 if TYPE_CHECKING:
-    from chunkdedup.index import Index
+    from chunkdedup.store.index import Index
 
 RETRIEVERS = ("auto", "bm25", "vector", "hybrid")
 #: The first retrieval pass asks for this many times the pool: filters and versions drop candidates,

@@ -32,7 +32,7 @@ class Index:
         """The open ``tantivy.Index`` of this index's text folder, or None when the index uses FTS5,
         the folder is missing (it is derived: the next ingest rebuilds it) or tantivy is not installed;
         BM25 then runs on FTS5, which every index maintains."""
-        from chunkdedup import textindex
+        from chunkdedup.store import textindex
 
         if self._text_handle is None and textindex.engine(self.store) == "tantivy":
             path = textindex.folder(self.store.path)
@@ -112,7 +112,7 @@ class Index:
 
     def _text_engine(self) -> dict[str, Any]:
         """The BM25 engine, the changes its tantivy folder still lacks, and the folder's size."""
-        from chunkdedup import textindex
+        from chunkdedup.store import textindex
 
         name = textindex.engine(self.store)
         if name == "fts5":

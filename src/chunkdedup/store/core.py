@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from chunkdedup.boilerplate import DocumentKeys, key_id
-from chunkdedup.chunk_tables import ChunkTables
+from chunkdedup.store.chunk_tables import ChunkTables
 from chunkdedup.config import Config
 from chunkdedup.context import ContextSource, running_lines
 from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
-from chunkdedup.index_errors import SQLITE_FAILURES, index_error
-from chunkdedup.schema import CLEAN_TEXT, MIGRATIONS
+from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
+from chunkdedup.store.schema import CLEAN_TEXT, MIGRATIONS
 from chunkdedup.types import Document, Page, StrippedLine
 
 #: The page cache of each connection, KiB.

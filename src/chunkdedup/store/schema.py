@@ -139,7 +139,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "0003_text_log",
-        # While the text engine is tantivy (chunkdedup.textindex), every change to a group's text is
+        # While the text engine is tantivy (chunkdedup.store.textindex), every change to a group's text is
         # logged in the same transaction, and replayed into the tantivy folder after the run.
         """
         CREATE TABLE text_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, gid INTEGER NOT NULL);

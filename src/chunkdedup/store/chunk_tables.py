@@ -22,7 +22,7 @@ from typing import Any
 
 from chunkdedup.dedup.exact import KeyedChunk
 from chunkdedup.normalize import key_hash
-from chunkdedup.schema import CLEAN_TEXT
+from chunkdedup.store.schema import CLEAN_TEXT
 
 #: Each group's first source (by document, page, offset), its count, and its end.
 _FIRST_SOURCES = (

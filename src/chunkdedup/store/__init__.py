@@ -1,0 +1,14 @@
+"""The store: every SQL statement of chunkdedup lives in this package.
+
+- :mod:`~chunkdedup.store.core`: the connection (open, writer lock, migrations, transactions), documents,
+  pages, boilerplate counts and document contexts;
+- :mod:`~chunkdedup.store.schema`: the named migrations;
+- :mod:`~chunkdedup.store.chunk_tables`: clusters (sources, groups, canonicals, bands, edges, variants);
+- :mod:`~chunkdedup.store.textindex`: the text engines (FTS5, tantivy);
+- :mod:`~chunkdedup.store.index`: the typed read view that the CLI, query and evaluation use;
+- :mod:`~chunkdedup.store.index_errors`: what a damaged, full or locked index file means for the user.
+"""
+
+from chunkdedup.store.core import DOC_KEYS_FORMAT, Store, writer_active
+
+__all__ = ["DOC_KEYS_FORMAT", "Store", "writer_active"]
