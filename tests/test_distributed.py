@@ -134,8 +134,8 @@ def test_prune_dry_run_and_text_index_on_ray(local_ray: ModuleType, tmp_path: Pa
     """The local options work with --engine ray: a dry run writes nothing, --prune drops the files
     that are gone, and --text-index tantivy builds and then keeps the folder in step."""
     from chunkdedup import Index
-    from chunkdedup.store import textindex
     from chunkdedup.distributed import ingest_ray
+    from chunkdedup.store import textindex
 
     corpus = tmp_path / "corpus"
     _scale().write_corpus(corpus, 2_000, seed=5)

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from chunkdedup import boilerplate
-from chunkdedup.store import textindex
 from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.context import CONTEXT_FORMAT, document_context
@@ -31,12 +30,12 @@ from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.dedup.near import NearStats, sign_new_groups, start_hashing, update_clusters
 from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
-from chunkdedup.store.index import Index
-from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.normalize import canonical_id, key_hash
 from chunkdedup.parse import InputFile, input_fingerprint, parse_file
 from chunkdedup.parse.discover import survey
-from chunkdedup.store import DOC_KEYS_FORMAT, Store
+from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
+from chunkdedup.store.index import Index
+from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, Page, ParsedFile
 
 #: progress(stage, done, total)
@@ -48,6 +47,9 @@ STORE_BATCH = 1024
 #: page text (characters) held for one transaction, at most: a batch of large documents commits early,
 #: so memory stays bounded whatever the documents' sizes
 STORE_BATCH_CHARS = 64 * 1024 * 1024
+#: exact keys (characters) the chunk phase keeps for the cluster pass, at most: past it the pass keys
+#: the group texts again instead of holding every key of a large run in memory
+KEY_CACHE_CHARS = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,8 +218,11 @@ def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
         decide_chrome(store, cfg)
         textindex.defer_fts(store)
         start_hashing(store, cfg.near)
-        chunked, signed = _chunk_phase(store, fingerprint, cfg, run_id, tick)
-        near = update_clusters(store, cfg, run_id, tick, embedder=run.embedder, reembed=run.reembed)
+        keys: dict[str, str] = {}
+        chunked, signed = _chunk_phase(store, fingerprint, cfg, run_id, tick, keys)
+        near = update_clusters(
+            store, cfg, run_id, tick, embedder=run.embedder, reembed=run.reembed, known=keys
+        )
         text = textindex.sync(store, tick) if not dry_run else None
         view = Index(store)
         summary = run_totals(results, view.stats(), chunked, near, text, signed=signed)
@@ -298,9 +303,13 @@ def store_file(
     for old in store.docs_of_file(path):
         if old not in new_ids:
             store.remove_document(old, run_id)
-    for i, doc in enumerate(pf.documents):
-        doc_keys = keys[i] if keys is not None else boilerplate.document_keys(doc.pages, cfg.boilerplate)
-        store.put_document(doc, doc_keys, run_id)
+    store.put_documents(
+        [
+            (doc, keys[i] if keys is not None else boilerplate.document_keys(doc.pages, cfg.boilerplate))
+            for i, doc in enumerate(pf.documents)
+        ],
+        run_id,
+    )
     notes = "; ".join(pf.notes) or None
     store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
     return FileResult(path, FileStatus.INGESTED, tuple(d.doc_id for d in pf.documents), notes)
@@ -315,10 +324,12 @@ def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progre
         stale = store.doc_ids(stale_config=fingerprint)
     for i in range(0, len(stale), STORE_BATCH):
         with store.transaction():
-            for doc_id in stale[i : i + STORE_BATCH]:
-                store.set_doc_keys(
-                    doc_id, boilerplate.document_keys(store.load_pages(doc_id), cfg.boilerplate)
-                )
+            store.set_many_doc_keys(
+                [
+                    (doc_id, boilerplate.document_keys(store.load_pages(doc_id), cfg.boilerplate))
+                    for doc_id in stale[i : i + STORE_BATCH]
+                ]
+            )
         tick("boilerplate", min(i + STORE_BATCH, len(stale)), len(stale))
     if store.meta("doc_keys_format") != DOC_KEYS_FORMAT:
         with store.transaction():
@@ -340,14 +351,16 @@ def decide_chrome(
 
 
 def _chunk_phase(
-    store: Store, fingerprint: str, cfg: Config, run_id: int, tick: Progress
+    store: Store, fingerprint: str, cfg: Config, run_id: int, tick: Progress, kept: dict[str, str]
 ) -> tuple[int, int]:
     """Strip, chunk and key the documents to chunk, a batch a transaction; each batch's new groups are
-    signed from the keys at hand. Returns (documents chunked, groups signed)."""
+    signed from the keys at hand, and their exact keys are kept in ``kept`` (group id -> key) for the
+    cluster pass while they fit in :data:`KEY_CACHE_CHARS`. Returns (documents chunked, groups signed)."""
     todo = store.docs_to_chunk(fingerprint)
     chrome = store.chrome_ids()
     hasher = MinHasher.from_config(cfg.near) if cfg.near.enabled else None
     signed = 0
+    budget = KEY_CACHE_CHARS
     i = 0
     while i < len(todo):
         with store.transaction():
@@ -361,7 +374,12 @@ def _chunk_phase(
             if hasher is not None:
                 keys = {k.canonical_id: k.key for d in docs for k in d.keyed}
                 signed += sign_new_groups(store, keys, cfg.near, hasher)
+                if budget > 0:
+                    budget -= sum(map(len, keys.values()))
+                    kept.update(keys)
         tick("chunk", i, len(todo))
+    if budget <= 0:
+        kept.clear()  # partial: the cluster pass would still key most groups again
     refresh_contexts(store, cfg, run_id)
     return len(todo), signed
 
@@ -459,10 +477,11 @@ def remove_documents(
                     store.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
         fingerprint = config_fingerprint(cfg)
         decide_chrome(store, cfg)
-        rechunked, _ = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None)
+        keys: dict[str, str] = {}
+        rechunked, _ = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None, keys)
         recorded = store.meta("embedder_name")
         embedder = get_embedder(recorded) if cfg.semantic.enabled and recorded else None
-        update_clusters(store, cfg, run_id, embedder=embedder)
+        update_clusters(store, cfg, run_id, embedder=embedder, known=keys)
         textindex.sync(store)
         summary = {"removed": list(doc_ids), "canonicals_touched": touched, "documents_rechunked": rechunked}
         store.finish_run(run_id, summary)

@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from chunkdedup.store.chunk_tables import Assignment, GroupRow
 from chunkdedup.config import Config, NearConfig, SemanticConfig
 from chunkdedup.dedup.lsh import band_keys, leader_cluster
 from chunkdedup.dedup.minhash import MinHasher, jaccard
@@ -31,6 +30,7 @@ from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import ConfigError
 from chunkdedup.normalize import exact_key, key_hash
 from chunkdedup.store import Store
+from chunkdedup.store.chunk_tables import Assignment, GroupRow
 
 _SIGN_BATCH = 4096
 _MAX_DIFF = 20
@@ -99,6 +99,7 @@ def update_clusters(
     embedder: Embedder | None = None,
     reembed: bool = False,
     near_edges: Callable[[], NearEdges | None] | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> NearStats:
     """Sign (and embed) new groups and re-cluster the components of dirty groups.
 
@@ -106,7 +107,8 @@ def update_clusters(
     embedded with another model is refused unless ``reembed``. ``near_edges``, called once after
     signing when there is something to re-cluster, returns every verified near edge of the index
     (the Ray path computes them on the cluster); ``None`` from it, or no ``near_edges``, means the
-    edges come from the store's band neighbours, verified here.
+    edges come from the store's band neighbours, verified here. ``known`` (group id -> exact key) are
+    keys the caller computed already (the chunk phase's), so their texts are not keyed again.
     """
     progress = tick or (lambda stage, done, total: None)
     tables = store.chunks
@@ -129,7 +131,7 @@ def update_clusters(
         if model is not None:
             _check_embedder(store, model, reembed)
     # each group's exact key, computed once in this pass (signing, verification and the guard need it)
-    keys: dict[str, str] = {}
+    keys: dict[str, str] = dict(known or {})
     signed = _sign(store, near, progress, keys) if near.enabled else 0
     if model is not None:
         _embed(store, model, sem, progress)

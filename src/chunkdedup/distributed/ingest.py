@@ -24,14 +24,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from chunkdedup.store import textindex
 from chunkdedup.config import Config
 from chunkdedup.dedup.near import update_clusters
 from chunkdedup.distributed import stages
 from chunkdedup.distributed.edges import NearPass, near_edges_on_ray
 from chunkdedup.distributed.session import cluster_cpus, import_ray, ray_session
 from chunkdedup.embed import Embedder
-from chunkdedup.store.index import Index
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
 from chunkdedup.pipeline import (
@@ -47,7 +45,8 @@ from chunkdedup.pipeline import (
     scratch_copy,
     store_file,
 )
-from chunkdedup.store import Store
+from chunkdedup.store import Store, textindex
+from chunkdedup.store.index import Index
 from chunkdedup.types import FileResult, FileStatus
 
 _FILES_PER_BLOCK = 64

@@ -43,9 +43,9 @@ from chunkdedup.dedup.semantic import Calibration, calibration
 from chunkdedup.errors import InputError
 from chunkdedup.evaluate.baseline import recorded_run
 from chunkdedup.evaluate.metrics import DUPLICATE_JACCARD, PairSimilarity
-from chunkdedup.store.index import Index
 from chunkdedup.query.run import search
 from chunkdedup.store import Store
+from chunkdedup.store.index import Index
 
 _MAX_NEIGHBOURS = 5000
 #: groups sampled for the nearest unmerged neighbour cosines

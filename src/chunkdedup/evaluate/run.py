@@ -14,9 +14,9 @@ from chunkdedup.evaluate.baseline import default_baseline_path, ensure_baseline,
 from chunkdedup.evaluate.coverage import gap_warning, identity_gaps
 from chunkdedup.evaluate.golden import DocResolver, Question, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity, Result, Scores, aggregate, score_question
-from chunkdedup.store.index import Index
 from chunkdedup.pipeline import Progress
 from chunkdedup.query.run import search
+from chunkdedup.store.index import Index
 from chunkdedup.store.schema import CLEAN_TEXT
 
 #: the cut-offs reported besides the requested k

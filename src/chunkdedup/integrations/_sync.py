@@ -23,9 +23,9 @@ from typing import Any, Protocol
 
 from chunkdedup.errors import ConfigError, InputError
 from chunkdedup.export import records
-from chunkdedup.store.index import Index
 from chunkdedup.integrations._core import IndexLike, open_index
 from chunkdedup.query.records import ExportRecord
+from chunkdedup.store.index import Index
 
 DEFAULT_BATCH = 256
 

@@ -82,6 +82,11 @@ class ChunkTables:
             return 0  # a new document (or one never chunked): nothing to re-derive
         return self.replace_sources([doc_id], (), run_id)
 
+    def docs_with_sources(self, doc_ids: Sequence[str]) -> list[str]:
+        """Those of ``doc_ids`` that have sources (were chunked before), sorted."""
+        return sorted({r[0] for r in self._batched("SELECT DISTINCT doc_id FROM sources WHERE doc_id IN ({})",
+                                                    sorted(set(doc_ids)))})
+
     def replace_sources(
         self, doc_ids: Sequence[str], chunks: Sequence[KeyedChunk], run_id: int, pages: Pages = _NO_PAGES
     ) -> int:

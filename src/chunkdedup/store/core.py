@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from chunkdedup.boilerplate import DocumentKeys, key_id
-from chunkdedup.store.chunk_tables import ChunkTables
 from chunkdedup.config import Config
 from chunkdedup.context import ContextSource, running_lines
 from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
+from chunkdedup.store.chunk_tables import ChunkTables
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.schema import CLEAN_TEXT, MIGRATIONS
 from chunkdedup.types import Document, Page, StrippedLine
@@ -37,7 +37,7 @@ PAGE_CACHE_KIB = 256 * 1024
 #: the B-trees, so with the default every commit checkpoints (and syncs the file); with 64k pages
 #: (256 MiB at 4 KiB a page) a page written by many commits is copied back once.
 WRITER_AUTOCHECKPOINT_PAGES = 65536
-#: The format of the doc_keys rows :meth:`Store.set_doc_keys` writes: they also hold each document's
+#: The format of the doc_keys rows :meth:`Store.set_many_doc_keys` writes: they also hold each document's
 #: strippable keys (migration 0004). An index whose meta records an older one has every document's keys
 #: recomputed once (``pipeline.refresh_stale_keys``); a new index starts at this one.
 DOC_KEYS_FORMAT = "2"
@@ -278,47 +278,54 @@ class Store:
         row = self.conn.execute("SELECT file_path FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
         return None if row is None else row[0]
 
-    def put_document(self, doc: Document, keys: DocumentKeys, run_id: int) -> None:
-        """Store a parsed document (pages and boilerplate candidate keys) as pending chunking.
+    def put_documents(self, items: Sequence[tuple[Document, DocumentKeys]], run_id: int) -> None:
+        """Store parsed documents (pages and boilerplate candidate keys) as pending chunking, a few
+        statements for the whole batch.
 
         A new version of a stored document first loses its old sources, so no source ever points
         into page text that is being replaced.
         """
         c = self.conn
-        self.chunks.drop_doc_sources(doc.doc_id, run_id)
-        c.execute(
+        ids = [doc.doc_id for doc, _ in items]
+        stored = self.chunks.docs_with_sources(ids)
+        if stored:
+            self.chunks.replace_sources(stored, (), run_id)
+        c.executemany(
             "INSERT OR REPLACE INTO documents(doc_id, file_path, content_hash, unit, metadata, department,"
             " family, effective_date, n_pages, state, config_hash, run_id, title)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?, ?)",
-            (
-                doc.doc_id,
-                doc.path,
-                doc.content_hash,
-                doc.unit,
-                json.dumps(dict(doc.metadata), sort_keys=True),
-                doc.department,
-                doc.family,
-                doc.effective_date.isoformat() if doc.effective_date else None,
-                len(doc.pages),
-                run_id,
-                doc.title,
-            ),
+            [
+                (
+                    doc.doc_id,
+                    doc.path,
+                    doc.content_hash,
+                    doc.unit,
+                    json.dumps(dict(doc.metadata), sort_keys=True),
+                    doc.department,
+                    doc.family,
+                    doc.effective_date.isoformat() if doc.effective_date else None,
+                    len(doc.pages),
+                    run_id,
+                    doc.title,
+                )
+                for doc, _ in items
+            ],
         )
-        c.execute("DELETE FROM pages WHERE doc_id=?", (doc.doc_id,))
+        c.executemany("DELETE FROM pages WHERE doc_id=?", [(i,) for i in ids])
         c.executemany(
             "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, NULL)",
-            [(doc.doc_id, p.number, int(p.has_text_layer), p.text) for p in doc.pages],
+            [(doc.doc_id, p.number, int(p.has_text_layer), p.text) for doc, _ in items for p in doc.pages],
         )
-        self.set_doc_keys(doc.doc_id, keys)
+        self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
 
-    def set_doc_keys(self, doc_id: str, keys: DocumentKeys) -> None:
-        """A document's candidate keys (``counted=1``) and the other keys strip() could remove (0)."""
-        self.conn.execute("DELETE FROM doc_keys WHERE doc_id=?", (doc_id,))
-        rows = {key_id(k): 0 for k in keys.strippable} | {key_id(k): 1 for k in keys.candidates}
-        self.conn.executemany(
-            "INSERT INTO doc_keys(khash, doc_id, counted) VALUES (?, ?, ?)",
-            [(h, doc_id, counted) for h, counted in sorted(rows.items())],
-        )
+    def set_many_doc_keys(self, items: Sequence[tuple[str, DocumentKeys]]) -> None:
+        """Documents' candidate keys (``counted=1``) and the other keys strip() could remove (0)."""
+        self.conn.executemany("DELETE FROM doc_keys WHERE doc_id=?", [(doc_id,) for doc_id, _ in items])
+        rows: list[tuple[int, str, int]] = []
+        for doc_id, keys in items:
+            hashes = {key_id(k): 0 for k in keys.strippable} | {key_id(k): 1 for k in keys.candidates}
+            rows.extend((h, doc_id, counted) for h, counted in sorted(hashes.items()))
+        self.conn.executemany("INSERT INTO doc_keys(khash, doc_id, counted) VALUES (?, ?, ?)", rows)
 
     def remove_document(self, doc_id: str, run_id: int) -> int:
         """Remove a document and only its sources; returns how many canonicals it touched."""
