@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import re
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import click
 
 from chunkdedup.errors import ChunkdedupError
+from chunkdedup.store.index_errors import SQLITE_FAILURES
 
 # C0 and C1 controls (ESC, the CSI and OSC introducers, BEL, CR, NUL, DEL), lone surrogates (from
 # file names that are not UTF-8), line and paragraph separators, and the bidirectional overrides that
@@ -35,7 +35,7 @@ def cli_errors(index: Path | None = None) -> Iterator[None]:
         yield
     except ChunkdedupError as e:
         raise click.ClickException(safe_text(str(e))) from None
-    except (sqlite3.Error, UnicodeDecodeError) as e:
+    except SQLITE_FAILURES as e:
         if index is None or (isinstance(e, UnicodeDecodeError) and not _sqlite_message(e)):
             raise
         from chunkdedup.store.index_errors import index_error

@@ -13,7 +13,6 @@ batches, removing documents, or ingesting it at once give the same index.
 from __future__ import annotations
 
 import json
-import sqlite3
 import tempfile
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -175,7 +174,7 @@ def scratch_copy(index: str | Path) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="chunkdedup-dry-") as tmp:
         scratch = Path(tmp) / "dry-run.sqlite"
         if Path(index).exists():
-            copy_index(Path(index), scratch)
+            Store.copy(Path(index), scratch)
         yield scratch
 
 
@@ -186,17 +185,6 @@ def prune_missing(store: Store, inputs: Sequence[InputFile], run_id: int) -> Non
         if path not in keep:
             with store.transaction():
                 store.remove_file(path, run_id)
-
-
-def copy_index(src: Path, dst: Path) -> None:
-    """A consistent copy of an index (SQLite's backup API), for dry runs."""
-    source = Store.open(src, readonly=True)
-    try:
-        target = sqlite3.connect(dst)
-        source.conn.backup(target)
-        target.close()
-    finally:
-        source.close()
 
 
 def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
@@ -472,9 +460,9 @@ def remove_documents(
                 path = store.doc_owner(doc_id)
                 touched += store.remove_document(doc_id, run_id)
                 if path is not None and not store.docs_of_file(path):
-                    store.conn.execute("DELETE FROM files WHERE path=?", (path,))
+                    store.forget_file(path)
                 elif path is not None:  # a JSONL/Parquet file keeps other records: re-read it next time
-                    store.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
+                    store.reread_file(path)
         fingerprint = config_fingerprint(cfg)
         decide_chrome(store, cfg)
         keys: dict[str, str] = {}
@@ -495,7 +483,6 @@ __all__ = [
     "Progress",
     "chunk_pages",
     "config_fingerprint",
-    "copy_index",
     "decide_chrome",
     "ingest",
     "prune_missing",

@@ -63,7 +63,7 @@ def start_hashing(store: Store, config: NearConfig) -> None:
     to re-sign, and the chunk phase can sign its new groups (:func:`sign_new_groups`) for good."""
     if not config.enabled or store.meta("near_hashing") is not None:
         return
-    if store.conn.execute("SELECT 1 FROM groups LIMIT 1").fetchone() is None:
+    if not store.chunks.has_groups():
         with store.transaction():
             store.set_meta("near_hashing", _fingerprints(config)[0])
 
@@ -121,13 +121,13 @@ def update_clusters(
             store.set_meta("near_hashing", hashing)
         semantic = json.dumps([sem.enabled, sem.threshold if sem.enabled else None])
         if store.meta("near_settings") != settings or store.meta("semantic_settings") != semantic:
-            store.conn.execute("INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups")
+            tables.mark_all_dirty()
             if store.meta("near_settings") != settings:
                 store.chunks.clear_near_edges()  # kept for the old threshold or bands
             store.set_meta("near_settings", settings)
             store.set_meta("semantic_settings", semantic)
-            store.conn.execute("DELETE FROM semantic_edges")  # recomputed below for every vector
-            store.conn.execute("DELETE FROM meta WHERE key='semantic_edges_for'")
+            tables.clear_semantic_edges()  # recomputed below for every vector
+            store.delete_meta("semantic_edges_for")
         if model is not None:
             _check_embedder(store, model, reembed)
     # each group's exact key, computed once in this pass (signing, verification and the guard need it)
@@ -172,11 +172,7 @@ def _embed(
     """Embed groups that have no vector yet, then find their semantic edges against every vector."""
     tables = store.chunks
     new: list[str] = []
-    total = int(
-        store.conn.execute(
-            "SELECT COUNT(*) FROM groups WHERE id NOT IN (SELECT group_id FROM embeddings)"
-        ).fetchone()[0]
-    )
+    total = tables.unembedded_count()
     while batch := tables.unembedded_groups(config.batch_size):
         vectors = np.asarray(model.embed_batch([text for _, text in batch]), dtype="<f4")
         with store.transaction():
@@ -222,7 +218,7 @@ def _sign(
 ) -> int:
     hasher = MinHasher.from_config(config)
     done = 0
-    total = int(store.conn.execute("SELECT COUNT(*) FROM groups WHERE signature IS NULL").fetchone()[0])
+    total = store.chunks.unsigned_count()
     while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
         sigs, bands = sign_keys(hasher, [_key(keys, gid, text) for gid, text in batch], config)
         with store.transaction():

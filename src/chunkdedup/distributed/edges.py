@@ -43,6 +43,7 @@ from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.errors import EngineError
 from chunkdedup.normalize import exact_key
 from chunkdedup.store import Store
+from chunkdedup.store.chunk_tables import BandRows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -174,13 +175,6 @@ class NearPass:
     verified: int
 
 
-#: Band rows of the buckets that a group not edged yet falls in: what an incremental pass re-bands.
-_TOUCHED_BANDS = (
-    "CREATE TEMP TABLE near_touched AS SELECT band_key, group_id FROM bands WHERE band_key IN"
-    " (SELECT b.band_key FROM groups g JOIN bands b ON b.group_id = g.id WHERE g.edged = 0)"
-)
-
-
 def near_edges_on_ray(
     ray: ModuleType,
     store: Store,
@@ -198,31 +192,27 @@ def near_edges_on_ray(
     pass does).
     """
     tables = store.chunks
-    conn = store.conn
     with clock("near: read bands and texts (driver)"):
         fresh_count = tables.unedged_count()
         if fresh_count == 0:
             return NearPass(tables.near_edges(), 0, 0)
-        everything = fresh_count == int(conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0])
-        conn.execute("DROP TABLE IF EXISTS temp.near_touched")
-        # groups numbered in id order, so a pair a < b of numbers is a pair of ids in order
-        if everything:
-            source = "bands"
-            ids, texts = _put_all_texts(ray, store)
-        else:
-            conn.execute(_TOUCHED_BANDS)
-            source = "temp.near_touched"
-            ids = [r[0] for r in conn.execute(f"SELECT DISTINCT group_id FROM {source} ORDER BY group_id")]
-            texts = _put_texts(ray, store, ids)
-        number = {gid: i for i, gid in enumerate(ids)}
-        bands, band_rows = _put_bands(ray, store, source, number)
-        fresh = None
-        if not everything:
-            # a fresh group with no band rows here (none in the touched buckets) has no pair to verify
-            rows = conn.execute("SELECT id FROM groups WHERE edged = 0")
-            fresh = np.unique(np.fromiter((number[r[0]] for r in rows if r[0] in number), dtype=np.int64))
-        buckets = int(conn.execute(f"SELECT COUNT(DISTINCT band_key) FROM {source}").fetchone()[0])
-        conn.execute("DROP TABLE IF EXISTS temp.near_touched")
+        everything = fresh_count == tables.group_count()
+        with tables.band_rows(touched_only=not everything) as source:
+            # groups numbered in id order, so a pair a < b of numbers is a pair of ids in order
+            if everything:
+                ids, texts = _put_all_texts(ray, store)
+            else:
+                ids = source.group_ids()
+                texts = _put_texts(ray, store, ids)
+            number = {gid: i for i, gid in enumerate(ids)}
+            bands, band_rows = _put_bands(ray, source, number)
+            fresh = None
+            if not everything:
+                # a fresh group with no band rows here (none in the touched buckets) has no pair to verify
+                fresh = np.unique(
+                    np.fromiter((number[g] for g in tables.unedged_ids() if g in number), dtype=np.int64)
+                )
+            buckets = source.bucket_count()
     edges: dict[tuple[str, str], float] = {}
     verified = 0
     if band_rows:
@@ -277,15 +267,14 @@ def _verify(
     return edges
 
 
-def _put_bands(ray: ModuleType, store: Store, source: str, number: dict[str, int]) -> tuple[Any, int]:
-    """A dataset of the ``(band_key, gid)`` rows of table ``source`` (groups by number), put block by
+def _put_bands(ray: ModuleType, source: BandRows, number: dict[str, int]) -> tuple[Any, int]:
+    """A dataset of the ``(band_key, gid)`` rows of ``source`` (groups by number), put block by
     block, and its row count."""
     import pyarrow as pa
 
     refs = []
     total = 0
-    cursor = store.conn.execute(f"SELECT band_key, group_id FROM {source}")
-    while rows := cursor.fetchmany(_BAND_ROWS):
+    for rows in source.blocks(_BAND_ROWS):
         keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         gids = np.fromiter((number[r[1]] for r in rows), dtype=np.int64, count=len(rows))
         refs.append(ray.put(pa.table({"band_key": keys, "gid": gids})))
@@ -298,8 +287,7 @@ def _put_all_texts(ray: ModuleType, store: Store) -> tuple[list[str], Any]:
     by block."""
     ids: list[str] = []
     refs = []
-    cursor = store.conn.execute("SELECT id, text FROM groups ORDER BY id")
-    while rows := cursor.fetchmany(_TEXT_ROWS):
+    for rows in store.chunks.group_text_blocks(_TEXT_ROWS):
         first = len(ids)
         ids.extend(r[0] for r in rows)
         refs.append(ray.put(_text_rows(first, [r[1] for r in rows])))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +68,28 @@ class Assignment:
     relation: str
     similarity: float
     differing: tuple[str, ...] = ()
+
+
+class BandRows:
+    """A set of band rows (:meth:`ChunkTables.band_rows`): its groups, its rows in blocks, its buckets."""
+
+    def __init__(self, conn: sqlite3.Connection, table: str) -> None:
+        self._conn = conn
+        self._table = table  # "bands" or "temp.near_touched": never user input
+
+    def group_ids(self) -> list[str]:
+        """The distinct groups of the rows, sorted."""
+        sql = f"SELECT DISTINCT group_id FROM {self._table} ORDER BY group_id"
+        return [r[0] for r in self._conn.execute(sql)]
+
+    def blocks(self, size: int) -> Iterator[list[tuple[int, str]]]:
+        """The ``(band_key, group_id)`` rows, ``size`` a block."""
+        cursor = self._conn.execute(f"SELECT band_key, group_id FROM {self._table}")
+        while rows := cursor.fetchmany(size):
+            yield [(r[0], r[1]) for r in rows]
+
+    def bucket_count(self) -> int:
+        return int(self._conn.execute(f"SELECT COUNT(DISTINCT band_key) FROM {self._table}").fetchone()[0])
 
 
 class ChunkTables:
@@ -240,6 +263,26 @@ class ChunkTables:
             (gid,),
         )
 
+    def has_groups(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM groups LIMIT 1").fetchone() is not None
+
+    def group_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0])
+
+    def unsigned_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM groups WHERE signature IS NULL").fetchone()[0])
+
+    def unembedded_count(self) -> int:
+        sql = "SELECT COUNT(*) FROM groups WHERE id NOT IN (SELECT group_id FROM embeddings)"
+        return int(self.conn.execute(sql).fetchone()[0])
+
+    def mark_all_dirty(self) -> None:
+        """Every group's cluster is to be re-decided (the clustering settings changed)."""
+        self.conn.execute("INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups")
+
+    def clear_semantic_edges(self) -> None:
+        self.conn.execute("DELETE FROM semantic_edges")
+
     def unsigned_groups(self, limit: int) -> list[tuple[str, str]]:
         rows = self.conn.execute(
             "SELECT id, text FROM groups WHERE signature IS NULL ORDER BY id LIMIT ?", (limit,)
@@ -285,6 +328,33 @@ class ChunkTables:
         a group not edged yet; those groups are edged from now on."""
         self.conn.executemany("INSERT OR REPLACE INTO near_edges(a, b, similarity) VALUES (?, ?, ?)", edges)
         self.conn.execute("UPDATE groups SET edged=1 WHERE edged=0")
+
+    def unedged_ids(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT id FROM groups WHERE edged = 0")]
+
+    def group_text_blocks(self, size: int) -> Iterator[list[tuple[str, str]]]:
+        """Every group's ``(id, text)``, in id order, ``size`` rows a block: one scan."""
+        cursor = self.conn.execute("SELECT id, text FROM groups ORDER BY id")
+        while rows := cursor.fetchmany(size):
+            yield [(r[0], r[1]) for r in rows]
+
+    @contextmanager
+    def band_rows(self, touched_only: bool) -> Iterator[BandRows]:
+        """The ``(band_key, group_id)`` rows to band: all of them, or (``touched_only``) those of the
+        buckets that a group not edged yet falls in, what an incremental pass re-bands (held in a temp
+        table for the duration)."""
+        if not touched_only:
+            yield BandRows(self.conn, "bands")
+            return
+        self.conn.execute("DROP TABLE IF EXISTS temp.near_touched")
+        self.conn.execute(
+            "CREATE TEMP TABLE near_touched AS SELECT band_key, group_id FROM bands WHERE band_key IN"
+            " (SELECT b.band_key FROM groups g JOIN bands b ON b.group_id = g.id WHERE g.edged = 0)"
+        )
+        try:
+            yield BandRows(self.conn, "temp.near_touched")
+        finally:
+            self.conn.execute("DROP TABLE IF EXISTS temp.near_touched")
 
     def group_texts(self, ids: Sequence[str]) -> dict[str, str]:
         return dict(self._batched("SELECT id, text FROM groups WHERE id IN ({})", ids))

@@ -131,6 +131,17 @@ class Store:
             with self.transaction():
                 self.set_meta("doc_keys_format", DOC_KEYS_FORMAT)
 
+    @staticmethod
+    def copy(src: Path, dst: Path) -> None:
+        """A consistent copy of an index file (SQLite's backup API), for dry runs."""
+        source = Store.open(src, readonly=True)
+        try:
+            target = sqlite3.connect(dst)
+            source.conn.backup(target)
+            target.close()
+        finally:
+            source.close()
+
     def close(self) -> None:
         self.conn.close()
         if self._lock_fd is not None:
@@ -201,6 +212,9 @@ class Store:
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
+    def delete_meta(self, key: str) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key=?", (key,))
+
     # -- runs ----------------------------------------------------------------------------------
     def begin_run(self, paths: Sequence[str], manifest: str | None, config: dict[str, Any]) -> int:
         with self.transaction() as c:
@@ -269,6 +283,14 @@ class Store:
 
     def file_paths(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT path FROM files ORDER BY path")]
+
+    def forget_file(self, path: str) -> None:
+        """Drop a file's row (its last document was removed)."""
+        self.conn.execute("DELETE FROM files WHERE path=?", (path,))
+
+    def reread_file(self, path: str) -> None:
+        """Make the next ingest parse the file again (a JSONL/Parquet file that keeps other records)."""
+        self.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
 
     def docs_of_file(self, path: str) -> list[str]:
         rows = self.conn.execute("SELECT doc_id FROM documents WHERE file_path=? ORDER BY doc_id", (path,))
