@@ -273,9 +273,16 @@ def _components(
                     texts[gid] = hasher.shingles(key) if key is not None else np.empty(0, np.uint64)
             return texts[gid]
 
+        # the dirty groups' neighbours in one read; a group reached beyond them is read on its own
+        known = store.chunks.band_neighbour_map(dirty)
+
+        def neighbours(gid: str) -> list[str]:
+            found = known.get(gid)
+            return found if found is not None else store.chunks.band_neighbours(gid)
+
         seen, edges = connect(
             dirty,
-            store.chunks.band_neighbours,
+            neighbours,
             lambda a, b: jaccard(shingles(a), shingles(b)),
             config.threshold,
             semantic_lookup,

@@ -295,12 +295,13 @@ class ChunkTables:
         return sorted(r[0] for r in self._batched(sql, ids))
 
     def set_signatures(self, rows: Iterable[tuple[str, bytes, Sequence[int]]]) -> None:
-        """Store (group id, signature bytes, band keys) and the groups' band rows (three statements for
-        all of them, not three per group). A group given twice carries the same signature both times."""
+        """Store (group id, signature bytes, band keys) and the groups' band rows (two statements for
+        all of them). A group signed again gets the same signature and bands (they are a function of its
+        text and the hashing settings, and a change of those clears every band first), so its band rows
+        are kept, not deleted and written again."""
         c = self.conn
         rows = list(rows)
         c.executemany("UPDATE groups SET signature=? WHERE id=?", [(sig, gid) for gid, sig, _ in rows])
-        c.executemany("DELETE FROM bands WHERE group_id=?", [(gid,) for gid, _, _ in rows])
         c.executemany(
             "INSERT OR IGNORE INTO bands(band_key, group_id) VALUES (?, ?)",
             [(b, gid) for gid, _, bands in rows for b in bands],
@@ -401,6 +402,26 @@ class ChunkTables:
     def dirty_ids(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT group_id FROM dirty ORDER BY group_id")]
 
+    def band_neighbour_map(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The band neighbours (sorted) of each of ``ids``, from one join over a temp table of the ids
+        (one query per group cost more than the join it ran)."""
+        c = self.conn
+        out: dict[str, list[str]] = {gid: [] for gid in ids}
+        c.execute("CREATE TEMP TABLE IF NOT EXISTS wanted_groups(id TEXT PRIMARY KEY) WITHOUT ROWID")
+        c.execute("DELETE FROM temp.wanted_groups")
+        try:
+            c.executemany("INSERT OR IGNORE INTO temp.wanted_groups(id) VALUES (?)", [(g,) for g in ids])
+            rows = c.execute(
+                "SELECT DISTINCT b1.group_id, b2.group_id FROM temp.wanted_groups w"
+                " JOIN bands b1 ON b1.group_id = w.id JOIN bands b2 ON b2.band_key = b1.band_key"
+                " WHERE b2.group_id != b1.group_id ORDER BY 1, 2"
+            )
+            for a, b in rows:
+                out[a].append(b)
+        finally:
+            c.execute("DELETE FROM temp.wanted_groups")
+        return out
+
     def band_neighbours(self, gid: str) -> list[str]:
         rows = self.conn.execute(
             "SELECT DISTINCT b2.group_id FROM bands b1 JOIN bands b2 ON b2.band_key=b1.band_key"
@@ -474,34 +495,43 @@ class ChunkTables:
             sources.setdefault(r[0], []).append(tuple(r[1:]))
         state = {r[0]: r[1:] for r in self._batched(_CANONICAL_STATE, ids)}
         # tombstones of this run: (signature, last-change run) of canonicals deleted earlier in it
-        gone = {r[0]: r[2:] for r in self._batched(_TOMBSTONES, ids) if r[1] == run_id}
+        tombs = list(self._batched(_TOMBSTONES, ids))
+        gone = {r[0]: r[2:] for r in tombs if r[1] == run_id}
+        entombed = {r[0] for r in tombs}
         made = [cid for cid in ids if sources.get(cid)]
         texts = dict(zip(made, self.span_texts([sources[cid][0][:4] for cid in made], pages), strict=True))
+        # each canonical is deleted, inserted, updated or unchanged: a few statements for the whole batch
+        deleted: list[tuple[Any, ...]] = []
+        inserted: list[tuple[Any, ...]] = []
+        updated: list[tuple[Any, ...]] = []
         for cid in ids:
             rows = sources.get(cid)
             if not rows:
                 if cid in state:
-                    c.execute("DELETE FROM canonicals WHERE id=?", (cid,))
-                    c.execute(
-                        "INSERT OR REPLACE INTO tombstones(canonical_id, run_id, signature, updated_run)"
-                        " VALUES (?, ?, ?, ?)",
-                        (cid, run_id, *state[cid]),
-                    )
+                    deleted.append((cid, run_id, *state[cid]))
                 continue
             text = texts[cid]
             signature = key_hash(json.dumps([text, [list(r) for r in rows]]))
             old = state[cid][0] if cid in state else None
             if old is None:
                 was = gone.get(cid)  # re-made unchanged: it keeps its last-change run
-                updated = was[1] if was is not None and was[0] == signature and was[1] is not None else run_id
-                c.execute(
-                    "INSERT INTO canonicals(id, text, n_sources, signature, updated_run)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (cid, text, len(rows), signature, updated),
-                )
-                c.execute("DELETE FROM tombstones WHERE canonical_id=?", (cid,))
+                last = was[1] if was is not None and was[0] == signature and was[1] is not None else run_id
+                inserted.append((cid, text, len(rows), signature, last))
             elif old != signature:
-                c.execute(
-                    "UPDATE canonicals SET text=?, n_sources=?, signature=?, updated_run=? WHERE id=?",
-                    (text, len(rows), signature, run_id, cid),
-                )
+                updated.append((text, len(rows), signature, run_id, cid))
+        c.executemany("DELETE FROM canonicals WHERE id=?", [(r[0],) for r in deleted])
+        c.executemany(
+            "INSERT OR REPLACE INTO tombstones(canonical_id, run_id, signature, updated_run)"
+            " VALUES (?, ?, ?, ?)",
+            deleted,
+        )
+        c.executemany(
+            "INSERT INTO canonicals(id, text, n_sources, signature, updated_run) VALUES (?, ?, ?, ?, ?)",
+            inserted,
+        )
+        c.executemany(
+            "DELETE FROM tombstones WHERE canonical_id=?", [(r[0],) for r in inserted if r[0] in entombed]
+        )
+        c.executemany(
+            "UPDATE canonicals SET text=?, n_sources=?, signature=?, updated_run=? WHERE id=?", updated
+        )
