@@ -50,7 +50,7 @@ def test_site_policy_on_ray_equals_local(local_ray: ModuleType, tmp_path: Path) 
     local, distributed = tmp_path / "local.sqlite", tmp_path / "ray.sqlite"
     ingest([POLICY], local, manifest=POLICY_MANIFEST)
     report = ingest_ray([POLICY], distributed, manifest=POLICY_MANIFEST)
-    assert report.totals["engine"]["chrome_counts"] == "ray"
+    assert report.totals["engine"]["name"] == "ray"
     _ran_near_on_ray(report.totals)
     _same(local, distributed)
     again = ingest_ray([POLICY], distributed, manifest=POLICY_MANIFEST)
@@ -75,7 +75,7 @@ def test_synthetic_corpus_on_ray_equals_local(local_ray: ModuleType, tmp_path: P
     expected = ingest([corpus], local)
     report = ingest_ray([corpus], distributed, parallelism=2)
     _same(local, distributed)
-    assert report.totals["engine"]["chrome_counts"] == "ray"
+    assert report.totals["engine"]["name"] == "ray" and report.totals["engine"]["workers"] == 2
     _ran_near_on_ray(report.totals)
     assert report.totals["cluster_pass"] == expected.totals["cluster_pass"]
     with Index.open(distributed) as ix:
@@ -191,7 +191,7 @@ def test_near_edges_on_ray_equal_the_store_verification(local_ray: ModuleType, t
     kept in the index, so a second pass with nothing new verifies nothing."""
     from chunkdedup import Config
     from chunkdedup.distributed.edges import near_edges_on_ray
-    from chunkdedup.distributed.ingest import _Clock
+    from chunkdedup.execute import StageClock
     from chunkdedup.store import Store
 
     corpus = tmp_path / "corpus"
@@ -200,8 +200,8 @@ def test_near_edges_on_ray_equal_the_store_verification(local_ray: ModuleType, t
     ingest([corpus], index)
     expected = _store_verification(index)
     with Store.open(index) as store:
-        first = near_edges_on_ray(local_ray, store, Config().near, 2, _Clock())
-        again = near_edges_on_ray(local_ray, store, Config().near, 2, _Clock())
+        first = near_edges_on_ray(local_ray, store, Config().near, 2, StageClock())
+        again = near_edges_on_ray(local_ray, store, Config().near, 2, StageClock())
         kept = store.chunks.near_edges()
     assert first is not None and again is not None
     assert expected and first.edges == expected  # floats compared exactly
@@ -209,22 +209,21 @@ def test_near_edges_on_ray_equal_the_store_verification(local_ray: ModuleType, t
     assert first.verified >= len(expected) and (again.shipped, again.verified) == (0, 0)
 
 
-def test_chrome_counts_on_ray_equal_the_store_counts(local_ray: ModuleType, tmp_path: Path) -> None:
-    from chunkdedup import Config
-    from chunkdedup.distributed.ingest import _parse_dataset, _unit_counts
-    from chunkdedup.parse import discover
-    from chunkdedup.store import Store
+def test_one_ray_executor_serves_runs_in_turn(local_ray: ModuleType, tmp_path: Path) -> None:
+    """An entered RayExecutor keeps its session over several runs; each report has its own near pass."""
+    from chunkdedup import IngestOptions, ingest_with
+    from chunkdedup.distributed import RayExecutor
 
     corpus = tmp_path / "corpus"
-    _scale().write_corpus(corpus, 2_000, seed=3)
-    index = tmp_path / "i.sqlite"
-    ingest([corpus], index)
-    cfg = Config()
-    with Store.open(tmp_path / "scratch.sqlite", create=True) as scratch:
-        parsed = _parse_dataset(local_ray, scratch, discover([corpus], None, cfg.parse), cfg, 2)
-    with Store.open(index) as store:
-        expected = store.key_unit_counts(cfg.boilerplate.min_units)
-    assert expected and _unit_counts(parsed, cfg, 2) == expected
+    _scale().write_corpus(corpus, 2_000, seed=4)
+    with RayExecutor(parallelism=2) as ray:
+        first = ingest_with([corpus], tmp_path / "a.sqlite", IngestOptions(), ray)
+        second = ingest_with([corpus], tmp_path / "b.sqlite", IngestOptions(), ray)
+        assert local_ray.is_initialized()
+    assert local_ray.is_initialized()  # this process's Ray was started by the fixture: left running
+    assert first.totals["engine"]["near_pass"] == second.totals["engine"]["near_pass"]
+    assert first.totals["engine"]["near_pass"]["pairs_verified"] > 0
+    _same(tmp_path / "a.sqlite", tmp_path / "b.sqlite")
 
 
 def test_missing_extra_names_the_pip_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -360,7 +360,7 @@ def test_rewriting_a_documents_unchanged_chunks_keeps_its_groups_and_canonicals(
 ) -> None:
     """A re-chunk that yields the same chunks (e.g. a config change that does not move them) keeps each
     group's signature and cluster and every canonical's last-change run: nothing to re-sign or re-send."""
-    from chunkdedup.pipeline import chunk_pages
+    from chunkdedup.stages import chunk_pages
 
     index = tmp_path / "i.sqlite"
     shutil.copy(policy_index, index)

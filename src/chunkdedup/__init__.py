@@ -39,8 +39,9 @@ if TYPE_CHECKING:
         SchemaError,
         SyncError,
     )
+    from chunkdedup.execute import Executor, LocalExecutor
     from chunkdedup.normalize import boilerplate_key, exact_key
-    from chunkdedup.pipeline import IngestReport, ingest, remove_documents
+    from chunkdedup.pipeline import IngestOptions, IngestReport, ingest, ingest_with, remove_documents
     from chunkdedup.query import Citation, ExportRecord, Hit, QueryResult, dedup_chunks, search
     from chunkdedup.store.index import Index
     from chunkdedup.types import (
@@ -67,7 +68,8 @@ _MODULES = {
     "SchemaError SyncError",
     "chunkdedup.store.index": "Index",
     "chunkdedup.normalize": "boilerplate_key exact_key",
-    "chunkdedup.pipeline": "IngestReport ingest remove_documents",
+    "chunkdedup.execute": "Executor LocalExecutor",
+    "chunkdedup.pipeline": "IngestOptions IngestReport ingest ingest_with remove_documents",
     "chunkdedup.query": "Citation ExportRecord Hit QueryResult dedup_chunks search",
     "chunkdedup.types": "BoilerplateKey CanonicalChunk Chunk ChunkRef Document "
     "FileResult FileStatus Page ParsedFile StrippedLine",
@@ -102,6 +104,7 @@ __all__ = [
     "DedupConfig",
     "Document",
     "DuplicateDocumentError",
+    "Executor",
     "ExportRecord",
     "FileResult",
     "FileStatus",
@@ -112,8 +115,10 @@ __all__ = [
     "IndexError_",
     "IndexFullError",
     "IndexIOError",
+    "IngestOptions",
     "IngestReport",
     "InputError",
+    "LocalExecutor",
     "MissingExtraError",
     "Page",
     "ParseConfig",
@@ -134,6 +139,7 @@ __all__ = [
     "dedup_exact",
     "exact_key",
     "ingest",
+    "ingest_with",
     "remove_documents",
     "running_keys",
     "search",

@@ -101,7 +101,12 @@ def main() -> None:
     help="Run the per-document stages on Ray (pip install 'chunkdedup[ray]'); same index either way.",
 )
 @click.option("--address", help="Ray cluster address (auto, ray://host:10001); default: start a local Ray.")
-@click.option("--parallelism", type=int, help="CPUs for a local Ray, and the cap on concurrent map tasks.")
+@click.option(
+    "--parallelism",
+    type=click.IntRange(min=1),
+    help="Worker processes for the per-document stages (local; default: one per core, at most 8), or "
+    "CPUs for a local Ray (ray). 1 runs them in this process.",
+)
 @click.option(
     "--text-index",
     "text_engine",
@@ -143,7 +148,8 @@ def ingest_cmd(
         chunkdedup ingest shards/ --index corpus.sqlite --engine ray --address auto
         chunkdedup ingest docs/ --index corpus.sqlite --text-index tantivy   # BM25 for millions of chunks
     """
-    from chunkdedup.pipeline import ingest
+    from chunkdedup.execute import Executor, LocalExecutor
+    from chunkdedup.pipeline import IngestOptions, ingest_with
 
     with cli_errors(index_path):
         cfg = Config.load(config_path) if config_path else Config()
@@ -151,35 +157,18 @@ def ingest_cmd(
             cfg = replace(cfg, semantic=replace(cfg.semantic, enabled=True, embedder=embedder))
         if follow_symlinks:
             cfg = replace(cfg, parse=replace(cfg.parse, follow_symlinks=True))
-        with progress_bar(not as_json) as tick:
-            if engine == "ray":
-                from chunkdedup.distributed import ingest_ray
+        executor: Executor
+        if engine == "ray":
+            from chunkdedup.distributed import RayExecutor
 
-                report = ingest_ray(
-                    list(paths),
-                    index_path,
-                    manifest=manifest,
-                    config=cfg,
-                    address=address,
-                    parallelism=parallelism,
-                    progress=tick,
-                    prune=prune,
-                    dry_run=dry_run,
-                    reembed=reembed,
-                    text_engine=text_engine,
-                )
-            else:
-                report = ingest(
-                    list(paths),
-                    index_path,
-                    manifest=manifest,
-                    config=cfg,
-                    prune=prune,
-                    dry_run=dry_run,
-                    progress=tick,
-                    reembed=reembed,
-                    text_engine=text_engine,
-                )
+            executor = RayExecutor(address, parallelism)
+        else:
+            executor = LocalExecutor(parallelism)
+        with progress_bar(not as_json) as tick:
+            options = IngestOptions(
+                manifest, cfg, prune, dry_run, tick, reembed=reembed, text_engine=text_engine
+            )
+            report = ingest_with(list(paths), index_path, options, executor)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
     else:

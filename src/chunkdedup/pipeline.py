@@ -1,37 +1,43 @@
-"""``ingest``: the stages, readable top to bottom.
+"""``ingest``: the one ingest sequence, readable top to bottom (:func:`ingest_with`).
 
-1. discover inputs; parse new and changed files; store their pages and boilerplate candidate keys;
+1. discover inputs; parse and key new and changed files (on the executor); store their pages and
+   boilerplate candidate keys;
 2. prune files gone from the input (``prune=True``);
 3. decide corpus chrome from the document frequencies kept in the store;
-4. strip, chunk and exact-dedup every document that is new, changed, chunked under another config,
-   or whose chrome keys changed, one transaction per batch.
+4. strip, chunk, exact-key and sign every document that is new, changed, chunked under another
+   config, or whose chrome keys changed (on the executor); store each batch in one transaction;
+5. write the documents' contexts; re-decide the near clusters of every group a change touched (the
+   executor may compute the verified near edges); build the text index.
 
-Because every decision is a rule on the stored data (never on arrival order), ingesting a corpus in
-batches, removing documents, or ingesting it at once give the same index.
+The per-document stages are pure functions (:mod:`chunkdedup.stages`) whose results are written in
+input order, so every :class:`~chunkdedup.execute.Executor` (this process, a process pool, Ray)
+writes the same index. Because every decision is a rule on the stored data (never on arrival
+order), ingesting a corpus in batches, removing documents, or ingesting it at once give the same
+index too.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from chunkdedup import boilerplate
-from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.context import CONTEXT_FORMAT, document_context
-from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument, key_chunk
-from chunkdedup.dedup.minhash import MinHasher
-from chunkdedup.dedup.near import NearStats, sign_new_groups, start_hashing, update_clusters
+from chunkdedup.dedup.near import NearStats, near_hashing, start_hashing, update_clusters
 from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
-from chunkdedup.normalize import canonical_id, key_hash
-from chunkdedup.parse import InputFile, input_fingerprint, parse_file
+from chunkdedup.execute import Executor, LocalExecutor, StageClock
+from chunkdedup.normalize import key_hash
+from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
+from chunkdedup.stages import ChunkJob, ParsedInput, ParseJob, chunk_documents, parse_inputs
 from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
 from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
@@ -49,6 +55,8 @@ STORE_BATCH_CHARS = 64 * 1024 * 1024
 #: exact keys (characters) the chunk phase keeps for the cluster pass, at most: past it the pass keys
 #: the group texts again instead of holding every key of a large run in memory
 KEY_CACHE_CHARS = 256 * 1024 * 1024
+#: files per parse job: a few, so a pool's round trips stay cheap next to the parsing
+PARSE_JOB_FILES = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,21 +108,27 @@ def config_fingerprint(config: Config) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Run:
-    """One ingest run's inputs and switches."""
+class IngestOptions:
+    """How to run an ingest (everything but the inputs, the index and the executor).
 
-    inputs: list[InputFile]
-    paths: Sequence[str | Path]
-    manifest: str | Path | None
-    config: Config
-    prune: bool
-    progress: Progress | None
-    lock_timeout: float
-    embedder: Embedder | None
-    reembed: bool
-    text_engine: str | None
-    #: entries of the folder arguments that are not read (unsupported, hidden, unlistable, ...)
-    unread: Sequence[FileResult] = ()
+    ``manifest``: a JSONL file of per-file metadata; ``prune``: remove indexed files no longer among
+    the inputs; ``dry_run``: do the work on a scratch copy and write nothing; ``progress(stage, done,
+    total)``: called as stages advance; ``lock_timeout``: seconds to wait for the writer lock;
+    ``embedder`` overrides ``config.semantic.embedder`` when the semantic tier is enabled; ``reembed``
+    drops the vectors of an index embedded with another model; ``text_engine`` (``fts5`` or
+    ``tantivy``, see :mod:`chunkdedup.store.textindex`) switches the index's BM25 engine (``None``
+    keeps the one it has).
+    """
+
+    manifest: str | Path | None = None
+    config: Config = field(default_factory=Config)
+    prune: bool = False
+    dry_run: bool = False
+    progress: Progress | None = None
+    lock_timeout: float = 30.0
+    embedder: Embedder | None = None
+    reembed: bool = False
+    text_engine: str | None = None
 
 
 def ingest(
@@ -130,41 +144,58 @@ def ingest(
     embedder: Embedder | None = None,
     reembed: bool = False,
     text_engine: str | None = None,
+    workers: int | None = 1,
 ) -> IngestReport:
     """Ingest files into an index; with ``dry_run`` nothing is written to ``index``.
 
-    ``embedder`` overrides ``config.semantic.embedder`` when the semantic tier is enabled;
-    ``reembed`` drops the vectors of an index embedded with another model. ``text_engine``
-    (``fts5`` or ``tantivy``, see :mod:`chunkdedup.store.textindex`) switches the index's BM25 engine;
-    ``None`` keeps the one it has.
+    The keywords are those of :class:`IngestOptions`; ``workers`` > 1 (``None``: one per core) runs the
+    per-document stages in that many processes (:class:`~chunkdedup.execute.LocalExecutor`), with the
+    same result.
 
     Example:
         >>> report = ingest(["docs/"], "index.sqlite", manifest="docs/manifest.jsonl")  # doctest: +SKIP
         >>> report.totals["canonical_chunks"]  # doctest: +SKIP
     """
-    cfg = config or Config()
-    found = survey(paths, manifest, cfg.parse)
-    run = _Run(
-        found.inputs,
-        paths,
-        manifest,
-        cfg,
-        prune,
-        progress,
-        lock_timeout,
-        embedder,
-        reembed,
-        text_engine,
-        found.unread,
+    options = IngestOptions(
+        manifest, config or Config(), prune, dry_run, progress, lock_timeout, embedder, reembed, text_engine
     )
-    textindex.require(text_engine)  # a bad name or a missing extra fails before the index is touched
+    return ingest_with(paths, index, options, LocalExecutor(workers))
+
+
+def ingest_with(
+    paths: Sequence[str | Path], index: str | Path, options: IngestOptions, executor: Executor
+) -> IngestReport:
+    """The one ingest sequence, its per-document stages run by ``executor`` (entered here when the
+    caller has not entered it): parse and key -> store -> chrome from the stored unit counts ->
+    strip, chunk, key and sign -> store -> contexts -> near edges and clusters -> text index.
+
+    Example:
+        >>> from chunkdedup import IngestOptions, LocalExecutor, ingest_with
+        >>> ingest_with(["docs/"], "index.sqlite", IngestOptions(), LocalExecutor(4))  # doctest: +SKIP
+    """
+    found = survey(paths, options.manifest, options.config.parse)
+    textindex.require(options.text_engine)  # a bad name or a missing extra fails before the index is touched
+    run = _Run(found.inputs, paths, options, found.unread)
     try:
-        if not dry_run:
-            return _run(run, Path(index), dry_run=False)
-        with scratch_copy(index) as scratch:
-            return _run(run, scratch, dry_run=True)
+        with executor:
+            if not options.dry_run:
+                return _run(run, Path(index), executor)
+            with scratch_copy(index) as scratch:
+                report = _run(run, scratch, executor)
+                return replace(report, run_id=None, dry_run=True)
     except SQLITE_FAILURES as e:  # a damaged index, a full disk, an I/O error: each named, with the way out
         raise index_error(index, e) from e
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One ingest run's inputs and options."""
+
+    inputs: list[InputFile]
+    paths: Sequence[str | Path]
+    options: IngestOptions
+    #: entries of the folder arguments that are not read (unsupported, hidden, unlistable, ...)
+    unread: Sequence[FileResult] = ()
 
 
 @contextmanager
@@ -187,73 +218,105 @@ def prune_missing(store: Store, inputs: Sequence[InputFile], run_id: int) -> Non
                 store.remove_file(path, run_id)
 
 
-def _run(run: _Run, index: Path, *, dry_run: bool) -> IngestReport:
-    cfg = run.config
-    tick = run.progress or (lambda stage, done, total: None)
-    with Store.open(index, create=True) as store, store.writer(run.lock_timeout):
+def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
+    opts = run.options
+    cfg = opts.config
+    tick = opts.progress or (lambda stage, done, total: None)
+    clock = StageClock()
+    with Store.open(index, create=True) as store, store.writer(opts.lock_timeout):
         run_id = store.begin_run(
             [str(Path(p).resolve()) for p in run.paths],
-            str(Path(run.manifest).resolve()) if run.manifest else None,
+            str(Path(opts.manifest).resolve()) if opts.manifest else None,
             cfg.to_dict(),
         )
-        if run.text_engine is not None:
-            textindex.set_engine(store, run.text_engine)
-        if run.prune:  # first, so a moved corpus takes over its ids instead of colliding with itself
+        if opts.text_engine is not None:
+            textindex.set_engine(store, opts.text_engine)
+        if opts.prune:  # first, so a moved corpus takes over its ids instead of colliding with itself
             prune_missing(store, run.inputs, run_id)
-        results = _parse_phase(store, run.inputs, cfg, run_id, tick) + list(run.unread)
+        with clock("parse"):
+            results = _parse_phase(store, run.inputs, cfg, run_id, tick, executor) + list(run.unread)
         fingerprint = config_fingerprint(cfg)
-        refresh_stale_keys(store, fingerprint, cfg, tick)
-        decide_chrome(store, cfg)
+        with clock("boilerplate"):
+            refresh_stale_keys(store, fingerprint, cfg, tick)
+            decide_chrome(store, cfg)
         textindex.defer_fts(store)
         start_hashing(store, cfg.near)
         keys: dict[str, str] = {}
-        chunked, signed = _chunk_phase(store, fingerprint, cfg, run_id, tick, keys)
-        near = update_clusters(
-            store, cfg, run_id, tick, embedder=run.embedder, reembed=run.reembed, known=keys
-        )
-        text = textindex.sync(store, tick) if not dry_run else None
+        with clock("chunk"):
+            chunked, signed = _chunk_phase(store, fingerprint, cfg, run_id, tick, keys, executor)
+        edges: list[bool] = []
+
+        def near_edges() -> dict[tuple[str, str], float] | None:
+            start = time.perf_counter()
+            found = executor.near_edges(store, cfg.near, clock)
+            edges.append(found is not None)
+            clock.seconds["cluster"] = clock.seconds.get("cluster", 0.0) - (time.perf_counter() - start)
+            return found
+
+        with clock("cluster"):
+            near = update_clusters(
+                store,
+                cfg,
+                run_id,
+                tick,
+                embedder=opts.embedder,
+                reembed=opts.reembed,
+                near_edges=near_edges,
+                known=keys,
+            )
+        with clock("text index"):
+            text = textindex.sync(store, tick) if not opts.dry_run else None
         view = Index(store)
         summary = run_totals(results, view.stats(), chunked, near, text, signed=signed)
-        report = IngestReport(
-            None if dry_run else run_id, tuple(results), summary, tuple(view.boilerplate(limit=10)), dry_run
-        )
+        # where the near tier's edges came from: the executor's pass, the store's band neighbours,
+        # or nowhere (nothing to re-cluster)
+        engine = executor.engine_totals()
+        engine["near_edges"] = (executor.name if edges[0] else "store") if edges else None
+        engine["seconds"] = clock.rounded()
+        summary["engine"] = engine
+        top = tuple(view.boilerplate(limit=10))
+        report = IngestReport(run_id, tuple(results), summary, top, opts.dry_run)
         store.finish_run(run_id, summary)
     return report
 
 
 def _parse_phase(
-    store: Store, inputs: list[InputFile], cfg: Config, run_id: int, tick: Progress
+    store: Store, inputs: list[InputFile], cfg: Config, run_id: int, tick: Progress, executor: Executor
 ) -> list[FileResult]:
+    """Parse and key the new and changed files on the executor; store them in input order, at most
+    ``STORE_BATCH`` files or ``STORE_BATCH_CHARS`` of page text a transaction."""
     results: list[FileResult] = []
-    parsed: list[tuple[InputFile, str | None, ParsedFile | None]] = []
+    pending: list[ParsedInput] = []
     chars = 0
 
     def flush() -> None:
         with store.transaction():
-            for inp, h, pf in parsed:
-                results.append(store_file(store, inp, h, pf, cfg, run_id))
-        parsed.clear()
+            for p in pending:
+                results.append(store_file(store, p.input, p.content_hash, p.parsed, cfg, run_id, p.keys))
+        pending.clear()
 
-    for n, inp in enumerate(inputs):
-        tick("parse", n, len(inputs))
-        path = str(inp.path)
-        try:
-            h: str | None = input_fingerprint(inp)
-        except OSError as e:
-            parsed.append((inp, None, ParsedFile(path, (), FileStatus.FAILED, f"cannot read: {e}")))
-            continue
-        if h == store.file_hash(path) and store.docs_of_file(path):
-            parsed.append((inp, h, None))
-        else:
-            pf = parse_file(inp, cfg.parse)
-            chars += sum(len(p.text) for d in pf.documents for p in d.pages)
-            parsed.append((inp, h, pf))
-        if len(parsed) >= STORE_BATCH or chars >= STORE_BATCH_CHARS:
-            flush()
-            chars = 0
-    if parsed:
+    def jobs() -> Iterator[ParseJob]:
+        for i in range(0, len(inputs), PARSE_JOB_FILES):
+            part = inputs[i : i + PARSE_JOB_FILES]
+            known = [
+                store.file_hash(str(inp.path)) if store.docs_of_file(str(inp.path)) else None for inp in part
+            ]
+            yield ParseJob(tuple(zip(part, known, strict=True)), cfg)
+
+    tick("parse", 0, len(inputs))
+    done = 0
+    for batch in executor.map(parse_inputs, jobs()):
+        for p in batch:
+            pending.append(p)
+            if p.parsed is not None:
+                chars += sum(len(pg.text) for d in p.parsed.documents for pg in d.pages)
+            if len(pending) >= STORE_BATCH or chars >= STORE_BATCH_CHARS:
+                flush()
+                chars = 0
+        done += len(batch)
+        tick("parse", done, len(inputs))
+    if pending:
         flush()
-    tick("parse", len(inputs), len(inputs))
     return results
 
 
@@ -267,7 +330,7 @@ def store_file(
     keys: Sequence[boilerplate.DocumentKeys] | None = None,
 ) -> FileResult:
     """Write one file's outcome; its documents go in pending chunking, with their boilerplate
-    candidate keys (``keys[i]`` for ``pf.documents[i]`` when a worker computed them already)."""
+    candidate keys (``keys[i]`` for ``pf.documents[i]`` when the parse stage computed them)."""
     path = str(inp.path)
     if pf is None:
         return FileResult(path, FileStatus.UNCHANGED, tuple(store.docs_of_file(path)))
@@ -293,7 +356,7 @@ def store_file(
             store.remove_document(old, run_id)
     store.put_documents(
         [
-            (doc, keys[i] if keys is not None else boilerplate.document_keys(doc.pages, cfg.boilerplate))
+            (doc, keys[i] if keys else boilerplate.document_keys(doc.pages, cfg.boilerplate))
             for i, doc in enumerate(pf.documents)
         ],
         run_id,
@@ -324,48 +387,65 @@ def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progre
             store.set_meta("doc_keys_format", DOC_KEYS_FORMAT)
 
 
-def decide_chrome(
-    store: Store, cfg: Config, counts: Mapping[int, int] | None = None, total: int | None = None
-) -> None:
-    """Store the corpus-chrome keys; ``counts`` (units per key) and ``total`` default to the store's."""
+def decide_chrome(store: Store, cfg: Config) -> None:
+    """Store the corpus-chrome keys, decided from the units per key the store counts."""
     bp = cfg.boilerplate
     chrome: dict[int, int] = {}
     if bp.enabled:
-        total = store.unit_total() if total is None else total
-        counts = store.key_unit_counts(bp.min_units) if counts is None else counts
+        total = store.unit_total()
+        counts = store.key_unit_counts(bp.min_units)
         chrome = {k: n for k, n in counts.items() if boilerplate.is_chrome(n, total, bp)}
     with store.transaction():
         store.set_chrome(chrome)
 
 
 def _chunk_phase(
-    store: Store, fingerprint: str, cfg: Config, run_id: int, tick: Progress, kept: dict[str, str]
+    store: Store,
+    fingerprint: str,
+    cfg: Config,
+    run_id: int,
+    tick: Progress,
+    kept: dict[str, str],
+    executor: Executor,
 ) -> tuple[int, int]:
-    """Strip, chunk and key the documents to chunk, a batch a transaction; each batch's new groups are
-    signed from the keys at hand, and their exact keys are kept in ``kept`` (group id -> key) for the
-    cluster pass while they fit in :data:`KEY_CACHE_CHARS`. Returns (documents chunked, groups signed)."""
+    """Strip, chunk, key and sign the documents to chunk on the executor, a batch a job; write each
+    batch in one transaction, in order. The exact keys of the groups are kept in ``kept`` (group id ->
+    key) for the cluster pass while they fit in :data:`KEY_CACHE_CHARS`. Returns (documents chunked,
+    groups signed)."""
     todo = store.docs_to_chunk(fingerprint)
-    chrome = store.chrome_ids()
-    hasher = MinHasher.from_config(cfg.near) if cfg.near.enabled else None
-    signed = 0
-    budget = KEY_CACHE_CHARS
-    i = 0
-    while i < len(todo):
-        with store.transaction():
-            docs: list[KeyedDocument] = []
+    chrome = frozenset(store.chrome_ids())
+    hashing = near_hashing(cfg.near) if cfg.near.enabled else None
+
+    def jobs() -> Iterator[ChunkJob]:
+        i = 0
+        while i < len(todo):
+            docs: list[tuple[str, tuple[Page, ...]]] = []
             chars = 0
             while i < len(todo) and len(docs) < STORE_BATCH and chars < STORE_BATCH_CHARS:
-                docs.append(chunk_pages(todo[i], store.load_pages(todo[i]), chrome, cfg))
-                chars += sum(len(p.text) for p in docs[-1].clean)
+                pages = store.load_pages(todo[i])
+                docs.append((todo[i], pages))
+                chars += sum(len(p.text) for p in pages)
                 i += 1
-            store.replace_chunks(docs, fingerprint, run_id)
-            if hasher is not None:
-                keys = {k.canonical_id: k.key for d in docs for k in d.keyed}
-                signed += sign_new_groups(store, keys, cfg.near, hasher)
-                if budget > 0:
-                    budget -= sum(map(len, keys.values()))
-                    kept.update(keys)
-        tick("chunk", i, len(todo))
+            yield ChunkJob(tuple(docs), chrome, cfg)
+
+    signed = done = 0
+    budget = KEY_CACHE_CHARS
+    for batch in executor.map(chunk_documents, jobs()):
+        with store.transaction():
+            store.replace_chunks(list(batch.documents), fingerprint, run_id)
+            # signatures are kept only when the index's are made with these settings (else the
+            # cluster pass drops them all and signs every group again)
+            if hashing is not None and store.meta("near_hashing") == hashing:
+                unsigned = set(store.chunks.unsigned_among([g for g, _, _ in batch.signatures]))
+                rows = [r for r in batch.signatures if r[0] in unsigned]
+                store.chunks.set_signatures(rows)
+                signed += len(rows)
+        if hashing is not None and budget > 0:
+            keys = {k.canonical_id: k.key for d in batch.documents for k in d.keyed}
+            budget -= sum(map(len, keys.values()))
+            kept.update(keys)
+        done += len(batch.documents)
+        tick("chunk", done, len(todo))
     if budget <= 0:
         kept.clear()  # partial: the cluster pass would still key most groups again
     refresh_contexts(store, cfg, run_id)
@@ -389,28 +469,6 @@ def refresh_contexts(store: Store, cfg: Config, run_id: int) -> int:
         with store.transaction():
             store.set_meta("context_config", stamp)
     return len(todo)
-
-
-def chunk_pages(doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config) -> KeyedDocument:
-    """Strip, chunk and key one document.
-
-    A pure function of its arguments, so the local loop and a distributed worker share it.
-    """
-    if cfg.boilerplate.enabled:
-        result = boilerplate.strip(pages, chrome, cfg.boilerplate)
-        clean, stripped = result.pages, result.stripped
-    else:
-        clean, stripped = tuple(pages), ()
-    keyed = [k for k in map(key_chunk, chunk_document(doc_id, clean, cfg.chunk)) if k is not None]
-    if not cfg.dedup.exact:
-        keyed = [_unique(k) for k in keyed]
-    return KeyedDocument(doc_id, clean, tuple(keyed), stripped)
-
-
-def _unique(k: KeyedChunk) -> KeyedChunk:
-    """With exact dedup off (a baseline index), every chunk is its own canonical."""
-    c = k.chunk
-    return KeyedChunk(c, k.key, canonical_id(f"{c.doc_id}\x00{c.page}\x00{c.start}\x00{k.key}"))
 
 
 def run_totals(
@@ -466,7 +524,7 @@ def remove_documents(
         fingerprint = config_fingerprint(cfg)
         decide_chrome(store, cfg)
         keys: dict[str, str] = {}
-        rechunked, _ = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None, keys)
+        rechunked, _ = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None, keys, LocalExecutor())
         recorded = store.meta("embedder_name")
         embedder = get_embedder(recorded) if cfg.semantic.enabled and recorded else None
         update_clusters(store, cfg, run_id, embedder=embedder, known=keys)
@@ -477,14 +535,17 @@ def remove_documents(
 
 
 __all__ = [
+    "KEY_CACHE_CHARS",
+    "PARSE_JOB_FILES",
     "STORE_BATCH",
     "STORE_BATCH_CHARS",
+    "IngestOptions",
     "IngestReport",
     "Progress",
-    "chunk_pages",
     "config_fingerprint",
     "decide_chrome",
     "ingest",
+    "ingest_with",
     "prune_missing",
     "refresh_contexts",
     "refresh_stale_keys",

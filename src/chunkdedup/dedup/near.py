@@ -60,7 +60,7 @@ def _fingerprints(config: NearConfig) -> tuple[str, str]:
 
 def start_hashing(store: Store, config: NearConfig) -> None:
     """On an index with no groups and no signature settings yet, record ``config``'s: there is nothing
-    to re-sign, and the chunk phase can sign its new groups (:func:`sign_new_groups`) for good."""
+    to re-sign, and the chunk phase's signatures of its new groups are kept for good."""
     if not config.enabled or store.meta("near_hashing") is not None:
         return
     if not store.chunks.has_groups():
@@ -68,19 +68,10 @@ def start_hashing(store: Store, config: NearConfig) -> None:
             store.set_meta("near_hashing", _fingerprints(config)[0])
 
 
-def sign_new_groups(store: Store, keys: Mapping[str, str], config: NearConfig, hasher: MinHasher) -> int:
-    """Sign the groups among ``keys`` (group id -> exact key, of a batch just written) that have no
-    signature yet, from the keys at hand (the cluster pass would read their texts back and key them
-    again); inside the caller's transaction. Only when the index's signatures are made with
-    ``config``'s hashing settings (else the cluster pass drops them all). Returns how many were signed."""
-    if store.meta("near_hashing") != _fingerprints(config)[0]:
-        return 0
-    unsigned = store.chunks.unsigned_among(sorted(keys))
-    if not unsigned:
-        return 0
-    sigs, bands = sign_keys(hasher, [keys[g] for g in unsigned], config)
-    store.chunks.set_signatures((g, sigs[i].tobytes(), bands[i].tolist()) for i, g in enumerate(unsigned))
-    return len(unsigned)
+def near_hashing(config: NearConfig) -> str:
+    """The fingerprint of ``config``'s hashing settings, as the index records it (``near_hashing``):
+    signatures made with other settings are dropped by the next cluster pass."""
+    return _fingerprints(config)[0]
 
 
 def word_diff(member: str, leader: str) -> tuple[str, ...]:

@@ -7,6 +7,6 @@ Example:
 
 from __future__ import annotations
 
-from chunkdedup.distributed.ingest import ingest_ray
+from chunkdedup.distributed.ingest import RayExecutor, ingest_ray
 
-__all__ = ["ingest_ray"]
+__all__ = ["RayExecutor", "ingest_ray"]

@@ -1,0 +1,149 @@
+"""Where the ingest's per-item stages run: the :class:`Executor` of the one ingest sequence.
+
+The sequence (:func:`chunkdedup.pipeline.ingest_with`) is the same whatever runs the stages: it
+reads from the store, hands pure jobs (:mod:`chunkdedup.stages`) to ``executor.map``, and writes
+their results in order, so every executor writes the same index, field for field.
+
+* :class:`LocalExecutor`: in this process (``workers=1``), or in a pool of worker processes;
+* :class:`chunkdedup.distributed.RayExecutor`: Ray tasks, and the near tier's banding and
+  verification as Ray shuffles.
+
+Example:
+    >>> from chunkdedup import IngestOptions, LocalExecutor, ingest_with
+    >>> with LocalExecutor(workers=4) as pool:  # doctest: +SKIP
+    ...     report = ingest_with(["docs/"], "index.sqlite", IngestOptions(), pool)
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from chunkdedup.errors import ConfigError
+
+if TYPE_CHECKING:
+    from chunkdedup.config import NearConfig
+    from chunkdedup.store import Store
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: jobs in flight per worker: enough to keep every worker busy while the driver writes, few enough
+#: that memory holds a bounded number of batches
+IN_FLIGHT_PER_WORKER = 2
+
+
+@dataclass(slots=True)
+class StageClock:
+    """Wall seconds per stage of a run (``totals["seconds"]`` of its report)."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - start
+
+    def rounded(self) -> dict[str, float]:
+        return {k: round(v, 3) for k, v in self.seconds.items()}
+
+
+class Executor(ABC):
+    """Runs the ingest's pure per-item jobs. Enter it (``with``) to start its workers; a run of
+    :func:`~chunkdedup.pipeline.ingest_with` enters it when it is not entered yet.
+
+    One method to implement, :meth:`map`; :meth:`near_edges` and :meth:`engine_totals` have defaults
+    (the store verifies the near candidates; nothing to report)."""
+
+    name = "local"
+
+    @abstractmethod
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """``fn`` over ``items``, results in the items' order. ``items`` is consumed as results are
+        taken (a bounded number ahead), so a long stream never sits in memory at once; ``fn`` is a
+        module-level function and every item is picklable."""
+
+    def near_edges(
+        self, store: Store, config: NearConfig, clock: Callable[[str], AbstractContextManager[None]]
+    ) -> dict[tuple[str, str], float] | None:
+        """Every verified near edge of the index, when this executor computes them (``None``: the
+        cluster pass verifies the store's band neighbours itself)."""
+        return None
+
+    def engine_totals(self) -> dict[str, Any]:
+        """What the report says of the engine (``totals["engine"]``)."""
+        return {"name": self.name}
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+
+class LocalExecutor(Executor):
+    """Jobs in this process (``workers=1``) or in ``workers`` worker processes (``None``: one per
+    core, at most 8), started when the executor is entered and stopped when it is left.
+
+    Workers start the platform's way (``multiprocessing``'s default: a fork on Linux before Python
+    3.14, a fork server from 3.14, a spawn on macOS and Windows, where a script that ingests needs the
+    usual ``if __name__ == "__main__":`` guard). They run only the pure jobs of
+    :mod:`chunkdedup.stages`, never an embedder or Ray."""
+
+    def __init__(self, workers: int | None = 1) -> None:
+        if workers is not None and workers < 1:
+            raise ConfigError(f"workers must be at least 1, got {workers}")
+        self.workers = workers if workers is not None else max(1, min(8, os.cpu_count() or 1))
+        self._pool: ProcessPoolExecutor | None = None
+        self._depth = 0
+
+    def __enter__(self) -> LocalExecutor:
+        if self._depth == 0 and self.workers > 1:
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context())
+        self._depth += 1
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._depth -= 1
+        if self._depth == 0 and self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        if self._pool is None:
+            yield from map(fn, items)
+            return
+        window: deque[Future[R]] = deque()
+        limit = IN_FLIGHT_PER_WORKER * self.workers
+        try:
+            for item in items:
+                window.append(self._pool.submit(fn, item))
+                if len(window) >= limit:
+                    yield window.popleft().result()
+            while window:
+                yield window.popleft().result()
+        finally:
+            for future in window:
+                future.cancel()
+
+    def engine_totals(self) -> dict[str, Any]:
+        return {"name": self.name, "workers": self.workers}
+
+
+__all__ = ["IN_FLIGHT_PER_WORKER", "Executor", "LocalExecutor", "StageClock"]

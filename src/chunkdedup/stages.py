@@ -1,0 +1,127 @@
+"""The ingest's per-item stages: pure functions that an :class:`~chunkdedup.execute.Executor` maps.
+
+Each takes plain records and returns plain records (picklable, so a process pool or a Ray task can
+run it) and touches no index: the ingest sequence (:mod:`chunkdedup.pipeline`) reads what they need
+from the store and writes what they return.
+
+* :func:`parse_inputs`: hash, parse and key a few files (unchanged ones are only hashed);
+* :func:`chunk_documents`: strip, chunk and exact-key a batch of documents, and sign each group the
+  batch holds (MinHash signature and band keys, once per group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from chunkdedup import boilerplate
+from chunkdedup.chunk import chunk_document
+from chunkdedup.config import Config
+from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument, key_chunk
+from chunkdedup.dedup.minhash import MinHasher
+from chunkdedup.dedup.near import sign_keys
+from chunkdedup.normalize import canonical_id
+from chunkdedup.parse import InputFile, input_fingerprint, parse_file
+from chunkdedup.types import FileStatus, Page, ParsedFile
+
+
+@dataclass(frozen=True, slots=True)
+class ParseJob:
+    """Files to parse: each with the content hash the index holds for it (``None``: none), so an
+    unchanged file is only hashed."""
+
+    files: tuple[tuple[InputFile, str | None], ...]
+    config: Config
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedInput:
+    """One input file after parsing: its hash, its parse (``None``: unchanged), candidate keys."""
+
+    input: InputFile
+    content_hash: str | None
+    parsed: ParsedFile | None
+    keys: tuple[boilerplate.DocumentKeys, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkJob:
+    """Documents to chunk, ``(doc_id, pages)``, with the corpus chrome keys to strip."""
+
+    documents: tuple[tuple[str, tuple[Page, ...]], ...]
+    chrome: frozenset[int]
+    config: Config
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkedBatch:
+    """A chunked batch: each document's clean pages, keyed chunks and stripped lines, and the
+    signature rows ``(group id, signature bytes, band keys)`` of every group it holds (empty when the
+    near tier is off)."""
+
+    documents: tuple[KeyedDocument, ...]
+    signatures: tuple[tuple[str, bytes, list[int]], ...]
+
+
+def parse_input(inp: InputFile, known_hash: str | None, config: Config) -> ParsedInput:
+    """Hash, parse and key one file (unchanged when its hash is ``known_hash``)."""
+    try:
+        h: str | None = input_fingerprint(inp)
+    except OSError as e:
+        return ParsedInput(inp, None, ParsedFile(str(inp.path), (), FileStatus.FAILED, f"cannot read: {e}"))
+    if h is not None and h == known_hash:
+        return ParsedInput(inp, h, None)
+    pf = parse_file(inp, config.parse)
+    keys = tuple(boilerplate.document_keys(d.pages, config.boilerplate) for d in pf.documents)
+    return ParsedInput(inp, h, pf, keys)
+
+
+def parse_inputs(job: ParseJob) -> tuple[ParsedInput, ...]:
+    """:func:`parse_input` over a job's files, in order."""
+    return tuple(parse_input(inp, known, job.config) for inp, known in job.files)
+
+
+def chunk_pages(doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config) -> KeyedDocument:
+    """Strip, chunk and key one document."""
+    if cfg.boilerplate.enabled:
+        result = boilerplate.strip(pages, chrome, cfg.boilerplate)
+        clean, stripped = result.pages, result.stripped
+    else:
+        clean, stripped = tuple(pages), ()
+    keyed = [k for k in map(key_chunk, chunk_document(doc_id, clean, cfg.chunk)) if k is not None]
+    if not cfg.dedup.exact:
+        keyed = [_unique(k) for k in keyed]
+    return KeyedDocument(doc_id, clean, tuple(keyed), stripped)
+
+
+def _unique(k: KeyedChunk) -> KeyedChunk:
+    """With exact dedup off (a baseline index), every chunk is its own canonical."""
+    c = k.chunk
+    return KeyedChunk(c, k.key, canonical_id(f"{c.doc_id}\x00{c.page}\x00{c.start}\x00{k.key}"))
+
+
+def chunk_documents(job: ChunkJob) -> ChunkedBatch:
+    """:func:`chunk_pages` over a job's documents, then the signature of each group they hold."""
+    cfg = job.config
+    docs = tuple(chunk_pages(doc_id, pages, job.chrome, cfg) for doc_id, pages in job.documents)
+    if not cfg.near.enabled:
+        return ChunkedBatch(docs, ())
+    first: dict[str, str] = {}
+    for doc in docs:
+        for k in doc.keyed:
+            first.setdefault(k.canonical_id, k.key)
+    gids = list(first)
+    sigs, bands = sign_keys(MinHasher.from_config(cfg.near), [first[g] for g in gids], cfg.near)
+    return ChunkedBatch(docs, tuple((g, sigs[i].tobytes(), bands[i].tolist()) for i, g in enumerate(gids)))
+
+
+__all__ = [
+    "ChunkJob",
+    "ChunkedBatch",
+    "ParseJob",
+    "ParsedInput",
+    "chunk_documents",
+    "chunk_pages",
+    "parse_input",
+    "parse_inputs",
+]
