@@ -10,11 +10,15 @@ exact key). Written once to a temporary folder (``--corpus DIR`` keeps it there 
 * ``datasketch loop``: what the spec calls the naive loop: read each record, lower-case and split it,
   ``MinHash.update`` per word 5-shingle (128 permutations), ``MinHashLSH.query`` then ``insert``
   when nothing is found (threshold 0.85); nothing is stored.
-* ``chunkdedup ingest``: ``chunkdedup ingest DIR --index FILE`` into a fresh index: parse, boilerplate,
-  chunk, exact and near dedup, FTS5, every row written to SQLite.
+* ``chunkdedup ingest, 1 process``: ``chunkdedup ingest DIR --index FILE --parallelism 1`` into a fresh
+  index: parse, boilerplate, chunk, exact and near dedup, FTS5, every row written to SQLite, in one
+  process (as the loop runs);
+* ``chunkdedup ingest, N worker processes``: the same with the CLI's default, the per-document stages
+  in one worker process per core (N, at most 8) while the driver writes.
 
-Printed: both rows (median and every round), the ratio of the medians, the canonical count of each,
-and the index's bytes against the raw text bytes of the corpus (``text`` fields, UTF-8).
+Printed: every row (median and every round), the ratio of the loop's median to each ingest row's, the
+canonical count of each, and the index's bytes against the raw text bytes of the corpus (``text``
+fields, UTF-8).
 
 Example:
     python benchmarks/ingest_vs_datasketch.py --records 50000 --rounds 3
@@ -127,41 +131,50 @@ def _compare(args: argparse.Namespace, corpus: Path, counts: dict[str, int], tmp
 
     from chunkdedup import Index
 
-    ours: list[float] = []
+    workers = max(1, min(8, os.cpu_count() or 1))
+    variants = {1: ["--parallelism", "1"], workers: []}  # one process; the CLI's default
+    ours: dict[int, list[float]] = {n: [] for n in variants}
     theirs: list[float] = []
     kept = 0
     index = tmp / "index.sqlite"
     chunkdedup = str(Path(sys.executable).with_name("chunkdedup"))
     for _ in range(args.rounds):
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{index}{suffix}").unlink(missing_ok=True)
-        seconds, _out = _timed([chunkdedup, "ingest", str(corpus), "--index", str(index)])
-        ours.append(seconds)
+        for n, extra in variants.items():
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{index}{suffix}").unlink(missing_ok=True)
+            seconds, _out = _timed([chunkdedup, "ingest", str(corpus), "--index", str(index), *extra])
+            ours[n].append(seconds)
         seconds, out = _timed([sys.executable, __file__, "--datasketch-only", str(corpus)])
         theirs.append(seconds)
         kept = int(out.strip())
     with Index.open(index) as ix:
         stats = ix.stats()
     index_bytes = int(stats["index_bytes"])
-    ratio = statistics.median(theirs) / statistics.median(ours)
+    ratios = {n: statistics.median(theirs) / statistics.median(t) for n, t in ours.items()}
     table = Table(title=f"{counts['records']:,} one-chunk JSONL records, {args.rounds} interleaved round(s)")
-    for col in ("row", "wall s (median)", "rounds", "canonicals"):
+    for col in ("row", "wall s (median)", "rounds", "canonicals", "loop / row"):
         table.add_column(col, justify="left" if col == "row" else "right")
     table.add_row(
-        "datasketch loop (update per shingle, LSH query + insert, nothing stored)",
+        "datasketch loop (update per shingle, LSH query + insert, nothing stored; 1 process)",
         f"{statistics.median(theirs):.1f}",
         " / ".join(f"{s:.1f}" for s in theirs),
         f"{kept:,}",
+        "1.00x",
     )
-    table.add_row(
-        "chunkdedup ingest (fresh index, FTS5 included)",
-        f"{statistics.median(ours):.1f}",
-        " / ".join(f"{s:.1f}" for s in ours),
-        f"{stats['canonical_chunks']:,}",
-    )
+    for n, times in ours.items():
+        how = "1 process" if n == 1 else f"{n} worker processes"
+        table.add_row(
+            f"chunkdedup ingest (fresh index, FTS5 included; {how})",
+            f"{statistics.median(times):.1f}",
+            " / ".join(f"{s:.1f}" for s in times),
+            f"{stats['canonical_chunks']:,}",
+            f"{ratios[n]:.2f}x",
+        )
     console = Console(width=150)
     console.print(table)
-    console.print(f"chunkdedup ingest is {ratio:.2f}x the datasketch loop (median / median)")
+    for n, ratio in ratios.items():
+        how = "1 process" if n == 1 else f"{n} worker processes"
+        console.print(f"chunkdedup ingest ({how}) is {ratio:.2f}x the datasketch loop (median / median)")
     console.print(
         f"index {index_bytes / 1e6:,.1f} MB for {counts['raw_text_bytes'] / 1e6:,.1f} MB of raw text: "
         f"{index_bytes / counts['raw_text_bytes']:.2f}x"
@@ -176,8 +189,8 @@ def _compare(args: argparse.Namespace, corpus: Path, counts: dict[str, int], tmp
         "corpus": counts,
         "rounds": args.rounds,
         "datasketch_loop_seconds": theirs,
-        "chunkdedup_ingest_seconds": ours,
-        "ratio_datasketch_over_ingest": ratio,
+        "chunkdedup_ingest_seconds": {f"{n}_process": t for n, t in ours.items()},
+        "ratio_datasketch_over_ingest": {f"{n}_process": r for n, r in ratios.items()},
         "canonicals": {"datasketch_loop": kept, "chunkdedup": stats["canonical_chunks"]},
         "index_bytes": index_bytes,
         "index_over_raw_text": index_bytes / counts["raw_text_bytes"],

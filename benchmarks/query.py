@@ -212,7 +212,7 @@ def add_vectors(index: Path, dim: int, *, random_vectors: bool, seed: int = 0) -
 def word_model(index: Path) -> tuple[list[str], np.ndarray]:
     counts: Counter[str] = Counter()
     with Index.open(index) as ix:
-        for (text,) in ix.store.conn.execute("SELECT text FROM canonicals"):
+        for text in (r.text for r in ix.records()):
             counts.update(text.split())
     words, freq = zip(*counts.most_common(), strict=True)
     p = np.array(freq, dtype=np.float64)

@@ -10,9 +10,10 @@ paragraph, so ``--chunks`` sets the size.
 Each engine runs in its own process on a fresh index (so its peak memory is its own); Ray worker
 processes are sampled from /proc every 0.2 s for their peak resident memory (VmRSS, which includes
 pages of the shared object store they read) and their peak private memory (RssAnon, their own heap);
-the ``..._per_million_chunks`` fields scale the largest to a million raw chunks. Ray's stages are its
-report's ``engine.seconds`` (parse, boilerplate, chunk + sign, the near tier's banding and
-verification on Ray, the local clustering); local stages are the wall time between progress ticks.
+the ``..._per_million_chunks`` fields scale the largest to a million raw chunks; a local pool's workers
+(``local-N``: the per-document stages in N worker processes) report the largest one's peak resident
+memory. Every engine's stages are its report's ``engine.seconds`` (parse, boilerplate, chunk, the
+clustering, the text index; on Ray also the near tier's banding and verification).
 The indexes are compared by a hash of their export.
 
 Example:
@@ -40,7 +41,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "scale.json"
-ENGINES = ("local", "ray-1", "ray-2")
+ENGINES = ("local", "local-2", "ray-1", "ray-2")
 
 _SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "qu", "den", "tor", "mar", "lin"]
 _CHROME = "Confidential: internal use only. Do not forward this document outside the company network."
@@ -210,21 +211,14 @@ def run_engine(engine: str, corpus: Path, index: Path) -> dict[str, Any]:
     """Ingest ``corpus`` into a fresh ``index`` with one engine, in this process."""
     from chunkdedup import ingest
 
-    ends: dict[str, float] = {}
-
-    def tick(stage: str, done: int, total: int) -> None:
-        ends.pop(stage, None)  # re-inserted: the dict stays in order of each stage's last tick
-        ends[stage] = time.perf_counter()
-
     start = time.perf_counter()
-    if engine == "local":
-        report = ingest([corpus], index, progress=tick)
-        # A stage's wall time: from the previous stage's last tick to its own (clustering ticks once,
-        # at its end, so a span from its first tick would read 0).
-        seconds, last = {}, start
-        for stage, end in ends.items():
-            seconds[stage], last = round(end - last, 3), end
-        workers: dict[int, int] = {}
+    if engine.startswith("local"):
+        # "local": one process; "local-N": the per-document stages in N worker processes
+        n = int(engine.split("-")[1]) if "-" in engine else 1
+        report = ingest([corpus], index, workers=n)
+        # the pool's workers have exited: the largest one's peak resident memory
+        children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if n > 1 else 0
+        workers: dict[int, int] = {0: children} if children else {}
         private: dict[int, int] = {}
         by_task: dict[str, int] = {}
     else:
@@ -240,7 +234,7 @@ def run_engine(engine: str, corpus: Path, index: Path) -> dict[str, Any]:
             workers, private, by_task = mem.peak, mem.private, mem.by_task
         finally:
             ray.shutdown()
-        seconds = report.totals["engine"]["seconds"]
+    seconds = report.totals["engine"]["seconds"]
     wall = time.perf_counter() - start
     chunks = int(report.totals.get("raw_chunks") or 0)
     worker_peak = max(workers.values(), default=0) / 1024
@@ -277,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=fmt)
     parser.add_argument("--chunks", type=int, nargs="*", default=[200_000], help="corpus sizes (chunks)")
     parser.add_argument("--full", action="store_true", help="200k and 1M chunks (the issue's sizes)")
-    parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated: local,ray-1,ray-2")
+    parser.add_argument(
+        "--engines", default=",".join(ENGINES), help="comma-separated: local,local-2,ray-1,ray-2"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--one", nargs=3, metavar=("ENGINE", "CORPUS", "INDEX"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -359,14 +359,14 @@ def test_rewriting_a_documents_unchanged_chunks_keeps_its_groups_and_canonicals(
     tmp_path: Path, policy_index: Path
 ) -> None:
     """A re-chunk that yields the same chunks (e.g. a config change that does not move them) keeps each
-    group's signature and cluster and every canonical's last-change run: nothing to re-sign or re-send."""
+    group's bands and cluster and every canonical's last-change run: nothing to re-sign or re-send."""
     from chunkdedup.stages import chunk_pages
 
     index = tmp_path / "i.sqlite"
     shutil.copy(policy_index, index)
     with Store.open(index) as store:
         before = store.conn.execute(
-            "SELECT id, canonical_id, signature IS NOT NULL FROM groups ORDER BY id"
+            "SELECT id, canonical_id, signed IS NOT NULL FROM groups ORDER BY id"
         ).fetchall()
         canonical_rows = "SELECT id, updated_run, signature FROM canonicals ORDER BY id"
         canonicals = store.conn.execute(canonical_rows).fetchall()
@@ -379,7 +379,7 @@ def test_rewriting_a_documents_unchanged_chunks_keeps_its_groups_and_canonicals(
             store.replace_chunks(keyed, "same", run_id)
         assert sum(len(k.keyed) for k in keyed) > 100
         after = store.conn.execute(
-            "SELECT id, canonical_id, signature IS NOT NULL FROM groups ORDER BY id"
+            "SELECT id, canonical_id, signed IS NOT NULL FROM groups ORDER BY id"
         ).fetchall()
         assert after == before and all(signed for _, _, signed in after)
         assert store.conn.execute("SELECT COUNT(*) FROM dirty").fetchone()[0] == 0

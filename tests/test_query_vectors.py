@@ -173,7 +173,7 @@ def test_mmr_uses_vectors_when_present(embedded: Path, plain: Path) -> None:
     assert len(with_vectors) >= 3
     differs = False
     with Index.open(embedded) as ix:
-        texts = dict(ix.store.conn.execute("SELECT id, text FROM canonicals").fetchall())
+        texts = {r.id: r.text for r in ix.records()}
         for other, shown in with_vectors:
             cos = max(0.0, cosine(ix, other, top))
             assert (cos < 1e-9) if shown is None else abs(float(shown) - cos) <= 5e-5
@@ -183,7 +183,7 @@ def test_mmr_uses_vectors_when_present(embedded: Path, plain: Path) -> None:
     # without embeddings: the shingle Jaccard
     top, without = mmr_similarities(plain, text)
     with Index.open(plain) as ix:
-        texts = dict(ix.store.conn.execute("SELECT id, text FROM canonicals").fetchall())
+        texts = {r.id: r.text for r in ix.records()}
     assert len(without) >= 3
     for other, shown in without:
         jac = shingles.matrix([texts[other], texts[top]])[0][1]

@@ -38,7 +38,7 @@ _GROUP_STATE = (
 _CANONICAL_STATE = "SELECT id, signature, updated_run FROM canonicals WHERE id IN ({})"
 _TOMBSTONES = "SELECT canonical_id, run_id, signature, updated_run FROM tombstones WHERE canonical_id IN ({})"
 _CANONICAL_SOURCES = (
-    'SELECT canonical_id, doc_id, page, start, "end", relation, similarity FROM sources'
+    'SELECT canonical_id, doc_id, page, start, "end", relation, similarity, group_id FROM sources'
     " WHERE canonical_id IN ({}) ORDER BY canonical_id, doc_id, page, start"
 )
 
@@ -50,12 +50,11 @@ _NO_PAGES: Pages = {}
 
 @dataclass(frozen=True, slots=True)
 class GroupRow:
-    """What clustering needs of a group: its text, its order, its signature."""
+    """What clustering needs of a group: its text, its order, its cluster."""
 
     id: str
     text: str
     order: tuple[str, int, int]
-    signature: bytes | None
     canonical_id: str
 
 
@@ -118,7 +117,7 @@ class ChunkTables:
         the batch's pages as just stored (their spans are sliced from them, not read back).
 
         A new source joins its group's current cluster (a new group is its own). A group that keeps a
-        source keeps its signature and cluster, even if all its old sources were among those replaced;
+        source keeps its bands and cluster, even if all its old sources were among those replaced;
         one left with none is dropped. Returns how many canonicals the old sources belonged to.
         """
         c = self.conn
@@ -270,7 +269,7 @@ class ChunkTables:
         return int(self.conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0])
 
     def unsigned_count(self) -> int:
-        return int(self.conn.execute("SELECT COUNT(*) FROM groups WHERE signature IS NULL").fetchone()[0])
+        return int(self.conn.execute("SELECT COUNT(*) FROM groups WHERE signed IS NULL").fetchone()[0])
 
     def unembedded_count(self) -> int:
         sql = "SELECT COUNT(*) FROM groups WHERE id NOT IN (SELECT group_id FROM embeddings)"
@@ -285,23 +284,24 @@ class ChunkTables:
 
     def unsigned_groups(self, limit: int) -> list[tuple[str, str]]:
         rows = self.conn.execute(
-            "SELECT id, text FROM groups WHERE signature IS NULL ORDER BY id LIMIT ?", (limit,)
+            "SELECT id, text FROM groups WHERE signed IS NULL ORDER BY id LIMIT ?", (limit,)
         )
         return [(r[0], r[1]) for r in rows]
 
     def unsigned_among(self, ids: Sequence[str]) -> list[str]:
         """The groups of ``ids`` that exist and have no signature, sorted."""
-        sql = "SELECT id FROM groups WHERE id IN ({}) AND signature IS NULL"
+        sql = "SELECT id FROM groups WHERE id IN ({}) AND signed IS NULL"
         return sorted(r[0] for r in self._batched(sql, ids))
 
     def set_signatures(self, rows: Iterable[tuple[str, bytes, Sequence[int]]]) -> None:
-        """Store (group id, signature bytes, band keys) and the groups' band rows (two statements for
-        all of them). A group signed again gets the same signature and bands (they are a function of its
-        text and the hashing settings, and a change of those clears every band first), so its band rows
-        are kept, not deleted and written again."""
+        """Mark groups signed and store their band rows, from (group id, signature bytes, band keys)
+        (two statements for all of them; the signature itself is not kept: the band rows are what the
+        near tier reads). A group signed again gets the same bands (a function of its text and the
+        hashing settings, and a change of those clears every band first), so its band rows are kept,
+        not deleted and written again."""
         c = self.conn
         rows = list(rows)
-        c.executemany("UPDATE groups SET signature=? WHERE id=?", [(sig, gid) for gid, sig, _ in rows])
+        c.executemany("UPDATE groups SET signed=1 WHERE id=?", [(gid,) for gid, _, _ in rows])
         c.executemany(
             "INSERT OR IGNORE INTO bands(band_key, group_id) VALUES (?, ?)",
             [(b, gid) for gid, _, bands in rows for b in bands],
@@ -309,7 +309,7 @@ class ChunkTables:
 
     def clear_signatures(self) -> None:
         """Drop every signature and band (the MinHash settings changed); every group becomes dirty."""
-        self.conn.execute("UPDATE groups SET signature=NULL")
+        self.conn.execute("UPDATE groups SET signed=NULL")
         self.conn.execute("DELETE FROM bands")
         self.clear_near_edges()
         self.conn.execute("INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups")
@@ -435,11 +435,11 @@ class ChunkTables:
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
             rows = self.conn.execute(
-                "SELECT id, text, rep_doc, rep_page, rep_start, signature, canonical_id FROM groups"
+                "SELECT id, text, rep_doc, rep_page, rep_start, canonical_id FROM groups"
                 f" WHERE id IN ({','.join('?' * len(part))})",
                 part,
             )
-            out.extend(GroupRow(r[0], r[1], (r[2], r[3], r[4]), r[5], r[6]) for r in rows)
+            out.extend(GroupRow(r[0], r[1], (r[2], r[3], r[4]), r[5]) for r in rows)
         return sorted(out, key=lambda g: g.id)
 
     # -- clusters ------------------------------------------------------------------------------
@@ -491,8 +491,12 @@ class ChunkTables:
         """
         c = self.conn
         sources: dict[str, list[tuple[Any, ...]]] = {}
+        leader_first: set[str] = set()  # canonicals whose first source is their leader group's
         for r in self._batched(_CANONICAL_SOURCES, ids):
-            sources.setdefault(r[0], []).append(tuple(r[1:]))
+            rows_of = sources.setdefault(r[0], [])
+            if not rows_of and r[7] == r[0]:
+                leader_first.add(r[0])
+            rows_of.append(tuple(r[1:7]))
         state = {r[0]: r[1:] for r in self._batched(_CANONICAL_STATE, ids)}
         # tombstones of this run: (signature, last-change run) of canonicals deleted earlier in it
         tombs = list(self._batched(_TOMBSTONES, ids))
@@ -513,12 +517,14 @@ class ChunkTables:
             text = texts[cid]
             signature = key_hash(json.dumps([text, [list(r) for r in rows]]))
             old = state[cid][0] if cid in state else None
+            # the text is kept once, in the leader group, when it is the leader's (CANONICAL_TEXT)
+            stored = None if cid in leader_first else text
             if old is None:
                 was = gone.get(cid)  # re-made unchanged: it keeps its last-change run
                 last = was[1] if was is not None and was[0] == signature and was[1] is not None else run_id
-                inserted.append((cid, text, len(rows), signature, last))
+                inserted.append((cid, stored, len(rows), signature, last))
             elif old != signature:
-                updated.append((text, len(rows), signature, run_id, cid))
+                updated.append((stored, len(rows), signature, run_id, cid))
         c.executemany("DELETE FROM canonicals WHERE id=?", [(r[0],) for r in deleted])
         c.executemany(
             "INSERT OR REPLACE INTO tombstones(canonical_id, run_id, signature, updated_run)"

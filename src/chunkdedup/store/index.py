@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from chunkdedup.errors import ChunkdedupError, MigrationPendingError
 from chunkdedup.store import Store
+from chunkdedup.store.schema import CANONICAL_TEXT
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef
 
 if TYPE_CHECKING:
@@ -146,7 +147,8 @@ class Index:
         return [BoilerplateKey(r[0], r[4], r[1], r[2], r[3]) for r in rows]
 
     def canonical(self, chunk_id: str) -> CanonicalChunk | None:
-        row = self.store.conn.execute("SELECT text FROM canonicals WHERE id=?", (chunk_id,)).fetchone()
+        sql = f"SELECT {CANONICAL_TEXT} FROM canonicals c WHERE c.id=?"
+        row = self.store.conn.execute(sql, (chunk_id,)).fetchone()
         if row is None:
             return None
         return CanonicalChunk(chunk_id, row[0], tuple(self._sources(chunk_id)))
@@ -223,12 +225,12 @@ class Index:
 
         meta: dict[str, dict[str, Any]] = {}
         conn = self.store.conn
-        sql = "SELECT id, text FROM canonicals"
+        sql = f"SELECT c.id, {CANONICAL_TEXT} FROM canonicals c"
         args: tuple[Any, ...] = ()
         if since_run is not None:
-            sql += " WHERE updated_run > ?"
+            sql += " WHERE c.updated_run > ?"
             args = (since_run,)
-        cursor = conn.execute(sql + " ORDER BY id", args)
+        cursor = conn.execute(sql + " ORDER BY c.id", args)
         while batch := cursor.fetchmany(512):
             for cid, text in batch:
                 sources = []

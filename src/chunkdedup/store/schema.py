@@ -9,6 +9,10 @@ from __future__ import annotations
 #: A page's text after boilerplate stripping: ``clean_text`` is stored only where stripping changed
 #: the page (migration 0009), else it reads as the raw text.
 CLEAN_TEXT = "COALESCE(clean_text, raw_text)"
+#: A canonical's text (the table aliased ``c``): ``text`` is stored only where it is not its leader
+#: group's text (migration 0010), which is every consistent canonical's: its first source is the
+#: leader's first source.
+CANONICAL_TEXT = "COALESCE(c.text, (SELECT g.text FROM groups g WHERE g.id = c.id))"
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
@@ -262,6 +266,33 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             FROM pages ORDER BY doc_id, page;
         DROP TABLE pages;
         ALTER TABLE pages_new RENAME TO pages;
+        """,
+    ),
+    (
+        "0010_canonical_text_once",
+        # A canonical's text is its leader group's (its first source is the leader's first source):
+        # kept once, in groups; canonicals.text holds a text only while it differs (CANONICAL_TEXT).
+        """
+        CREATE TABLE canonicals_new(
+            rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT,
+            n_sources INTEGER NOT NULL, signature TEXT NOT NULL, updated_run INTEGER NOT NULL);
+        INSERT INTO canonicals_new(rowid, id, text, n_sources, signature, updated_run)
+            SELECT c.rowid, c.id,
+                CASE WHEN c.text = (SELECT g.text FROM groups g WHERE g.id = c.id) THEN NULL ELSE c.text END,
+                c.n_sources, c.signature, c.updated_run
+            FROM canonicals c ORDER BY c.rowid;
+        DROP TABLE canonicals;
+        ALTER TABLE canonicals_new RENAME TO canonicals;
+        """,
+    ),
+    (
+        "0011_signed_flag",
+        # A group's MinHash signature was kept (512 bytes a group: 9 MB of 20k groups, half a GB of a
+        # million) but never read again: its band rows are what the near tier queries, and a change
+        # of the hashing settings signs every group anew. A flag says a group is signed.
+        """
+        ALTER TABLE groups RENAME COLUMN signature TO signed;
+        UPDATE groups SET signed = 1 WHERE signed IS NOT NULL;
         """,
     ),
 )
