@@ -28,9 +28,9 @@ from chunkdedup import ingest
 from chunkdedup.config import QueryConfig
 from chunkdedup.evaluate import DocResolver, Question, convert_docugami, evaluate, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity
-from chunkdedup.store.index import Index
 from chunkdedup.report import write_report
 from chunkdedup.report.table import comparison_rows, funnel_rows
+from chunkdedup.store.index import Index
 from sweep_query import evaluate_setting
 
 REPO = Path(__file__).resolve().parents[1]

@@ -39,11 +39,10 @@ from rich.console import Console
 from rich.table import Table
 
 from chunkdedup import Index, QueryConfig, ingest, search
-from chunkdedup.store import textindex
 from chunkdedup.embed import HashEmbedder, get_embedder
 from chunkdedup.normalize import canonical_id, exact_key
 from chunkdedup.query import Filter, Fts5Retriever, Retriever, Scored, TantivyRetriever, VectorRetriever
-from chunkdedup.store import Store
+from chunkdedup.store import Store, textindex
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"

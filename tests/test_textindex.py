@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkdedup import Index, ingest, remove_documents
-from chunkdedup.store import textindex
 from chunkdedup.errors import MissingExtraError
 from chunkdedup.query import Fts5Retriever, TantivyRetriever, search
 from chunkdedup.query.run import bm25_retriever
+from chunkdedup.store import textindex
 from conftest import POLICY, POLICY_MANIFEST
 from test_query import QUESTIONS, check_no_leak, doc_strategy, query_strategy
 

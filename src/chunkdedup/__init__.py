@@ -39,10 +39,10 @@ if TYPE_CHECKING:
         SchemaError,
         SyncError,
     )
-    from chunkdedup.store.index import Index
     from chunkdedup.normalize import boilerplate_key, exact_key
     from chunkdedup.pipeline import IngestReport, ingest, remove_documents
     from chunkdedup.query import Citation, ExportRecord, Hit, QueryResult, dedup_chunks, search
+    from chunkdedup.store.index import Index
     from chunkdedup.types import (
         BoilerplateKey,
         CanonicalChunk,

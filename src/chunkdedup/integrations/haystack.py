@@ -31,7 +31,6 @@ except ImportError:
     raise MissingExtraError("chunkdedup.integrations.haystack", "haystack", "haystack") from None
 
 from chunkdedup.config import QueryConfig
-from chunkdedup.store.index import Index
 from chunkdedup.integrations._core import (
     DEFAULTS,
     IndexLike,
@@ -48,6 +47,7 @@ from chunkdedup.integrations._filters import haystack_filter
 from chunkdedup.integrations._sync import DEFAULT_BATCH, SyncReport, run_sync
 from chunkdedup.query.records import ExportRecord, VersionPolicy
 from chunkdedup.query.where import Filter, Where
+from chunkdedup.store.index import Index
 
 __all__ = ["Retriever", "SafetyNet", "sync"]
 
