@@ -152,6 +152,7 @@ class VariantTables:
 
 
 def variant_tables(store: Store) -> VariantTables:
+    """Which of ``variants`` and ``groups`` the index has (an index of any schema version)."""
     tables = {
         r[0]
         for r in store.conn.execute(
