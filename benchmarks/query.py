@@ -87,12 +87,12 @@ def latency_rows(index: Path, questions: Sequence[str], repeat: int, naive: bool
     cfg = QueryConfig(k=5, pool=40)
     rows: dict[str, Any] = {}
     with Index.open(index) as ix:
-        fts = Fts5Retriever(ix.store.conn)
+        fts = Fts5Retriever(ix.store)
         rows["FTS5: bm25 only (content words)"] = timed_queries(
             lambda q: fts.retrieve(q, 40), questions, repeat
         )
         if naive:
-            every = AllWords(ix.store.conn)
+            every = AllWords(ix.store)
             rows["FTS5: bm25 only (all words OR-ed)"] = timed_queries(
                 lambda q: every.retrieve(q, 40), questions, repeat
             )
@@ -100,7 +100,7 @@ def latency_rows(index: Path, questions: Sequence[str], repeat: int, naive: bool
         engines: list[tuple[str, Retriever]] = [("FTS5", fts)]
         handle = ix.text_handle()
         if handle is not None:
-            tan = TantivyRetriever(ix.store.conn, handle)
+            tan = TantivyRetriever(ix.store, handle)
             rows["tantivy: bm25 only (content words)"] = timed_queries(
                 lambda q: tan.retrieve(q, 40), questions, repeat
             )
@@ -161,7 +161,7 @@ def second_passes(ix: Index, questions: Sequence[str], cfg: QueryConfig) -> dict
     """How often the first (deeper) retrieval pass left the pool short, so retrieval ran again."""
     again = 0
     for q in questions:
-        counting = _Counting(Fts5Retriever(ix.store.conn))
+        counting = _Counting(Fts5Retriever(ix.store))
         search(ix, q, config=cfg, retriever=counting)
         again += counting.calls > 1
     return {"n": len(questions), "queries_with_a_second_pass": again, "share": again / max(1, len(questions))}

@@ -78,7 +78,7 @@ def cosine(ix: Index, a: str, b: str) -> float:
 
 def test_vector_retrieval_ranks_the_right_chunk_first(embedded: Path) -> None:
     with Index.open(embedded) as ix:
-        assert ix.store.meta("embedder_name") == "hash:64:0" and has_embeddings(ix.store.conn)
+        assert ix.store.meta("embedder_name") == "hash:64:0" and has_embeddings(ix.store)
         for sentence in SENTENCES:
             result = search(ix, sentence, retriever="vector", safety_net=False, k=3)
             top = result.hits[0]
@@ -108,17 +108,17 @@ def test_auto_is_hybrid_with_embeddings_and_bm25_without(embedded: Path, plain: 
         assert search(ix, q) == search(ix, q, retriever="hybrid")
         assert search(ix, q, config=QueryConfig(retriever="bm25")) == search(ix, q, retriever="bm25")
     with Index.open(plain) as ix:
-        assert not has_embeddings(ix.store.conn)
+        assert not has_embeddings(ix.store)
         assert search(ix, q) == search(ix, q, retriever="bm25")
 
 
 def test_hybrid_fuses_bm25_and_vector_ranks(embedded: Path) -> None:
     q = "encrypted laptops and the front desk"
     with Index.open(embedded) as ix:
-        bm25 = Fts5Retriever(ix.store.conn).retrieve(q, 1000)
+        bm25 = Fts5Retriever(ix.store).retrieve(q, 1000)
         vec = VectorRetriever.for_index(ix.store).retrieve(q, 1000)
         result = search(ix, q, retriever="hybrid", safety_net=False, k=5)
-        fused = ReciprocalRankFusion([Fts5Retriever(ix.store.conn), VectorRetriever.for_index(ix.store)])
+        fused = ReciprocalRankFusion([Fts5Retriever(ix.store), VectorRetriever.for_index(ix.store)])
         direct = fused.retrieve(q, 5)
     expected: dict[str, float] = {}
     for ranked in (bm25, vec):

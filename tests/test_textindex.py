@@ -62,7 +62,7 @@ def test_tantivy_ranks_like_fts5(policy_tantivy: Path) -> None:
     groups overlap, and each engine's best group holds a question term."""
     overlaps = []
     with Index.open(policy_tantivy) as ix:
-        fts, tan = Fts5Retriever(ix.store.conn), bm25_retriever(ix)
+        fts, tan = Fts5Retriever(ix.store), bm25_retriever(ix)
         for q in QUESTIONS:
             a, b = [s.id for s in fts.retrieve(q, 10)], [s.id for s in tan.retrieve(q, 10)]
             assert len(b) == 10

@@ -598,11 +598,11 @@ def query_cmd(
 def _unknown_where_keys(ix: Index, where: tuple[str, ...]) -> str | None:
     """A hint when a --where key is on no document (a typo gives no hits, not an error)."""
     from chunkdedup.query.where import Filter
+    from chunkdedup.store import reads
 
     keys = {key for key, _ in Filter.parse(list(where)).groups}
     known = {"doc", "department", "family", "effective_date"}
-    rows = ix.store.conn.execute("SELECT DISTINCT j.key FROM documents, json_each(documents.metadata) AS j")
-    known |= {str(r[0]) for r in rows}
+    known |= reads.metadata_keys(ix.store)
     missing = sorted(keys - known)
     if not missing:
         return None

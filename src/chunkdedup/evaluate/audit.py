@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,8 @@ from chunkdedup.errors import InputError
 from chunkdedup.evaluate.baseline import recorded_run
 from chunkdedup.evaluate.metrics import DUPLICATE_JACCARD, PairSimilarity
 from chunkdedup.query.run import search
-from chunkdedup.store import Store
+from chunkdedup.store import Store, evaluation
+from chunkdedup.store import vectors as store_vectors
 from chunkdedup.store.index import Index
 
 _MAX_NEIGHBOURS = 5000
@@ -52,7 +52,6 @@ _MAX_NEIGHBOURS = 5000
 NEIGHBOUR_SAMPLE = 2000
 #: vectors per block streamed from the index
 _BLOCK = 4096
-_IN_BATCH = 500
 BINS = 20
 NO_EMBEDDINGS = (
     "the index holds no embeddings: pairs are compared by shingle Jaccard only; the cosine view and "
@@ -142,7 +141,7 @@ def audit(index: str | Path, queries: str | Path | Sequence[str], *, k: int = 10
         threshold = _cosine_threshold(ix.store, cfg.semantic.threshold) if embedded else None
         for qid, text in items:
             hits = search(ix, text, k=k, config=cfg.query).hits
-            vectors = _vectors(ix.store.conn, [h.id for h in hits]) if embedded else {}
+            vectors = _vectors(ix.store, [h.id for h in hits]) if embedded else {}
             pairs = []
             for i in range(len(hits)):
                 for j in range(i + 1, len(hits)):
@@ -174,27 +173,12 @@ def histogram(values: Sequence[float], bins: int = BINS) -> list[int]:
 
 
 def _calibration(ix: Index, similarity: PairSimilarity, threshold: float) -> dict[str, Any]:
-    conn = ix.store.conn
+    store = ix.store
     # near merges only: a semantic merge's similarity is a cosine (it has its own view)
-    merged = [r[0] for r in conn.execute(
-        "SELECT similarity FROM groups WHERE relation = 'near' ORDER BY id")]
+    merged = list(evaluation.merge_similarities(store, "near"))
     # recomputed from the texts: a variant found over a semantic edge records a cosine
-    guarded = [similarity(a, b) for a, b in conn.execute(
-        "SELECT ga.text, gb.text FROM variants v JOIN groups ga ON ga.id = v.a"
-        " JOIN groups gb ON gb.id = v.b ORDER BY v.a, v.b LIMIT ?", (_MAX_NEIGHBOURS,))]
-    rows = conn.execute(
-        """
-        SELECT DISTINCT ga.text, gb.text FROM bands a
-        JOIN bands b ON a.band_key = b.band_key AND a.group_id < b.group_id
-        JOIN groups ga ON ga.id = a.group_id JOIN groups gb ON gb.id = b.group_id
-        WHERE ga.canonical_id != gb.canonical_id
-          AND NOT EXISTS (SELECT 1 FROM variants v WHERE v.a = a.group_id AND v.b = b.group_id)
-          AND NOT EXISTS (SELECT 1 FROM variants v WHERE v.a = b.group_id AND v.b = a.group_id)
-        ORDER BY a.group_id, b.group_id LIMIT ?
-        """,
-        (_MAX_NEIGHBOURS,),
-    ).fetchall()
-    neighbours = [similarity(a, b) for a, b in rows]
+    guarded = [similarity(a, b) for a, b in evaluation.variant_texts(store, _MAX_NEIGHBOURS)]
+    neighbours = [similarity(a, b) for a, b in evaluation.band_neighbour_texts(store, _MAX_NEIGHBOURS)]
     return {
         "threshold": threshold,
         "measure": "5-word-shingle Jaccard (merged: similarity to the cluster leader)",
@@ -210,9 +194,7 @@ def _calibration(ix: Index, similarity: PairSimilarity, threshold: float) -> dic
 # -- the cosine view -----------------------------------------------------------------------------
 
 def _has_embeddings(store: Store) -> bool:
-    if store.meta("embedder_name") is None:
-        return False
-    return store.conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
+    return store_vectors.has_embeddings(store)
 
 
 def _cosine_threshold(store: Store, configured: float) -> float:
@@ -229,14 +211,10 @@ def _unit(blob: bytes) -> F32Array:
     return v
 
 
-def _vectors(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, F32Array]:
+def _vectors(store: Store, ids: Sequence[str]) -> dict[str, F32Array]:
     out: dict[str, F32Array] = {}
-    unique = sorted(set(ids))
-    for lo in range(0, len(unique), _IN_BATCH):
-        part = unique[lo:lo + _IN_BATCH]
-        marks = ",".join("?" * len(part))
-        for gid, blob in conn.execute(f"SELECT group_id, vector FROM embeddings WHERE group_id IN ({marks})",
-                                      part):
+    for batch in store_vectors.vectors_of(store, sorted(set(ids))):
+        for gid, blob in zip(batch.keys, batch.vectors, strict=True):
             out[gid] = _unit(blob)
     return out
 
@@ -252,23 +230,11 @@ def _cosine(a: F32Array | None, b: F32Array | None) -> float | None:
     return round(min(1.0, max(-1.0, float(x @ y) / norm)), 9)
 
 
-def _guard_cosines(conn: sqlite3.Connection) -> list[float]:
-    cur = conn.execute(
-        "SELECT ea.vector, eb.vector FROM variants v JOIN embeddings ea ON ea.group_id = v.a"
-        " JOIN embeddings eb ON eb.group_id = v.b ORDER BY v.a, v.b")
+def _guard_cosines(store: Store) -> list[float]:
     out: list[float] = []
-    while rows := cur.fetchmany(_BLOCK):
+    for rows in store_vectors.variant_vector_pairs(store, _BLOCK):
         out.extend(c for a, b in rows if (c := _cosine(_unit(a), _unit(b))) is not None)
     return out
-
-
-_EMBEDDED = ("FROM embeddings e JOIN groups g ON g.id = e.group_id")
-
-
-def _blocks(conn: sqlite3.Connection, columns: str) -> Iterator[list[tuple[Any, ...]]]:
-    cur = conn.execute(f"SELECT {columns} {_EMBEDDED} ORDER BY e.group_id")
-    while rows := cur.fetchmany(_BLOCK):
-        yield rows
 
 
 def nearest_unmerged(store: Store, sample: int = NEIGHBOUR_SAMPLE) -> tuple[F64Array, int]:
@@ -279,8 +245,7 @@ def nearest_unmerged(store: Store, sample: int = NEIGHBOUR_SAMPLE) -> tuple[F64A
     Two streamed passes over the vectors, ``_BLOCK`` at a time: memory is ``sample x block`` float32.
     A group with no such other group (every vector in its canonical) gives no value.
     """
-    conn = store.conn
-    n = int(conn.execute(f"SELECT COUNT(*) {_EMBEDDED}").fetchone()[0])
+    n = store_vectors.embedded_group_count(store)
     if n == 0:
         return np.empty(0, dtype=np.float64), 0
     picks = np.unique(np.linspace(0, n - 1, min(sample, n)).round().astype(np.int64))
@@ -289,8 +254,8 @@ def nearest_unmerged(store: Store, sample: int = NEIGHBOUR_SAMPLE) -> tuple[F64A
     codes = np.empty(n, dtype=np.int64)
     rows_s: list[F32Array] = []
     at = 0
-    for rows in _blocks(conn, "g.canonical_id, e.vector"):
-        for cid, blob in rows:
+    for batch in store_vectors.canonical_vector_blocks(store, _BLOCK):
+        for cid, blob in zip(batch.keys, batch.vectors, strict=True):
             codes[at] = canon_code.setdefault(cid, len(canon_code))
             if at in wanted:
                 rows_s.append(_unit(blob))
@@ -301,10 +266,7 @@ def nearest_unmerged(store: Store, sample: int = NEIGHBOUR_SAMPLE) -> tuple[F64A
     mine = codes[picks]
     # canonicals the guard kept apart (a variant pair between any of their groups): masked out
     kept_apart: dict[int, set[int]] = {}
-    for ca, cb in conn.execute(
-        "SELECT ga.canonical_id, gb.canonical_id FROM variants v JOIN groups ga ON ga.id = v.a"
-        " JOIN groups gb ON gb.id = v.b"
-    ):
+    for ca, cb in evaluation.variant_canonicals(store):
         if ca in canon_code and cb in canon_code and ca != cb:
             kept_apart.setdefault(canon_code[ca], set()).add(canon_code[cb])
             kept_apart.setdefault(canon_code[cb], set()).add(canon_code[ca])
@@ -312,8 +274,8 @@ def nearest_unmerged(store: Store, sample: int = NEIGHBOUR_SAMPLE) -> tuple[F64A
                     for r, c in enumerate(mine) if int(c) in kept_apart]
     best = np.full(picks.size, -np.inf, dtype=np.float32)
     lo = 0
-    for rows in _blocks(conn, "e.vector"):
-        block = np.frombuffer(b"".join(r[0] for r in rows), dtype="<f4").reshape(len(rows), -1)
+    for rows in store_vectors.vector_blocks(store, _BLOCK):
+        block = np.frombuffer(b"".join(rows), dtype="<f4").reshape(len(rows), -1)
         hi = lo + len(rows)
         sims = left @ block.T
         sims[mine[:, None] == codes[lo:hi][None, :]] = -np.inf
@@ -343,10 +305,8 @@ def _series(n: int, hist: npt.NDArray[np.int64], above: npt.NDArray[np.int64]) -
 
 
 def _semantic_calibration(store: Store, threshold: float, sample: int) -> dict[str, Any]:
-    conn = store.conn
-    merged = [float(r[0]) for r in conn.execute(
-        "SELECT similarity FROM groups WHERE relation = 'semantic' ORDER BY id")]
-    guarded = _guard_cosines(conn)
+    merged = [float(s) for s in evaluation.merge_similarities(store, "semantic")]
+    guarded = _guard_cosines(store)
     nearest, embedded = nearest_unmerged(store, sample)
     low, bins = threshold_edges([*merged, *guarded, *nearest.tolist(), threshold])
     main: Calibration = calibration(merged, nearest, bins=bins, low=low)

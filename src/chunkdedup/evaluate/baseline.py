@@ -5,7 +5,6 @@ boilerplate stripping and every dedup tier off. Rebuilt when missing or when its
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from chunkdedup.config import Config, DedupConfig
 from chunkdedup.errors import InputError, SchemaError
 from chunkdedup.normalize import key_hash
 from chunkdedup.pipeline import Progress, config_fingerprint, ingest
-from chunkdedup.store import Store
+from chunkdedup.store import Store, evaluation
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,22 +35,15 @@ class Baseline:
 
 
 def recorded_run(store: Store) -> RecordedRun:
-    row = store.conn.execute(
-        "SELECT paths, manifest, config FROM runs WHERE status='done' AND paths != '[]'"
-        " ORDER BY id DESC LIMIT 1"
-    ).fetchone()
-    if row is None:
+    run = evaluation.last_ingest_run(store)
+    if run is None:
         raise InputError(f"index {store.path} records no finished ingest run: run `chunkdedup ingest` first")
-    config = Config.from_dict(json.loads(row[2]), source=f"{store.path} (last run)")
-    return RecordedRun(tuple(json.loads(row[0])), row[1], config)
+    return RecordedRun(run.paths, run.manifest, run.config)
 
 
 def corpus_fingerprint(store: Store) -> str:
     """A hash of the content hashes of the input files the index holds (its ``files`` table)."""
-    rows = store.conn.execute(
-        "SELECT content_hash FROM files WHERE content_hash IS NOT NULL ORDER BY content_hash"
-    )
-    return key_hash("\n".join(r[0] for r in rows))
+    return key_hash("\n".join(evaluation.file_hashes(store)))
 
 
 def baseline_config(config: Config) -> Config:

@@ -6,12 +6,12 @@ was not given to ``ingest``)."""
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chunkdedup.evaluate.golden import Question
 from chunkdedup.query.retrieve import STOP_WORDS, quote_terms
+from chunkdedup.store import Store, fulltext
 
 _WORD = re.compile(r"[^\W_]+")
 _YEAR_IN = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
@@ -49,9 +49,9 @@ def identity_terms(question: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def identity_gaps(conn: sqlite3.Connection, questions: Sequence[Question]) -> list[Gap]:
+def identity_gaps(store: Store, questions: Sequence[Question]) -> list[Gap]:
     """Names and years of the questions found in neither text nor context, most asked first."""
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name LIKE '%_fts'")}
+    tables = fulltext.fts_tables(store)
     counts: dict[str, int] = {}
     known: dict[str, bool] = {}
     for q in questions:
@@ -60,7 +60,7 @@ def identity_gaps(conn: sqlite3.Connection, questions: Sequence[Question]) -> li
             if key not in known:
                 match = quote_terms([key])
                 known[key] = any(
-                    conn.execute(f"SELECT 1 FROM {t} WHERE {t} MATCH ? LIMIT 1", (match,)).fetchone()
+                    fulltext.fts_matches(store, t, match)
                     for t in ("groups_fts", "contexts_fts")
                     if t in tables
                 )

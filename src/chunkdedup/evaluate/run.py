@@ -16,8 +16,8 @@ from chunkdedup.evaluate.golden import DocResolver, Question, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity, Result, Scores, aggregate, score_question
 from chunkdedup.pipeline import Progress
 from chunkdedup.query.run import search
+from chunkdedup.store import evaluation
 from chunkdedup.store.index import Index
-from chunkdedup.store.schema import CLEAN_TEXT
 
 #: the cut-offs reported besides the requested k
 EXTRA_KS = (1, 3, 10)
@@ -75,7 +75,7 @@ def evaluate(
             "baseline": {"versions": "all", "safety_net": False},
             "index": {"versions": qcfg.versions, "safety_net": qcfg.safety_net},
         }
-        gaps = identity_gaps(ix.store.conn, resolved)
+        gaps = identity_gaps(ix.store, resolved)
         views = {"baseline": bx, "index": ix}
         scores: dict[str, list[Scores]] = {"baseline": [], "index": []}
         queries: list[dict[str, Any]] = []
@@ -113,17 +113,15 @@ def _log_row(r: Result) -> dict[str, Any]:
             "citations": [list(c) for c in r.citations]}
 
 
-def _words(view: Index, column: str) -> int:
-    rows = view.store.conn.execute(f"SELECT COALESCE({column}, '') FROM pages")
-    return sum(len(r[0].split()) for r in rows)
+def _words(view: Index, *, clean: bool) -> int:
+    return sum(len(text.split()) for text in evaluation.page_texts(view.store, clean=clean))
 
 
 def _figures(ix: Index, bx: Index) -> dict[str, Any]:
     """Index figures and the funnel: raw chunks (the baseline's), after boilerplate, exact, near,
     semantic; plus words before and after stripping, the top stripped blocks and cluster sizes."""
     st, bs = ix.stats(), bx.stats()
-    conn = ix.store.conn
-    merged = dict(conn.execute("SELECT relation, COUNT(*) FROM groups GROUP BY relation").fetchall())
+    merged = dict(evaluation.relation_counts(ix.store))
     after_near = st["after_exact"] - int(merged.get("near", 0))
     funnel = [
         {"stage": "raw chunks", "chunks": bs["raw_chunks"]},
@@ -136,7 +134,7 @@ def _figures(ix: Index, bx: Index) -> dict[str, Any]:
     for i, step in enumerate(funnel):
         step["share_of_raw"] = step["chunks"] / raw
         step["removed_share"] = (funnel[i - 1]["chunks"] - step["chunks"]) / raw if i else 0.0
-    sizes = dict(conn.execute("SELECT n_sources, COUNT(*) FROM canonicals GROUP BY n_sources").fetchall())
+    sizes = dict(evaluation.cluster_sizes(ix.store))
     clusters = []
     for lo, hi in _CLUSTER_BINS:
         n = sum(c for s, c in sizes.items() if s >= lo and (hi is None or s <= hi))
@@ -153,8 +151,8 @@ def _figures(ix: Index, bx: Index) -> dict[str, Any]:
         "semantic_tier": bool(merged.get("semantic", 0)),
         "index_bytes": st["index_bytes"],
         "baseline_bytes": bs["index_bytes"],
-        "words_raw": _words(ix, "raw_text"),
-        "words_after_boilerplate": _words(ix, CLEAN_TEXT),
+        "words_raw": _words(ix, clean=False),
+        "words_after_boilerplate": _words(ix, clean=True),
         "lines_stripped": st["lines_stripped"],
         "variant_pairs": st["variant_pairs"],
         "funnel": funnel,

@@ -25,6 +25,7 @@ from chunkdedup.errors import ConfigError, InputError
 from chunkdedup.export import records
 from chunkdedup.integrations._core import IndexLike, open_index
 from chunkdedup.query.records import ExportRecord
+from chunkdedup.store import reads
 from chunkdedup.store.index import Index
 
 DEFAULT_BATCH = 256
@@ -116,10 +117,8 @@ def run_sync(
         path = state_path(ix, state)
         saved = SyncState.load(path)
         start = saved.applied_run if since is None else since
-        conn = ix.store.conn
-        conn.execute("BEGIN")  # one snapshot: the watermark and the delta agree
-        try:
-            last = conn.execute("SELECT MAX(id) FROM runs WHERE status='done'").fetchone()[0]
+        with reads.snapshot(ix.store):  # one snapshot: the watermark and the delta agree
+            last = reads.last_finished_run(ix.store)
             if last is None:
                 return SyncReport(start, None, 0, 0, False, str(path))
             if start == last:  # the store already reflects the last run
@@ -140,8 +139,6 @@ def run_sync(
                 tail = batch[-1]
                 progress = replace(progress, cursor=(tail.op or "upsert", tail.id))
                 progress.save(path)
-        finally:
-            conn.execute("COMMIT")
     SyncState(applied_run=last).save(path)
     return SyncReport(start, last, counts["upserts"], counts["deletes"], resumed, str(path))
 

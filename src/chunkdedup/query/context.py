@@ -21,7 +21,6 @@ A term found only in the contexts of documents outside the filter neither finds 
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -29,10 +28,10 @@ from typing import Protocol, runtime_checkable
 from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.records import ContextMatch
 from chunkdedup.query.retrieve import Retriever, Scored, content_terms, quote_terms
+from chunkdedup.store import Store, fulltext
 
 #: a question term held by more contexts than this says nothing about which document: it is skipped
 MAX_CONTEXTS = 100_000
-_CHUNK = 500
 
 
 @runtime_checkable
@@ -49,7 +48,7 @@ class Scoped(Protocol):
 class DocumentContexts:
     """Context scores (IDF sums, higher is better) of the documents that pass one query's filter."""
 
-    conn: sqlite3.Connection
+    store: Store
     eligibility: Eligibility
     parts: bool = True
     _scores: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -68,32 +67,21 @@ class DocumentContexts:
             return self._scores[text]
         terms = content_terms(text, self.parts)
         by_key: dict[int, float] = {}
-        if terms and _has_contexts(self.conn):
-            total = int(self.conn.execute("SELECT COUNT(*) FROM contexts").fetchone()[0])
+        if terms and fulltext.has_contexts(self.store):
+            total = fulltext.context_count(self.store)
             for term in terms:
                 match = quote_terms([term])
                 # counted in SQLite first: a term in most contexts of a huge corpus is never fetched
-                n = int(
-                    self.conn.execute(
-                        "SELECT COUNT(*) FROM contexts_fts WHERE contexts_fts MATCH ?", (match,)
-                    ).fetchone()[0]
-                )
+                n = fulltext.context_match_count(self.store, match)
                 if not n or n > MAX_CONTEXTS:
                     continue
-                rows = self.conn.execute(
-                    "SELECT rowid FROM contexts_fts WHERE contexts_fts MATCH ?", (match,)
-                ).fetchall()
                 idf = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
-                for (key,) in rows:
+                for key in fulltext.context_matches(self.store, match):
                     by_key[key] = by_key.get(key, 0.0) + idf
         found: dict[str, float] = {}
-        keys = sorted(by_key)
-        for lo in range(0, len(keys), _CHUNK):
-            part = keys[lo : lo + _CHUNK]
-            sql = f"SELECT dkey, doc_id FROM contexts WHERE dkey IN ({_marks(part)})"
-            rows = self.conn.execute(sql, part).fetchall()
-            self.eligibility.load_docs(r[1] for r in rows)
-            found.update((doc, by_key[key]) for key, doc in rows if self.eligibility.passes(doc))
+        rows = fulltext.context_docs(self.store, sorted(by_key))
+        self.eligibility.load_docs(r.doc_id for r in rows)
+        found.update((r.doc_id, by_key[r.dkey]) for r in rows if self.eligibility.passes(r.doc_id))
         self._scores[text] = found
         return found
 
@@ -105,24 +93,16 @@ class DocumentContexts:
     def group_docs(self, groups: Sequence[str]) -> dict[str, set[str]]:
         """``group id -> its passing documents`` (through the group's own sources)."""
         out: dict[str, set[str]] = {}
-        ids = list(dict.fromkeys(groups))
-        for lo in range(0, len(ids), _CHUNK):
-            part = ids[lo : lo + _CHUNK]
-            rows = self.conn.execute(
-                f"SELECT DISTINCT group_id, doc_id FROM sources WHERE group_id IN ({_marks(part)})", part
-            ).fetchall()
-            self.eligibility.load_docs(r[1] for r in rows)
-            for g, d in rows:
-                if self.eligibility.passes(d):
-                    out.setdefault(g, set()).add(d)
+        rows = fulltext.group_source_docs(self.store, groups)
+        self.eligibility.load_docs(r.doc_id for r in rows)
+        for r in rows:
+            if self.eligibility.passes(r.doc_id):
+                out.setdefault(r.group_id, set()).add(r.doc_id)
         return out
 
     def groups_of(self, docs: Sequence[str]) -> list[str]:
         """The exact-key groups holding a source in any of these documents, sorted."""
-        rows = self.conn.execute(
-            f"SELECT DISTINCT group_id FROM sources WHERE doc_id IN ({_marks(docs)})", list(docs)
-        )
-        return sorted(r[0] for r in rows)
+        return sorted(fulltext.groups_of_docs(self.store, docs))
 
 
 class ContextRanked:
@@ -171,12 +151,3 @@ class ContextRanked:
 def _ordered(scores: dict[str, float], limit: int) -> list[Scored]:
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     return [Scored(i, s) for i, s in ranked[:limit]]
-
-
-def _has_contexts(conn: sqlite3.Connection) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name='contexts_fts'").fetchone()
-    return row is not None
-
-
-def _marks(part: Sequence[object]) -> str:
-    return ",".join("?" * len(part))

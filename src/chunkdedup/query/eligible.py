@@ -7,8 +7,6 @@ policies in force on that date, and no date of a document outside the filter eve
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -16,10 +14,9 @@ from typing import Any
 from chunkdedup.query.records import Candidate, Citation, Dropped, VersionPolicy
 from chunkdedup.query.retrieve import Scored
 from chunkdedup.query.where import Filter
-from chunkdedup.store.schema import CLEAN_TEXT
+from chunkdedup.store import Store, reads
+from chunkdedup.store.reads import DocumentFields, SourceRow
 from chunkdedup.types import MetaValue
-
-_CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,9 +30,9 @@ class DocInfo:
 
 @dataclass(slots=True)
 class Eligibility:
-    """Per-query caches over one connection: documents, what passes, and version status."""
+    """Per-query caches over one open index: documents, what passes, and version status."""
 
-    conn: sqlite3.Connection
+    store: Store
     filter: Filter
     policy: VersionPolicy
     docs: dict[str, DocInfo] = field(default_factory=dict)
@@ -49,20 +46,17 @@ class Eligibility:
     def load_docs(self, doc_ids: Iterable[str]) -> None:
         """Read these documents' fields into the cache (so :meth:`passes` can answer for them)."""
         missing = sorted(set(doc_ids) - self.docs.keys())
-        for part in _chunks(missing):
-            rows = self.conn.execute(
-                "SELECT doc_id, metadata, department, family, effective_date FROM documents"
-                f" WHERE doc_id IN ({_marks(part)})",
-                part,
-            )
-            self._add_docs(rows)
+        if missing:
+            self._add_docs(reads.documents(self.store, missing))
 
-    def _add_docs(self, rows: Iterable[Sequence[Any]]) -> None:
-        for doc_id, meta, department, family, date in rows:
-            metadata = dict(json.loads(meta))
+    def _add_docs(self, rows: Iterable[DocumentFields]) -> None:
+        for r in rows:
+            metadata: dict[str, Any] = r.metadata
             fields: dict[str, MetaValue] = dict(metadata)
-            fields.update(doc=doc_id, department=department, family=family, effective_date=date)
-            self.docs[doc_id] = DocInfo(doc_id, metadata, fields, family, date)
+            fields.update(
+                doc=r.doc_id, department=r.department, family=r.family, effective_date=r.effective_date
+            )
+            self.docs[r.doc_id] = DocInfo(r.doc_id, metadata, fields, r.family, r.effective_date)
 
     def passes(self, doc_id: str) -> bool:
         return self.filter.passes(self.docs[doc_id].fields)
@@ -72,20 +66,16 @@ class Eligibility:
         families = {
             d.family for i in doc_ids if (d := self.docs[i]).family and d.effective_date
         } - self._families
-        for part in _chunks(sorted(families)):
-            rows = self.conn.execute(
-                "SELECT doc_id, metadata, department, family, effective_date FROM documents"
-                f" WHERE family IN ({_marks(part)})",
-                part,
-            ).fetchall()
-            self._add_docs(rows)
-            members: dict[str, list[str]] = {}
-            for r in rows:
-                if r[4] and self.passes(r[0]):
-                    members.setdefault(r[3], []).append(r[4])
-            for r in rows:
-                newer = [d for d in members.get(r[3], []) if r[4] and d > r[4]]
-                self.superseded[r[0]] = min(newer) if newer else None
+        # families partition the documents: one pass over all of them decides as one per family would
+        rows = reads.family_documents(self.store, sorted(families)) if families else ()
+        self._add_docs(rows)
+        members: dict[str | None, list[str]] = {}
+        for r in rows:
+            if r.effective_date and self.passes(r.doc_id):
+                members.setdefault(r.family, []).append(r.effective_date)
+        for r in rows:
+            newer = [d for d in members.get(r.family, []) if r.effective_date and d > r.effective_date]
+            self.superseded[r.doc_id] = min(newer) if newer else None
         self._families |= families
 
     # -- variants (written by the near-duplicate tier when it exists) ------------------------
@@ -96,30 +86,15 @@ class Eligibility:
         canonicals here), else canonical ids.
         """
         if self._variants is None:
-            tables = {
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table' AND name IN ('variants', 'groups')"
-                )
-            }
-            self._variants = "variants" in tables
-            self._grouped = "groups" in tables
+            tables = reads.variant_tables(self.store)
+            self._variants = tables.variants
+            self._grouped = tables.grouped
         out: dict[str, set[str]] = {}
         if not self._variants:
             return out
-        if self._grouped:
-            pair = (
-                "SELECT ga.canonical_id, gb.canonical_id FROM groups ga JOIN variants v ON v.{x} = ga.id"
-                " JOIN groups gb ON gb.id = v.{y} WHERE ga.canonical_id IN ({marks})"
-            )
-        else:
-            pair = "SELECT v.{x}, v.{y} FROM variants v WHERE v.{x} IN ({marks})"
-        for part in _chunks(list(ids)):
-            marks = _marks(part)
-            sql = pair.format(x="a", y="b", marks=marks) + " UNION " + pair.format(x="b", y="a", marks=marks)
-            for a, b in self.conn.execute(sql, [*part, *part]):
-                if a != b:
-                    out.setdefault(a, set()).add(b)
+        for a, b in reads.variant_pairs(self.store, list(ids), grouped=self._grouped):
+            if a != b:
+                out.setdefault(a, set()).add(b)
         return out
 
     # -- the step ----------------------------------------------------------------------------
@@ -142,63 +117,58 @@ class Eligibility:
         the shown group's first (the per-document cap charges a hit to its first cited document).
         A cluster is decided once per query (:attr:`done`), at its first placing group.
         """
-        groups = _groups(self.conn, [s.id for s in scored])
+        groups = {g.id: (g.canonical_id, g.text) for g in reads.groups(self.store, [s.id for s in scored])}
         canon_ids = sorted({g[0] for g in groups.values()} - self.done)
-        refs = _sources(self.conn, canon_ids)
-        self.load_docs(r[1] for rs in refs.values() for r in rs)
-        passing = {cid: [r for r in rs if self.passes(r[1])] for cid, rs in refs.items()}
-        self._load_versions(r[1] for rs in passing.values() for r in rs)
+        refs = _sources(self.store, canon_ids)
+        self.load_docs(r.doc_id for rs in refs.values() for r in rs)
+        passing = {cid: [r for r in rs if self.passes(r.doc_id)] for cid, rs in refs.items()}
+        self._load_versions(r.doc_id for rs in passing.values() for r in rs)
         newest_variant = self._newest_variants([c for c in canon_ids if passing.get(c)])
         out: list[Candidate | Dropped] = []
         for s in scored:
             if s.id not in groups:
                 continue  # removed since retrieval
             cid, gtext = groups[s.id]
-            mine = [r for r in passing.get(cid, []) if r[0] == s.id]
+            mine = [r for r in passing.get(cid, []) if r.group_id == s.id]
             if cid in self.done or not mine:
                 continue
             cites = tuple(self._cite(r) for r in passing[cid])
             variant = self._superseding(cites, newest_variant.get(cid))
             cand, reason = _versioned(Scored(cid, s.score), cites, variant, self.policy)
-            n_group = sum(1 for r in refs[cid] if r[0] == s.id)
+            n_group = sum(1 for r in refs[cid] if r.group_id == s.id)
             if cand is None:
                 text = gtext if len(mine) == n_group else self._span(self._cite(mine[0]))
                 out.append(Dropped(cid, s.score, text, "versions", reason))
                 self.done.add(cid)
                 continue
             cited = {(c.doc, c.page, c.start) for c in cand.citations}
-            if not any((r[1], r[2], r[3]) in cited for r in mine):
+            if not any((r.doc_id, r.page, r.start) in cited for r in mine):
                 continue  # this copy is only in superseded versions: a current copy may place it
-            leader = [r for r in passing[cid] if r[0] == cid and (r[1], r[2], r[3]) in cited]
+            leader = [r for r in passing[cid] if r.group_id == cid and (r.doc_id, r.page, r.start) in cited]
             shown_id = cid if leader else s.id
-            shown = leader or [r for r in mine if (r[1], r[2], r[3]) in cited]
-            if len(shown) == sum(1 for r in refs[cid] if r[0] == shown_id):
+            shown = leader or [r for r in mine if (r.doc_id, r.page, r.start) in cited]
+            if len(shown) == sum(1 for r in refs[cid] if r.group_id == shown_id):
                 text = gtext if shown_id == s.id else self._group_text(cid)
             else:
                 text = self._span(self._cite(shown[0]))
-            first = {(r[1], r[2], r[3]) for r in shown}
+            first = {(r.doc_id, r.page, r.start) for r in shown}
             order = sorted(cand.citations, key=lambda c: (c.doc, c.page, c.start) not in first)
             out.append(replace(cand, text=text, citations=tuple(order)))
             self.done.add(cid)
         return out
 
     def _group_text(self, gid: str) -> str:
-        row = self.conn.execute("SELECT text FROM groups WHERE id=?", (gid,)).fetchone()
-        return str(row[0]) if row else ""
+        return reads.group_text(self.store, gid)
 
     def _span(self, c: Citation) -> str:
-        # substr counts characters, as Python slicing does (offsets are 0-based, substr 1-based)
-        row = self.conn.execute(
-            f"SELECT substr({CLEAN_TEXT}, ?, ?) FROM pages WHERE doc_id=? AND page=?",
-            (c.start + 1, c.end - c.start, c.doc, c.page),
-        ).fetchone()
-        return str(row[0] or "") if row else ""
+        return reads.page_span(self.store, c.doc, c.page, c.start, c.end)
 
-    def _cite(self, r: Sequence[Any]) -> Citation:
-        """A citation from a ``_sources`` row ``(group_id, doc, page, start, end, relation, similarity)``."""
-        d = self.docs[r[1]]
+    def _cite(self, r: SourceRow) -> Citation:
+        """A citation from a source row."""
+        d = self.docs[r.doc_id]
         return Citation(
-            r[1], r[2], r[3], r[4], r[5], r[6], d.metadata, d.effective_date, self.superseded.get(r[1])
+            r.doc_id, r.page, r.start, r.end, r.relation, r.similarity, d.metadata, d.effective_date,
+            self.superseded.get(r.doc_id),
         )
 
     def _newest_variants(self, ids: Sequence[str]) -> dict[str, dict[str, tuple[str, str]]]:
@@ -210,13 +180,13 @@ class Eligibility:
         if not variants:
             return {}
         others = sorted({v for vs in variants.values() for v in vs})
-        refs = _sources(self.conn, others)
-        self.load_docs(r[1] for rs in refs.values() for r in rs)
+        refs = _sources(self.store, others)
+        self.load_docs(r.doc_id for rs in refs.values() for r in rs)
         newest: dict[str, dict[str, tuple[str, str]]] = {}
         for v, rs in refs.items():
             for r in rs:
-                d = self.docs[r[1]]
-                if d.effective_date and self.passes(r[1]):
+                d = self.docs[r.doc_id]
+                if d.effective_date and self.passes(r.doc_id):
                     mine = newest.setdefault(v, {})
                     family = d.family or ""
                     mine[family] = max(mine.get(family, ("", v)), (d.effective_date, v))
@@ -277,33 +247,9 @@ def _versioned(
     return Candidate(s.id, s.score, "", cites, date, superseded_by), ""
 
 
-def _groups(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """``group id -> (canonical id, group text)`` for the ids still in the index."""
-    out: dict[str, tuple[str, str]] = {}
-    for part in _chunks(list(dict.fromkeys(ids))):
-        rows = conn.execute(f"SELECT id, canonical_id, text FROM groups WHERE id IN ({_marks(part)})", part)
-        out.update((r[0], (r[1], r[2])) for r in rows)
+def _sources(store: Store, ids: Sequence[str]) -> dict[str, list[SourceRow]]:
+    """Per canonical id: its sources, ordered by (doc, page, start)."""
+    out: dict[str, list[SourceRow]] = {}
+    for r in reads.canonical_sources(store, list(ids)):
+        out.setdefault(r.canonical_id, []).append(r)
     return out
-
-
-def _sources(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, list[tuple[Any, ...]]]:
-    """Per canonical id: its sources as ``(group_id, doc, page, start, end, relation, similarity)``."""
-    out: dict[str, list[tuple[Any, ...]]] = {}
-    for part in _chunks(list(ids)):
-        rows = conn.execute(
-            'SELECT canonical_id, group_id, doc_id, page, start, "end", relation, similarity FROM sources'
-            f" WHERE canonical_id IN ({_marks(part)}) ORDER BY canonical_id, doc_id, page, start",
-            part,
-        )
-        for r in rows:
-            out.setdefault(r[0], []).append(tuple(r[1:]))
-    return out
-
-
-def _chunks(items: list[str]) -> Iterable[list[str]]:
-    for i in range(0, len(items), _CHUNK):
-        yield items[i : i + _CHUNK]
-
-
-def _marks(part: Sequence[str]) -> str:
-    return ",".join("?" * len(part))

@@ -8,14 +8,13 @@ text can never be read as FTS5 syntax) and ORs them; BM25 ranks chunks holding m
 
 from __future__ import annotations
 
-import json
 import re
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chunkdedup.normalize import word_parts
+from chunkdedup.store import Store, fulltext
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -99,8 +98,8 @@ class Fts5Retriever:
     question's terms (see benchmarks/README.md for figures and what was tried).
     """
 
-    def __init__(self, conn: sqlite3.Connection, *, parts: bool = True) -> None:
-        self.conn = conn
+    def __init__(self, store: Store, *, parts: bool = True) -> None:
+        self.store = store
         self.parts = parts
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
@@ -112,16 +111,8 @@ class Fts5Retriever:
     def search(self, match: str, limit: int, groups: Sequence[str] | None = None) -> list[Scored]:
         """The best ``limit`` groups for an FTS5 MATCH expression (the caller formulates it), among
         ``groups`` only when given (the scores stay those of the whole index)."""
-        # "+": a filter on the joined rows; as a rowid constraint FTS5 re-runs the MATCH per id
-        scope = "" if groups is None else " AND +g.id IN (SELECT value FROM json_each(?))"
-        params = (match, limit) if groups is None else (match, json.dumps(list(groups)), limit)
-        rows = self.conn.execute(
-            "SELECT g.id, bm25(groups_fts) AS b FROM groups_fts"
-            " JOIN groups g ON g.gid = groups_fts.rowid"
-            f" WHERE groups_fts MATCH ?{scope} ORDER BY b, g.id LIMIT ?",
-            params,
-        )
-        return [Scored(r[0], -float(r[1])) for r in rows]
+        rows = fulltext.search_groups(self.store, match, limit, groups)
+        return [Scored(r.group_id, -float(r.bm25)) for r in rows]
 
     def within(self, text: str, limit: int, groups: Sequence[str]) -> list[Scored]:
         """The best ``limit`` of these groups for a question (scores as :meth:`retrieve` gives them)."""
@@ -141,8 +132,8 @@ class TantivyRetriever:
     ties are ordered by group id.
     """
 
-    def __init__(self, conn: sqlite3.Connection, handle: Any, *, parts: bool = True) -> None:
-        self.conn = conn
+    def __init__(self, store: Store, handle: Any, *, parts: bool = True) -> None:
+        self.store = store
         self.handle = handle
         self.parts = parts
 
@@ -153,13 +144,7 @@ class TantivyRetriever:
         """The best ``limit`` of these groups for a question (scores as :meth:`retrieve` gives them)."""
         if not groups:
             return []
-        gids: list[int] = []
-        for lo in range(0, len(groups), 500):
-            part = list(groups[lo : lo + 500])
-            marks = ",".join("?" * len(part))
-            rows = self.conn.execute(f"SELECT gid FROM groups WHERE id IN ({marks})", part)
-            gids.extend(int(r[0]) for r in rows)
-        return self._search(text, limit, gids)
+        return self._search(text, limit, list(fulltext.group_gids(self.store, groups)))
 
     def _search(self, text: str, limit: int, gids: list[int] | None) -> list[Scored]:
         terms = content_terms(text, self.parts)
@@ -183,11 +168,7 @@ class TantivyRetriever:
         if not hits:
             return []
         gids = searcher.fast_field_values("gid", [address for _, address in hits])
-        ids: dict[int, str] = {}
-        for lo in range(0, len(gids), 500):
-            part = [g for g in gids[lo : lo + 500] if g is not None]
-            marks = ",".join("?" * len(part))
-            ids.update(self.conn.execute(f"SELECT gid, id FROM groups WHERE gid IN ({marks})", part))
+        ids = dict(fulltext.gid_group_ids(self.store, [g for g in gids if g is not None]))
         scored = [Scored(ids[g], float(score)) for (score, _), g in zip(hits, gids, strict=True) if g in ids]
         return sorted(scored, key=lambda s: (-s.score, s.id))
 

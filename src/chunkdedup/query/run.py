@@ -73,10 +73,8 @@ def search(
         raise ConfigError(f"versions must be latest, label or all, got {policy!r}")
     pool = max(cfg.pool, k)
     flt = where if isinstance(where, Filter) else Filter.parse(where)
-    eligibility = Eligibility(index.store.conn, flt, policy)  # type: ignore[arg-type]
-    contexts = (
-        DocumentContexts(index.store.conn, eligibility, cfg.word_parts) if cfg.context_weight > 0 else None
-    )
+    eligibility = Eligibility(index.store, flt, policy)  # type: ignore[arg-type]
+    contexts = DocumentContexts(index.store, eligibility, cfg.word_parts) if cfg.context_weight > 0 else None
     chosen_retriever, vectors = _retriever(index, retriever or cfg.retriever, embedder, contexts, cfg)
     if vectors is None and embedder is not None:  # bm25 with --embedder: still checked, used by MMR
         vectors = VectorRetriever.for_index(index.store, embedder)
@@ -118,15 +116,13 @@ def _retriever(
         return which, None
     if which not in RETRIEVERS:
         raise ConfigError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {which!r}")
-    conn = index.store.conn
-
     def ranked(base: Retriever, relative: bool = False) -> Retriever:
         if contexts is None:
             return base
         return ContextRanked(base, contexts, cfg.context_weight, cfg.context_docs, relative=relative)
 
     if which == "auto":
-        which = "hybrid" if has_embeddings(conn) else "bm25"
+        which = "hybrid" if has_embeddings(index.store) else "bm25"
     if which == "bm25":
         return ranked(bm25_retriever(index, cfg.word_parts)), None
     vectors = VectorRetriever.for_index(index.store, embedder)
@@ -141,8 +137,8 @@ def bm25_retriever(index: Index, parts: bool = True) -> Retriever:
     letter-digit runs add their parts as terms)."""
     handle = index.text_handle()
     if handle is not None:
-        return TantivyRetriever(index.store.conn, handle, parts=parts)
-    return Fts5Retriever(index.store.conn, parts=parts)
+        return TantivyRetriever(index.store, handle, parts=parts)
+    return Fts5Retriever(index.store, parts=parts)
 
 
 def _similarity(index: Index, vectors: VectorRetriever | None, cfg: QueryConfig) -> Similarity:
@@ -151,16 +147,16 @@ def _similarity(index: Index, vectors: VectorRetriever | None, cfg: QueryConfig)
     With bm25 retrieval on an embedded index the stored vectors are read without loading the
     embedder; it is loaded only if a candidate has no stored vector.
     """
-    store, conn = index.store, index.store.conn
+    store = index.store
     shingles = ShingleJaccard(cfg.shingle_words)
     if vectors is not None:
         model = vectors.embedder
-        return EmbeddingSimilarity(lambda ids: read_vectors(conn, ids, model.dim), lambda: model)
-    if not has_embeddings(conn):
+        return EmbeddingSimilarity(lambda ids: read_vectors(store, ids, model.dim), lambda: model)
+    if not has_embeddings(store):
         return shingles
     dim = int(store.meta("embedder_dim") or 0)
     return EmbeddingSimilarity(
-        lambda ids: read_vectors(conn, ids, dim), lambda: index_embedder(store), shingles.matrix
+        lambda ids: read_vectors(store, ids, dim), lambda: index_embedder(store), shingles.matrix
     )
 
 

@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import sqlite3
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
@@ -36,19 +35,15 @@ from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import ChunkdedupError, ConfigError
 from chunkdedup.query.retrieve import Scored
 from chunkdedup.store import Store
+from chunkdedup.store import vectors as store_vectors
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
-_SELECT = "SELECT g.id, e.vector FROM groups g JOIN embeddings e ON e.group_id = g.id"
 
 
-def has_embeddings(conn: sqlite3.Connection) -> bool:
+def has_embeddings(store: Store) -> bool:
     """Whether the index holds at least one stored vector and the embedder that made it."""
-    table = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='embeddings'").fetchone()
-    if table is None:
-        return False
-    name = conn.execute("SELECT value FROM meta WHERE key='embedder_name'").fetchone()
-    return name is not None and conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
+    return store_vectors.has_embeddings(store)
 
 
 @lru_cache(maxsize=4)
@@ -63,7 +58,7 @@ def index_embedder(store: Store, requested: Embedder | str | None = None) -> Emb
     Raises ConfigError when the index has no embeddings, or when ``requested`` is another model.
     """
     name, dim = store.meta("embedder_name"), store.meta("embedder_dim")
-    if name is None or not has_embeddings(store.conn):
+    if name is None or not has_embeddings(store):
         raise ConfigError(
             f"index {store.path} has no embeddings: vector or hybrid retrieval needs an index ingested "
             "with --embedder (e.g. chunkdedup ingest DOCS --index FILE --embedder minilm); "
@@ -102,23 +97,17 @@ def _spec_name(spec: str) -> str:
         return get_embedder(text).name  # raises the embedder's own error
 
 
-def read_vectors(conn: sqlite3.Connection, ids: Sequence[str], dim: int) -> dict[str, F64]:
+def read_vectors(store: Store, ids: Sequence[str], dim: int) -> dict[str, F64]:
     """The stored vectors of these group ids, normalised in float64 (ids without one are left out).
 
     A canonical id is its leader group's id, so canonical ids work too.
     """
     out: dict[str, F64] = {}
-    wanted = list(dict.fromkeys(ids))
-    for lo in range(0, len(wanted), 500):
-        part = wanted[lo : lo + 500]
-        rows = conn.execute(
-            f"SELECT group_id, vector FROM embeddings WHERE group_id IN ({','.join('?' * len(part))})",
-            part,
-        ).fetchall()
-        if rows:
-            m = _raw([r[1] for r in rows], dim).astype(np.float64)
+    for batch in store_vectors.vectors_of(store, list(dict.fromkeys(ids))):
+        if batch.keys:
+            m = _raw(batch.vectors, dim).astype(np.float64)
             m = _normalise64(m)
-            out.update((r[0], m[i]) for i, r in enumerate(rows))
+            out.update((key, m[i]) for i, key in enumerate(batch.keys))
     return out
 
 
@@ -178,7 +167,6 @@ class VectorRetriever:
         if block < 1:
             raise ConfigError(f"block must be >= 1, got {block}")
         self.store = store
-        self.conn = store.conn
         self.embedder = embedder
         self.block = block
         self.cache_bytes = cache_bytes
@@ -192,21 +180,17 @@ class VectorRetriever:
 
     # -- the matrix ------------------------------------------------------------------------------
     def _count(self) -> int:
-        return int(
-            self.conn.execute(
-                "SELECT COUNT(*) FROM groups g JOIN embeddings e ON e.group_id = g.id"
-            ).fetchone()[0]
-        )
+        return store_vectors.embedded_group_count(self.store)
 
     def _cached(self) -> _Matrix | None:
-        version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+        version = store_vectors.data_version(self.store)
         hit = _CACHE.get(self.store)
         if hit is not None and hit.version == version and hit.matrix.shape[1] == self.embedder.dim:
             return hit
         if self._count() * self.embedder.dim * 4 > self.cache_bytes:
             return None
-        rows = self.conn.execute(_SELECT + " ORDER BY g.id").fetchall()
-        built = _Matrix([r[0] for r in rows], _as_matrix([r[1] for r in rows], self.embedder.dim), version)
+        every = store_vectors.group_vectors(self.store)
+        built = _Matrix(list(every.keys), _as_matrix(every.vectors, self.embedder.dim), version)
         _CACHE[self.store] = built
         return built
 
@@ -216,13 +200,12 @@ class VectorRetriever:
             for lo in range(0, len(cached.ids), self.block):
                 yield cached.ids[lo : lo + self.block], cached.matrix[lo : lo + self.block]
             return
-        cursor = self.conn.execute(_SELECT + " ORDER BY g.id")
-        while rows := cursor.fetchmany(self.block):
-            yield [r[0] for r in rows], _as_matrix([r[1] for r in rows], self.embedder.dim)
+        for batch in store_vectors.group_vector_blocks(self.store, self.block):
+            yield list(batch.keys), _as_matrix(batch.vectors, self.embedder.dim)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, F64]:
         """The stored vectors of these group ids, normalised (ids without one are left out)."""
-        return read_vectors(self.conn, ids, self.embedder.dim)
+        return read_vectors(self.store, ids, self.embedder.dim)
 
     def embed_query(self, text: str) -> F32:
         """The question's vector as the embedder returns it (float32, not re-normalised)."""

@@ -6,6 +6,11 @@
 - :mod:`~chunkdedup.store.chunk_tables`: clusters (sources, groups, canonicals, bands, edges, variants);
 - :mod:`~chunkdedup.store.textindex`: the text engines (FTS5, tantivy);
 - :mod:`~chunkdedup.store.index`: the typed read view that the CLI, query and evaluation use;
+- :mod:`~chunkdedup.store.reads`: query-time reads of documents and clusters (filters, versions,
+  citations), and the read snapshot a delta is taken in;
+- :mod:`~chunkdedup.store.fulltext`: text search reads (FTS5 BM25, tantivy keys, document contexts);
+- :mod:`~chunkdedup.store.vectors`: the stored embeddings, by id or streamed in blocks;
+- :mod:`~chunkdedup.store.evaluation`: what ``eval`` and ``audit`` read (last run, figures, calibration);
 - :mod:`~chunkdedup.store.index_errors`: what a damaged, full or locked index file means for the user.
 """
 

@@ -1,0 +1,164 @@
+"""Text search reads: BM25 over ``groups_fts``, the tantivy folder's ``gid`` keys, the document
+contexts' ``contexts_fts``, and the group/document links context ranking needs.
+
+The statements keep their shapes on purpose (see each function): query latency depends on them.
+The callers in :mod:`chunkdedup.query` formulate the MATCH expressions and rank; this module only
+reads. Id lists are sent ``_BATCH`` at a time, well under SQLite's variable limit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from chunkdedup.store.core import Store
+
+_BATCH = 500
+
+#: the FTS5 tables a term can be looked up in (:func:`fts_matches`)
+FtsTable = Literal["groups_fts", "contexts_fts"]
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Row:
+    """One exact-key group FTS5 found: its id and SQLite's ``bm25()`` (lower is better, as stored)."""
+
+    group_id: str
+    bm25: float
+
+
+@dataclass(frozen=True, slots=True)
+class ContextDoc:
+    """A document context's FTS5 key (``contexts.dkey``, the ``contexts_fts`` rowid) and its document."""
+
+    dkey: int
+    doc_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDoc:
+    """An exact-key group and a document holding one of its sources."""
+
+    group_id: str
+    doc_id: str
+
+
+def _marks(part: Sequence[object]) -> str:
+    return ",".join("?" * len(part))
+
+
+# -- groups_fts ------------------------------------------------------------------------------------
+def search_groups(
+    store: Store, match: str, limit: int, groups: Sequence[str] | None = None
+) -> tuple[Bm25Row, ...]:
+    """The best ``limit`` groups for an FTS5 MATCH expression, ordered by (bm25, id); among
+    ``groups`` only when given (the scores stay those of the whole index)."""
+    # "+": a filter on the joined rows; as a rowid constraint FTS5 re-runs the MATCH per id
+    scope = "" if groups is None else " AND +g.id IN (SELECT value FROM json_each(?))"
+    params = (match, limit) if groups is None else (match, json.dumps(list(groups)), limit)
+    rows = store.conn.execute(
+        "SELECT g.id, bm25(groups_fts) AS b FROM groups_fts"
+        " JOIN groups g ON g.gid = groups_fts.rowid"
+        f" WHERE groups_fts MATCH ?{scope} ORDER BY b, g.id LIMIT ?",
+        params,
+    )
+    return tuple(Bm25Row(r[0], r[1]) for r in rows)
+
+
+# -- the tantivy folder's keys -----------------------------------------------------------------------
+def group_gids(store: Store, ids: Sequence[str]) -> tuple[int, ...]:
+    """The integer keys (``groups.gid``, tantivy's ``gid`` field) of these group ids still present."""
+    gids: list[int] = []
+    for lo in range(0, len(ids), _BATCH):
+        part = list(ids[lo : lo + _BATCH])
+        rows = store.conn.execute(f"SELECT gid FROM groups WHERE id IN ({_marks(part)})", part)
+        gids.extend(int(r[0]) for r in rows)
+    return tuple(gids)
+
+
+def gid_group_ids(store: Store, gids: Sequence[int]) -> tuple[tuple[int, str], ...]:
+    """``(gid, group id)`` of these integer keys still present (a key tantivy still holds for a group
+    removed since its last sync is left out)."""
+    out: list[tuple[int, str]] = []
+    for lo in range(0, len(gids), _BATCH):
+        part = list(gids[lo : lo + _BATCH])
+        rows = store.conn.execute(f"SELECT gid, id FROM groups WHERE gid IN ({_marks(part)})", part)
+        out.extend((r[0], r[1]) for r in rows)
+    return tuple(out)
+
+
+# -- document contexts -----------------------------------------------------------------------------
+def has_contexts(store: Store) -> bool:
+    """Whether the index has the document context table (migration 0008)."""
+    row = store.conn.execute("SELECT 1 FROM sqlite_master WHERE name='contexts_fts'").fetchone()
+    return row is not None
+
+
+def context_count(store: Store) -> int:
+    """How many documents have a context."""
+    return int(store.conn.execute("SELECT COUNT(*) FROM contexts").fetchone()[0])
+
+
+def context_match_count(store: Store, match: str) -> int:
+    """How many contexts hold an FTS5 MATCH expression (counted in SQLite, nothing fetched)."""
+    return int(
+        store.conn.execute(
+            "SELECT COUNT(*) FROM contexts_fts WHERE contexts_fts MATCH ?", (match,)
+        ).fetchone()[0]
+    )
+
+
+def context_matches(store: Store, match: str) -> tuple[int, ...]:
+    """The keys (``dkey``) of the contexts holding an FTS5 MATCH expression."""
+    rows = store.conn.execute(
+        "SELECT rowid FROM contexts_fts WHERE contexts_fts MATCH ?", (match,)
+    ).fetchall()
+    return tuple(r[0] for r in rows)
+
+
+def context_docs(store: Store, dkeys: Sequence[int]) -> tuple[ContextDoc, ...]:
+    """The documents of these context keys, in batches of ``dkeys`` as given."""
+    out: list[ContextDoc] = []
+    for lo in range(0, len(dkeys), _BATCH):
+        part = list(dkeys[lo : lo + _BATCH])
+        sql = f"SELECT dkey, doc_id FROM contexts WHERE dkey IN ({_marks(part)})"
+        out.extend(ContextDoc(r[0], r[1]) for r in store.conn.execute(sql, part).fetchall())
+    return tuple(out)
+
+
+def group_source_docs(store: Store, groups: Sequence[str]) -> tuple[GroupDoc, ...]:
+    """Each distinct ``(group, document)`` of these groups' sources (ids once each, in given order)."""
+    out: list[GroupDoc] = []
+    ids = list(dict.fromkeys(groups))
+    for lo in range(0, len(ids), _BATCH):
+        part = ids[lo : lo + _BATCH]
+        rows = store.conn.execute(
+            f"SELECT DISTINCT group_id, doc_id FROM sources WHERE group_id IN ({_marks(part)})", part
+        ).fetchall()
+        out.extend(GroupDoc(r[0], r[1]) for r in rows)
+    return tuple(out)
+
+
+def groups_of_docs(store: Store, docs: Sequence[str]) -> tuple[str, ...]:
+    """The distinct exact-key groups holding a source in any of these (few) documents, unordered."""
+    rows = store.conn.execute(
+        f"SELECT DISTINCT group_id FROM sources WHERE doc_id IN ({_marks(docs)})", list(docs)
+    )
+    return tuple(r[0] for r in rows)
+
+
+# -- term coverage -------------------------------------------------------------------------------
+def fts_tables(store: Store) -> frozenset[str]:
+    """The names of the index's FTS5 tables (``*_fts``)."""
+    rows = store.conn.execute("SELECT name FROM sqlite_master WHERE name LIKE '%_fts'")
+    return frozenset(r[0] for r in rows)
+
+
+def fts_matches(store: Store, table: FtsTable, match: str) -> bool:
+    """Whether any row of ``table`` holds an FTS5 MATCH expression."""
+    if table not in ("groups_fts", "contexts_fts"):
+        raise ValueError(f"table must be groups_fts or contexts_fts, got {table!r}")
+    row = store.conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1", (match,)).fetchone()
+    return row is not None

@@ -1,0 +1,199 @@
+"""Query-time reads of documents and clusters: the fields filters and versions look at, exact-key
+groups, their canonicals' sources, variant pairs, page spans; and the read snapshot a delta is
+taken in.
+
+:class:`~chunkdedup.query.eligible.Eligibility` decides what a caller may see from these rows; this
+module only reads. Id lists are sent ``_BATCH`` at a time, well under SQLite's variable limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chunkdedup.store.core import Store
+from chunkdedup.store.schema import CLEAN_TEXT
+from chunkdedup.types import MetaValue, Relation
+
+_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentFields:
+    """A document's metadata (as stored) and its recognised fields."""
+
+    doc_id: str
+    metadata: dict[str, MetaValue]
+    department: str | None
+    family: str | None
+    effective_date: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    """An exact-key group: its id, its cluster (canonical id) and its text."""
+
+    id: str
+    canonical_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRow:
+    """One source of a canonical, through the exact-key group it belongs to."""
+
+    canonical_id: str
+    group_id: str
+    doc_id: str
+    page: int
+    start: int
+    end: int
+    relation: Relation
+    similarity: float
+
+
+def _marks(part: Sequence[object]) -> str:
+    return ",".join("?" * len(part))
+
+
+def _batches(items: Sequence[str]) -> Iterator[list[str]]:
+    for i in range(0, len(items), _BATCH):
+        yield list(items[i : i + _BATCH])
+
+
+def _fields(rows: list[Any]) -> list[DocumentFields]:
+    return [DocumentFields(r[0], dict(json.loads(r[1])), r[2], r[3], r[4]) for r in rows]
+
+
+# -- documents ---------------------------------------------------------------------------------------
+def documents(store: Store, doc_ids: Sequence[str]) -> tuple[DocumentFields, ...]:
+    """The fields of these documents (ids not in the index are left out)."""
+    out: list[DocumentFields] = []
+    for part in _batches(doc_ids):
+        rows = store.conn.execute(
+            "SELECT doc_id, metadata, department, family, effective_date FROM documents"
+            f" WHERE doc_id IN ({_marks(part)})",
+            part,
+        ).fetchall()
+        out.extend(_fields(rows))
+    return tuple(out)
+
+
+def family_documents(store: Store, families: Sequence[str]) -> tuple[DocumentFields, ...]:
+    """The fields of every document of these families."""
+    out: list[DocumentFields] = []
+    for part in _batches(families):
+        rows = store.conn.execute(
+            "SELECT doc_id, metadata, department, family, effective_date FROM documents"
+            f" WHERE family IN ({_marks(part)})",
+            part,
+        ).fetchall()
+        out.extend(_fields(rows))
+    return tuple(out)
+
+
+def metadata_keys(store: Store) -> frozenset[str]:
+    """Every metadata key some document has."""
+    rows = store.conn.execute("SELECT DISTINCT j.key FROM documents, json_each(documents.metadata) AS j")
+    return frozenset(str(r[0]) for r in rows)
+
+
+def page_span(store: Store, doc_id: str, page: int, start: int, end: int) -> str:
+    """Characters ``start:end`` of a page's clean text ("" when the page is not in the index)."""
+    # substr counts characters, as Python slicing does (offsets are 0-based, substr 1-based)
+    row = store.conn.execute(
+        f"SELECT substr({CLEAN_TEXT}, ?, ?) FROM pages WHERE doc_id=? AND page=?",
+        (start + 1, end - start, doc_id, page),
+    ).fetchone()
+    return str(row[0] or "") if row else ""
+
+
+# -- clusters ----------------------------------------------------------------------------------------
+def groups(store: Store, ids: Sequence[str]) -> tuple[GroupRow, ...]:
+    """The exact-key groups of these ids still in the index (ids once each, in given order)."""
+    out: list[GroupRow] = []
+    for part in _batches(list(dict.fromkeys(ids))):
+        rows = store.conn.execute(
+            f"SELECT id, canonical_id, text FROM groups WHERE id IN ({_marks(part)})", part
+        )
+        out.extend(GroupRow(r[0], r[1], r[2]) for r in rows)
+    return tuple(out)
+
+
+def group_text(store: Store, group_id: str) -> str:
+    """One group's text ("" when it is gone)."""
+    row = store.conn.execute("SELECT text FROM groups WHERE id=?", (group_id,)).fetchone()
+    return str(row[0]) if row else ""
+
+
+def canonical_sources(store: Store, canonical_ids: Sequence[str]) -> tuple[SourceRow, ...]:
+    """The sources of these canonicals, ordered by (canonical, doc, page, start) within each batch
+    of ids as given."""
+    out: list[SourceRow] = []
+    for part in _batches(canonical_ids):
+        rows = store.conn.execute(
+            'SELECT canonical_id, group_id, doc_id, page, start, "end", relation, similarity FROM sources'
+            f" WHERE canonical_id IN ({_marks(part)}) ORDER BY canonical_id, doc_id, page, start",
+            part,
+        )
+        out.extend(SourceRow(*r) for r in rows)
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class VariantTables:
+    """Which variant layout an index has: ``variants`` at all, and ``groups`` (pairs of groups)."""
+
+    variants: bool
+    grouped: bool
+
+
+def variant_tables(store: Store) -> VariantTables:
+    """Which of ``variants`` and ``groups`` the index has (an index of any schema version)."""
+    tables = {
+        r[0]
+        for r in store.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name IN ('variants', 'groups')"
+        )
+    }
+    return VariantTables("variants" in tables, "groups" in tables)
+
+
+def variant_pairs(store: Store, ids: Sequence[str], *, grouped: bool) -> tuple[tuple[str, str], ...]:
+    """``(id, variant id)`` both ways for these canonical ids: ``variants`` pairs exact-key groups when
+    the index has ``groups`` (``grouped``; mapped to their canonicals here), else canonical ids. A
+    pair within one canonical is kept (the caller drops it)."""
+    if grouped:
+        pair = (
+            "SELECT ga.canonical_id, gb.canonical_id FROM groups ga JOIN variants v ON v.{x} = ga.id"
+            " JOIN groups gb ON gb.id = v.{y} WHERE ga.canonical_id IN ({marks})"
+        )
+    else:
+        pair = "SELECT v.{x}, v.{y} FROM variants v WHERE v.{x} IN ({marks})"
+    out: list[tuple[str, str]] = []
+    for part in _batches(ids):
+        marks = _marks(part)
+        sql = pair.format(x="a", y="b", marks=marks) + " UNION " + pair.format(x="b", y="a", marks=marks)
+        out.extend((a, b) for a, b in store.conn.execute(sql, [*part, *part]))
+    return tuple(out)
+
+
+# -- runs and snapshots -------------------------------------------------------------------------------
+def last_finished_run(store: Store) -> int | None:
+    """The newest finished run's id: the watermark of ``export --changes-since``."""
+    row = store.conn.execute("SELECT MAX(id) FROM runs WHERE status='done'").fetchone()
+    return None if row[0] is None else int(row[0])
+
+
+@contextlib.contextmanager
+def snapshot(store: Store) -> Iterator[None]:
+    """One read transaction: every read inside sees the same committed state (WAL), whatever a
+    writer commits meanwhile."""
+    store.conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        store.conn.execute("COMMIT")
