@@ -69,12 +69,16 @@ class Assignment:
     differing: tuple[str, ...] = ()
 
 
+#: the band rows with their groups' ids (bands name a group by its integer key, migration 0012)
+_BAND_ROWS = "(SELECT b.band_key AS band_key, g.id AS group_id FROM bands b JOIN groups g ON g.gid = b.gid)"
+
+
 class BandRows:
     """A set of band rows (:meth:`ChunkTables.band_rows`): its groups, its rows in blocks, its buckets."""
 
     def __init__(self, conn: sqlite3.Connection, table: str) -> None:
         self._conn = conn
-        self._table = table  # "bands" or "temp.near_touched": never user input
+        self._table = table  # _BAND_ROWS or "temp.near_touched": never user input
 
     def group_ids(self) -> list[str]:
         """The distinct groups of the rows, sorted."""
@@ -207,8 +211,8 @@ class ChunkTables:
     def _drop_group(self, gid: str, canonical_id: str) -> None:
         c = self.conn
         self._mark_neighbours_dirty(gid, canonical_id)
+        c.execute("DELETE FROM bands WHERE gid=(SELECT gid FROM groups WHERE id=?)", (gid,))
         c.execute("DELETE FROM groups WHERE id=?", (gid,))
-        c.execute("DELETE FROM bands WHERE group_id=?", (gid,))
         c.execute("DELETE FROM embeddings WHERE group_id=?", (gid,))
         c.execute("DELETE FROM semantic_edges WHERE a=? OR b=?", (gid, gid))
         c.execute("DELETE FROM near_edges WHERE a=?", (gid,))
@@ -252,9 +256,11 @@ class ChunkTables:
             (canonical_id, gid),
         )
         c.execute(
-            "INSERT OR IGNORE INTO dirty(group_id) SELECT DISTINCT b2.group_id FROM bands b1"
-            " JOIN bands b2 ON b2.band_key=b1.band_key WHERE b1.group_id=? AND b2.group_id != ?",
-            (gid, gid),
+            "INSERT OR IGNORE INTO dirty(group_id) SELECT DISTINCT g2.id FROM groups g1"
+            " JOIN bands b1 ON b1.gid = g1.gid"
+            " JOIN bands b2 ON b2.band_key = b1.band_key AND b2.gid != b1.gid"
+            " JOIN groups g2 ON g2.gid = b2.gid WHERE g1.id = ?",
+            (gid,),
         )
         c.execute(
             "INSERT OR IGNORE INTO dirty(group_id) SELECT b FROM semantic_edges WHERE a=?1"
@@ -303,7 +309,7 @@ class ChunkTables:
         rows = list(rows)
         c.executemany("UPDATE groups SET signed=1 WHERE id=?", [(gid,) for gid, _, _ in rows])
         c.executemany(
-            "INSERT OR IGNORE INTO bands(band_key, group_id) VALUES (?, ?)",
+            "INSERT OR IGNORE INTO bands(band_key, gid) SELECT ?, gid FROM groups WHERE id = ?",
             [(b, gid) for gid, _, bands in rows for b in bands],
         )
 
@@ -345,12 +351,12 @@ class ChunkTables:
         buckets that a group not edged yet falls in, what an incremental pass re-bands (held in a temp
         table for the duration)."""
         if not touched_only:
-            yield BandRows(self.conn, "bands")
+            yield BandRows(self.conn, _BAND_ROWS)
             return
         self.conn.execute("DROP TABLE IF EXISTS temp.near_touched")
         self.conn.execute(
-            "CREATE TEMP TABLE near_touched AS SELECT band_key, group_id FROM bands WHERE band_key IN"
-            " (SELECT b.band_key FROM groups g JOIN bands b ON b.group_id = g.id WHERE g.edged = 0)"
+            f"CREATE TEMP TABLE near_touched AS SELECT band_key, group_id FROM {_BAND_ROWS} WHERE band_key IN"
+            " (SELECT b.band_key FROM groups g JOIN bands b ON b.gid = g.gid WHERE g.edged = 0)"
         )
         try:
             yield BandRows(self.conn, "temp.near_touched")
@@ -412,9 +418,9 @@ class ChunkTables:
         try:
             c.executemany("INSERT OR IGNORE INTO temp.wanted_groups(id) VALUES (?)", [(g,) for g in ids])
             rows = c.execute(
-                "SELECT DISTINCT b1.group_id, b2.group_id FROM temp.wanted_groups w"
-                " JOIN bands b1 ON b1.group_id = w.id JOIN bands b2 ON b2.band_key = b1.band_key"
-                " WHERE b2.group_id != b1.group_id ORDER BY 1, 2"
+                "SELECT DISTINCT w.id, g2.id FROM temp.wanted_groups w JOIN groups g1 ON g1.id = w.id"
+                " JOIN bands b1 ON b1.gid = g1.gid JOIN bands b2 ON b2.band_key = b1.band_key"
+                " AND b2.gid != b1.gid JOIN groups g2 ON g2.gid = b2.gid ORDER BY 1, 2"
             )
             for a, b in rows:
                 out[a].append(b)
@@ -424,9 +430,10 @@ class ChunkTables:
 
     def band_neighbours(self, gid: str) -> list[str]:
         rows = self.conn.execute(
-            "SELECT DISTINCT b2.group_id FROM bands b1 JOIN bands b2 ON b2.band_key=b1.band_key"
-            " WHERE b1.group_id=? AND b2.group_id != ? ORDER BY 1",
-            (gid, gid),
+            "SELECT DISTINCT g2.id FROM groups g1 JOIN bands b1 ON b1.gid = g1.gid"
+            " JOIN bands b2 ON b2.band_key = b1.band_key AND b2.gid != b1.gid"
+            " JOIN groups g2 ON g2.gid = b2.gid WHERE g1.id = ? ORDER BY 1",
+            (gid,),
         )
         return [r[0] for r in rows]
 

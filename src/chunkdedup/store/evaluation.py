@@ -96,12 +96,12 @@ def band_neighbour_texts(store: Store, limit: int) -> tuple[tuple[str, str], ...
     rows = store.conn.execute(
         """
         SELECT DISTINCT ga.text, gb.text FROM bands a
-        JOIN bands b ON a.band_key = b.band_key AND a.group_id < b.group_id
-        JOIN groups ga ON ga.id = a.group_id JOIN groups gb ON gb.id = b.group_id
-        WHERE ga.canonical_id != gb.canonical_id
-          AND NOT EXISTS (SELECT 1 FROM variants v WHERE v.a = a.group_id AND v.b = b.group_id)
-          AND NOT EXISTS (SELECT 1 FROM variants v WHERE v.a = b.group_id AND v.b = a.group_id)
-        ORDER BY a.group_id, b.group_id LIMIT ?
+        JOIN bands b ON a.band_key = b.band_key AND a.gid != b.gid
+        JOIN groups ga ON ga.gid = a.gid JOIN groups gb ON gb.gid = b.gid
+        WHERE ga.id < gb.id AND ga.canonical_id != gb.canonical_id
+          AND NOT EXISTS (SELECT 1 FROM variants v WHERE v.a = ga.id AND v.b = gb.id)
+          AND NOT EXISTS (SELECT 1 FROM variants v WHERE v.a = gb.id AND v.b = ga.id)
+        ORDER BY ga.id, gb.id LIMIT ?
         """,
         (limit,),
     ).fetchall()

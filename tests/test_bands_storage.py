@@ -1,0 +1,58 @@
+"""Band rows name their group by its integer key (migration 0012) and a group keeps a signed flag, not
+its MinHash signature (0011): the near tier finds the same neighbours, and an index written before
+both migrates to the same neighbours, clusters and export."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+from chunkdedup import Index, ingest
+from chunkdedup.store import Store
+from conftest import POLICY, POLICY_MANIFEST
+
+
+def _neighbours(index: Path) -> dict[str, list[str]]:
+    with Store.open(index) as store:
+        ids = [r.id for r in Index(store).records()]
+        return store.chunks.band_neighbour_map(ids)
+
+
+def test_an_index_with_text_band_rows_and_signatures_migrates(policy_index: Path, tmp_path: Path) -> None:
+    index = tmp_path / "old.sqlite"
+    shutil.copy(policy_index, index)
+    neighbours = _neighbours(index)
+    assert sum(map(len, neighbours.values())) > 100  # the corpus has near candidates
+    with Index.open(index) as ix:
+        exported = list(ix.export())
+    conn = sqlite3.connect(index)
+    with conn:  # the tables as the code before 0011 and 0012 kept them
+        conn.execute(
+            "CREATE TABLE old_bands(band_key INTEGER NOT NULL, group_id TEXT NOT NULL,"
+            " PRIMARY KEY(band_key, group_id)) WITHOUT ROWID"
+        )
+        conn.execute(
+            "INSERT INTO old_bands SELECT b.band_key, g.id FROM bands b JOIN groups g ON g.gid = b.gid"
+        )
+        conn.execute("DROP TABLE bands")
+        conn.execute("ALTER TABLE old_bands RENAME TO bands")
+        conn.execute("CREATE INDEX bands_group ON bands(group_id)")
+        conn.execute("ALTER TABLE groups RENAME COLUMN signed TO signature")
+        conn.execute("UPDATE groups SET signature = randomblob(512) WHERE signature IS NOT NULL")
+        conn.execute("DELETE FROM migrations WHERE name IN ('0011_signed_flag', '0012_bands_by_gid')")
+    conn.close()
+    assert _neighbours(index) == neighbours  # Store.open migrates
+    conn = sqlite3.connect(index)
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(bands)")]
+    signed = conn.execute("SELECT DISTINCT signed FROM groups").fetchall()
+    conn.close()
+    assert columns == ["band_key", "gid"] and signed == [(1,)]
+    with Index.open(index) as ix:
+        assert list(ix.export()) == exported
+    # the migrated index takes the next run as a fresh one would: nothing changed, nothing re-decided
+    again = ingest([POLICY], index, manifest=POLICY_MANIFEST)
+    assert {str(f.status) for f in again.files} == {"unchanged"}
+    assert again.totals["cluster_pass"]["reclustered"] == 0
+    with Index.open(index) as ix:
+        assert list(ix.export()) == exported
