@@ -17,6 +17,8 @@ import xxhash
 
 _WS = re.compile(r"\s+")
 _DIGIT = re.compile(r"\d")
+_SPACE = re.compile(r"\s")
+_ASCII_DIGITS = "0123456789"
 _LETTER = re.compile(r"[^\W\d_]")
 # Tokens generated per copy (a template's document GUID, a long hex id of 16+ characters holding a digit
 # and a letter): removed from the exact key. One pass finds both; the hex run's digit-and-letter test is
@@ -70,20 +72,42 @@ def boilerplate_key(text: str) -> str:
         True
     """
     t = unicodedata.normalize("NFKC", text).casefold()
-    if _DIGIT.search(t) is None:
-        return " ".join(t.split())
-    # One pass over the tokens (5-7x faster than one regex over the text, which tried a digit-token
-    # match at every character): whitespace collapses in the join anyway.
-    out: list[str] = []
-    masked = False
-    for token in t.split():
-        if token.isalpha() or _DIGIT.search(token) is None:  # isalpha: no digit, and cheap
-            out.append(token)
-            masked = False
-        elif not masked:
-            out.append("#")
-            masked = True
-    return " ".join(out)
+    # the first digit: in a long ASCII text, ten substring searches beat the regex 4x
+    if len(t) > 160 and t.isascii():
+        at = min((i for i in map(t.find, _ASCII_DIGITS) if i >= 0), default=-1)
+        m = _DIGIT.search(t, at) if at >= 0 else None
+    else:
+        m = _DIGIT.search(t)
+    if m is None:
+        return _collapse(t)
+    # Visit only the tokens that hold a digit (a prose line has few): the text between two of them is
+    # collapsed as it is, and each run of them (only whitespace between) becomes one "#".
+    words: list[str] = []
+    prev = 0
+    n = len(t)
+    while m is not None:
+        start = m.start()
+        while start > prev and not t[start - 1].isspace():
+            start -= 1
+        space = _SPACE.search(t, m.start())
+        end = n if space is None else space.start()
+        gap = t[prev:start].split()
+        if gap or prev == 0:
+            words.extend(gap)
+            words.append("#")
+        prev = end
+        m = _DIGIT.search(t, end)
+    words.extend(t[prev:].split())
+    return " ".join(words)
+
+
+def _collapse(t: str) -> str:
+    """``" ".join(t.split())``: a printable text without a double space holds no whitespace but single
+    ASCII spaces (``isprintable`` is False for every other whitespace character), so stripping it is
+    the same, without splitting it into words."""
+    if t.isprintable() and "  " not in t:
+        return t.strip()
+    return " ".join(t.split())
 
 
 def word_parts(word: str) -> list[str]:
