@@ -124,6 +124,8 @@ def update_clusters(
     # each group's exact key, computed once in this pass (signing, verification and the guard need it)
     keys: dict[str, str] = dict(known or {})
     signed = _sign(store, near, progress, keys) if near.enabled else 0
+    with store.transaction():
+        tables.merge_bands()  # the band rows signed in the chunk phase and just now
     if model is not None:
         _embed(store, model, sem, progress)
     dirty = tables.dirty_ids()

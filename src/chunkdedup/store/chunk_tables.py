@@ -300,23 +300,36 @@ class ChunkTables:
         return sorted(r[0] for r in self._batched(sql, ids))
 
     def set_signatures(self, rows: Iterable[tuple[str, bytes, Sequence[int]]]) -> None:
-        """Mark groups signed and store their band rows, from (group id, signature bytes, band keys)
+        """Mark groups signed and stage their band rows, from (group id, signature bytes, band keys)
         (two statements for all of them; the signature itself is not kept: the band rows are what the
-        near tier reads). A group signed again gets the same bands (a function of its text and the
-        hashing settings, and a change of those clears every band first), so its band rows are kept,
-        not deleted and written again."""
+        near tier reads, after :meth:`merge_bands`). A group signed again gets the same bands (a
+        function of its text and the hashing settings, and a change of those clears every band
+        first), so its band rows are kept, not deleted and written again."""
         c = self.conn
         rows = list(rows)
         c.executemany("UPDATE groups SET signed=1 WHERE id=?", [(gid,) for gid, _, _ in rows])
+        # appended to the stage, merged into bands in key order by merge_bands
         c.executemany(
-            "INSERT OR IGNORE INTO bands(band_key, gid) SELECT ?, gid FROM groups WHERE id = ?",
-            [(b, gid) for gid, _, bands in rows for b in bands],
+            "INSERT INTO band_stage(group_id, band_key) VALUES (?, ?)",
+            [(gid, b) for gid, _, bands in rows for b in bands],
         )
+
+    def merge_bands(self) -> None:
+        """Move the staged band rows into bands, sorted by key, and empty the stage: one pass over the
+        B-tree, each leaf written once, instead of a random leaf per row. Rows of a group dropped since
+        are left out (the join), and a group made again under the same id has the same key, so the
+        same bands (a change of the hashing settings empties the stage with the bands)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO bands(band_key, gid) SELECT s.band_key, g.gid"
+            " FROM band_stage s JOIN groups g ON g.id = s.group_id ORDER BY 1, 2"
+        )
+        self.conn.execute("DELETE FROM band_stage")
 
     def clear_signatures(self) -> None:
         """Drop every signature and band (the MinHash settings changed); every group becomes dirty."""
         self.conn.execute("UPDATE groups SET signed=NULL")
         self.conn.execute("DELETE FROM bands")
+        self.conn.execute("DELETE FROM band_stage")
         self.clear_near_edges()
         self.conn.execute("INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups")
 
