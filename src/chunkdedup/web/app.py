@@ -317,9 +317,18 @@ class _Params:
         self.items = [(k, v) for k, v in params.multi_items()] if hasattr(params, "multi_items") else []
 
     def with_(self, **changes: object) -> str:
-        kept = [(k, v) for k, v in self.items if k not in changes]
-        kept += [(k, str(v)) for k, v in changes.items() if v is not None]
-        return "?" + urlencode(kept)
+        """The query string with ``changes`` (in place where the parameter is there already)."""
+        out: list[tuple[str, str]] = []
+        done: set[str] = set()
+        for k, v in self.items:
+            if k in changes:
+                if k not in done and changes[k] is not None:
+                    out.append((k, str(changes[k])))
+                done.add(k)
+            else:
+                out.append((k, v))
+        out += [(k, str(v)) for k, v in changes.items() if k not in done and v is not None]
+        return "?" + urlencode(out)
 
 
 def _wants_json(request: Request) -> bool:
