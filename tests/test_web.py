@@ -1,7 +1,8 @@
 """``chunkdedup serve``: every page and its JSON over a real index, pagination, errors, the CLI.
 
-The index holds the site-policy corpus (with its manifest: merges and versions), the NTSB reports
-(corpus chrome: a "Page N of M" block) and three files that fail or are skipped.
+The index (``tests/web_corpus.py``) holds the site-policy corpus (with its manifest: merges and
+versions), the NTSB reports (corpus chrome: a "Page N of M" block) and two files that fail or are
+skipped.
 """
 
 from __future__ import annotations
@@ -20,33 +21,14 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from chunkdedup import Index, ingest
+from chunkdedup import Index
 from chunkdedup.cli import main
-from chunkdedup.evaluate import evaluate
 from chunkdedup.query import search
-from chunkdedup.report import render_html, write_report
+from chunkdedup.report import render_html
 from chunkdedup.web import create_app
+from web_corpus import served
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """The index and a report folder drawn from it."""
-    from conftest import NTSB, POLICY, POLICY_MANIFEST
-
-    work = tmp_path_factory.mktemp("web")
-    index = work / "served.sqlite"
-    extras = work / "extras"
-    extras.mkdir()
-    (extras / "broken.pdf").write_bytes(b"garbage, not a pdf")
-    (extras / "empty.md").write_bytes(b"")
-    ingest([POLICY], index, manifest=POLICY_MANIFEST)
-    ingest([NTSB], index)
-    ingest([extras], index)
-    ev = evaluate(REPO / "benchmarks" / "golden" / "site-policy.jsonl", index, k=5)
-    write_report(ev.to_json(), work / "report")
-    return index, work / "report"
+__all__ = ["served"]  # the session fixture (tests/web_corpus.py), used by name
 
 
 @pytest.fixture(scope="module")
