@@ -398,6 +398,29 @@ def test_browsing_leaves_the_index_file_as_it_was(served: tuple[Path, Path], tmp
     assert not (tmp_path / "ro.sqlite-wal").exists() or (tmp_path / "ro.sqlite-wal").stat().st_size == 0
 
 
+def test_pages_answer_while_a_writer_holds_the_index(served: tuple[Path, Path], tmp_path: Path) -> None:
+    """An ingest's open transaction neither blocks the view nor shows in it before it commits."""
+    from chunkdedup.store import Store
+
+    copy = tmp_path / "busy.sqlite"
+    shutil.copy(served[0], copy)
+    with TestClient(create_app(copy)) as c:
+        before = get_json(c, "/")["files"]
+        writer = Store.open(copy)
+        try:
+            writer.conn.execute("BEGIN IMMEDIATE")
+            writer.conn.execute("INSERT INTO files(path, content_hash, status, reason, run_id)"
+                                " VALUES ('/new.pdf', 'h', 'failed', 'half written', 1)")
+            assert get_json(c, "/")["files"] == before  # not committed: not shown, not blocked
+            assert c.get("/query?q=logs").status_code == 200
+            writer.conn.execute("COMMIT")
+        finally:
+            writer.close()
+        after = {s["status"]: s["count"] for s in get_json(c, "/")["files"]}
+        assert after["failed"] == 2
+        assert "half written" in c.get("/").text
+
+
 def test_htmx_is_vendored_with_its_license() -> None:
     from chunkdedup.web.app import HERE, HTMX_VERSION
 

@@ -8,13 +8,14 @@ Every page is HTML, or its record's ``to_json()`` with ``?format=json``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -313,8 +314,8 @@ _NOT_FOUND_HINT = {
 class _Params:
     """The request's query string, to build a link that changes one or two parameters (pagination)."""
 
-    def __init__(self, params: Mapping[str, str] | Any) -> None:
-        self.items = [(k, v) for k, v in params.multi_items()] if hasattr(params, "multi_items") else []
+    def __init__(self, params: QueryParams) -> None:
+        self.items = list(params.multi_items())
 
     def with_(self, **changes: object) -> str:
         """The query string with ``changes`` (in place where the parameter is there already)."""
