@@ -317,22 +317,24 @@ class IndexViews:
         return tuple(StrippedRow(*r) for r in rows)
 
     # -- boilerplate --------------------------------------------------------------------------
-    def boilerplate(self, *, limit: int, offset: int = 0) -> Slice[KeySummary]:
-        """Stripped keys, most widespread first (documents, then pages), ties by key and scope."""
-        total = int(self.conn.execute("SELECT COUNT(*) FROM (SELECT 1 FROM stripped GROUP BY khash, scope)")
-                    .fetchone()[0])
+    def boilerplate(self) -> tuple[KeySummary, ...]:
+        """Every stripped key, most widespread first (documents, then pages), ties by key and scope;
+        the example is the one of the first document.
+
+        One pass over ``stripped`` (its rows: documents x keys stripped in each; a few per document):
+        the caller keeps the result while the index is unchanged (see :mod:`chunkdedup.web.app`).
+        """
         rows = self.conn.execute(
             """
-            SELECT s.khash, k.key, s.scope, COUNT(*) AS docs, SUM(s.pages) AS pages, SUM(s.lines),
-                   (SELECT e.example FROM stripped e WHERE e.khash = s.khash AND e.scope = s.scope
-                    ORDER BY e.doc_id LIMIT 1)
-            FROM stripped s JOIN bp_keys k USING(khash)
-            GROUP BY s.khash, s.scope ORDER BY docs DESC, pages DESC, k.key, s.scope
-            LIMIT ? OFFSET ?
-            """,
-            (limit, offset),
+            SELECT a.khash, k.key, a.scope, a.docs, a.pages, a.lines, a.example FROM (
+                SELECT khash, scope, COUNT(*) AS docs, SUM(pages) AS pages, SUM(lines) AS lines,
+                       MIN(doc_id) AS first, example   -- SQLite: example of the row with MIN(doc_id)
+                FROM stripped GROUP BY khash, scope
+            ) a JOIN bp_keys k USING(khash)
+            ORDER BY a.docs DESC, a.pages DESC, k.key, a.scope
+            """
         )
-        return Slice(tuple(KeySummary(*r) for r in rows), total, limit, offset)
+        return tuple(KeySummary(*r) for r in rows)
 
     def key(self, khash: int) -> tuple[KeySummary, ...]:
         """One key's summary per scope it is stripped in (none: the key is not stripped anywhere)."""

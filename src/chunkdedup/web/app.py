@@ -8,6 +8,7 @@ Every page is HTML, or its record's ``to_json()`` with ``?format=json``.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +27,7 @@ from chunkdedup.errors import ChunkdedupError, ConfigError, IndexError_
 from chunkdedup.store import Store
 from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
+from chunkdedup.store.views import IndexViews
 from chunkdedup.web import pages
 from chunkdedup.web.pages import QueryForm
 
@@ -136,6 +138,43 @@ def create_app(index_path: str | Path, report_dir: str | Path | None = None) -> 
     return app
 
 
+class _Memo:
+    """Whole-index aggregates (the overview's counts, the boilerplate keys), kept while the index is
+    unchanged: every commit writes the -wal file (or the file itself), so a change of either's size or
+    modification time drops them. Per app, never per module."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._signature: tuple[tuple[int, int] | None, ...] = ()
+        self._values: dict[str, object] = {}
+
+    def signature(self) -> tuple[tuple[int, int] | None, ...]:
+        out: list[tuple[int, int] | None] = []
+        for p in (self.path, self.path.with_name(self.path.name + "-wal")):
+            try:
+                st = p.stat()
+            except OSError:
+                out.append(None)
+            else:
+                out.append((st.st_mtime_ns, st.st_size))
+        return tuple(out)
+
+    def get(self, name: str, compute: Callable[[], R]) -> R:
+        """``compute()`` once per state of the index file (read after the signature: never older)."""
+        signature = self.signature()
+        with self._lock:
+            if signature != self._signature:
+                self._signature, self._values = signature, {}
+            if name in self._values:
+                return self._values[name]  # type: ignore[return-value]
+        value = compute()
+        with self._lock:
+            if signature == self._signature:
+                self._values[name] = value
+        return value
+
+
 class _View:
     """The request handlers: parse the parameters, build the page record, render or serialise it."""
 
@@ -143,6 +182,7 @@ class _View:
         self.index_path = index_path
         self.report_dir = report_dir
         self.env = _environment()
+        self.memo = _Memo(index_path)
 
     # -- plumbing -----------------------------------------------------------------------------
     def render(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -190,8 +230,12 @@ class _View:
     # -- pages --------------------------------------------------------------------------------
     def overview(self, request: Request) -> Response:
         limit, offset = _paging(request)
-        return self.page(request, "overview.html",
-                         lambda ix: pages.overview_page(ix, limit=limit, offset=offset))
+
+        def build(ix: Index) -> pages.OverviewPage:
+            stats = self.memo.get("stats", ix.stats)
+            return pages.overview_page(ix, limit=limit, offset=offset, stats=stats)
+
+        return self.page(request, "overview.html", build)
 
     def documents(self, request: Request) -> Response:
         limit, offset = _paging(request)
@@ -214,8 +258,12 @@ class _View:
 
     def boilerplate(self, request: Request) -> Response:
         limit, offset = _paging(request)
-        return self.page(request, "boilerplate.html",
-                         lambda ix: pages.boilerplate_page(ix, limit=limit, offset=offset))
+
+        def build(ix: Index) -> pages.BoilerplatePage:
+            keys = self.memo.get("boilerplate", IndexViews(ix.store).boilerplate)
+            return pages.boilerplate_page(ix, limit=limit, offset=offset, keys=keys)
+
+        return self.page(request, "boilerplate.html", build)
 
     def key(self, request: Request) -> Response:
         raw = request.path_params["khash"]

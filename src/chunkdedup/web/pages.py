@@ -7,6 +7,7 @@ body); the templates render the same record.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,8 +100,11 @@ class OverviewPage:
         }
 
 
-def overview_page(ix: Index, *, limit: int, offset: int) -> OverviewPage:
-    stats = ix.stats()
+def overview_page(
+    ix: Index, *, limit: int, offset: int, stats: Mapping[str, Any] | None = None
+) -> OverviewPage:
+    """``stats``: :meth:`Index.stats` of this index, when the caller keeps it (it counts whole tables)."""
+    stats = ix.stats() if stats is None else stats
     views = IndexViews(ix.store)
     engine = stats["text_engine"]
     funnel = Funnel(stats["raw_chunks"], stats["after_exact"], stats["canonical_chunks"],
@@ -138,8 +142,12 @@ class BoilerplatePage:
         return {"keys": self.keys.to_json()}
 
 
-def boilerplate_page(ix: Index, *, limit: int, offset: int) -> BoilerplatePage:
-    return BoilerplatePage(IndexViews(ix.store).boilerplate(limit=limit, offset=offset))
+def boilerplate_page(
+    ix: Index, *, limit: int, offset: int, keys: Sequence[KeySummary] | None = None
+) -> BoilerplatePage:
+    """``keys``: :meth:`IndexViews.boilerplate` of this index, when the caller keeps it."""
+    every = IndexViews(ix.store).boilerplate() if keys is None else keys
+    return BoilerplatePage(Slice(tuple(every[offset : offset + limit]), len(every), limit, offset))
 
 
 @dataclass(frozen=True, slots=True)
