@@ -176,19 +176,21 @@ def word_diff(base: str, other: str) -> tuple[tuple[Word, ...], tuple[Word, ...]
     """Both texts as words, each word marked where it differs from the other text (case and
     whitespace ignored): what a merged copy or a kept-apart version says differently."""
     a, b = _WORDS.findall(base), _WORDS.findall(other)
-    ka, kb = _keys(a), _keys(b)
+    # compare the words alone: the spaces between them would all match each other (slow, and noise)
+    ia, ib = _word_positions(a), _word_positions(b)
     changed_a: set[int] = set()
     changed_b: set[int] = set()
+    ka, kb = [a[i].lower() for i in ia], [b[j].lower() for j in ib]
     matcher = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
-            changed_a.update(range(i1, i2))
-            changed_b.update(range(j1, j2))
+            changed_a.update(ia[i1:i2])
+            changed_b.update(ib[j1:j2])
     return _marked(a, changed_a), _marked(b, changed_b)
 
 
-def _keys(words: Iterable[str]) -> list[str]:
-    return [" " if w.isspace() else w.lower() for w in words]
+def _word_positions(pieces: Iterable[str]) -> list[int]:
+    return [i for i, w in enumerate(pieces) if not w.isspace()]
 
 
 def _marked(words: Sequence[str], changed: set[int]) -> tuple[Word, ...]:
