@@ -6,6 +6,7 @@
 - :mod:`~chunkdedup.store.chunk_tables`: clusters (sources, groups, canonicals, bands, edges, variants);
 - :mod:`~chunkdedup.store.textindex`: the text engines (FTS5, tantivy);
 - :mod:`~chunkdedup.store.index`: the typed read view that the CLI, query and evaluation use;
+- :mod:`~chunkdedup.store.views`: the paginated, indexed reads of the web view (``chunkdedup serve``);
 - :mod:`~chunkdedup.store.index_errors`: what a damaged, full or locked index file means for the user.
 """
 
