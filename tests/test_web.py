@@ -336,6 +336,21 @@ def test_unknown_route_is_404_page(client: TestClient) -> None:
     assert r.status_code == 404 and "no page at" in unescape(r.text) and "<nav>" in r.text
 
 
+def test_a_bug_is_an_error_page_not_a_traceback(
+    served: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chunkdedup.web import pages
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(pages, "documents_page", broken)
+    with TestClient(create_app(served[0]), raise_server_exceptions=False) as c:
+        r = c.get("/documents")
+        assert r.status_code == 500 and "KeyError while answering &#39;/documents&#39;" in r.text
+        assert "Traceback" not in r.text and "<nav>" in r.text
+
+
 PAGES = ("/", "/documents", "/boilerplate", "/documents/a.md", "/chunks/c1", "/query?q=logs")
 
 

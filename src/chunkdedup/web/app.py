@@ -133,7 +133,8 @@ def create_app(index_path: str | Path, report_dir: str | Path | None = None) -> 
         Route("/report/view", view.report_view),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes, exception_handlers={404: view.not_found_handler})
+    handlers = {404: view.not_found_handler, 500: view.server_error_handler}
+    app = Starlette(routes=routes, exception_handlers=handlers)
     app.add_middleware(_Headers)
     return app
 
@@ -226,6 +227,11 @@ class _View:
 
     async def not_found_handler(self, request: Request, exc: Exception) -> Response:
         return self.error(request, 404, "Not found", f"no page at {request.url.path!r}: see the links above")
+
+    async def server_error_handler(self, request: Request, exc: Exception) -> Response:
+        return self.error(request, 500, "Unexpected error",
+                          f"{type(exc).__name__} while answering {request.url.path!r}: this is a bug in "
+                          "chunkdedup serve (please report it with the page's address)")
 
     # -- pages --------------------------------------------------------------------------------
     def overview(self, request: Request) -> Response:
