@@ -288,6 +288,10 @@ def test_query_bad_options_say_what_is_wrong(client: TestClient) -> None:
     r = client.get("/query?q=logs&retriever=magic")
     assert r.status_code == 400 and "retriever must be one of" in unescape(r.text)
     assert get_json(client, "/query?q=logs&versions=newest", 400)["error"].startswith("versions must be")
+    r = client.get("/query?q=logs&where=nonsense")
+    assert r.status_code == 400 and "nonsense" in unescape(r.text) and 'value="nonsense"' in r.text
+    r = client.get("/query?q=logs&retriever=vector")
+    assert r.status_code == 400 and "has no embeddings" in unescape(r.text)
     empty = get_json(client, "/query")
     assert empty["form"]["q"] == "" and "result" not in empty
 

@@ -23,7 +23,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from chunkdedup.errors import ChunkdedupError, ConfigError, IndexError_
+from chunkdedup.errors import ChunkdedupError, IndexError_
 from chunkdedup.store import Store
 from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
@@ -314,7 +314,9 @@ class _View:
         def build(ix: Index) -> pages.QueryPage:
             try:
                 return pages.query_page(ix, form)
-            except ConfigError as e:
+            except IndexError_:
+                raise
+            except ChunkdedupError as e:  # a bad option or filter, an extra the retriever needs
                 return pages.QueryPage(form, None, (), str(e))
 
         record = self.with_index(request, build)
