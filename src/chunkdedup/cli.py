@@ -595,6 +595,52 @@ def query_cmd(
             out.print(f"  {'':<12} {_trim(d.text, 100)}", markup=False)
 
 
+#: Hosts that only this machine reaches; any other --host exposes the index to the network.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+@main.command("serve")
+@index_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; the default is this "
+              "machine only (another address shows every document to whoever reaches it).")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A folder `chunkdedup eval --out` wrote: its report.json is shown under /report.",
+)
+def serve_cmd(index_path: Path, host: str, port: int, report_dir: Path | None) -> None:
+    """Browse an index in a local, read-only web view (pip install 'chunkdedup[web]').
+
+    Pages: overview, documents (stripped lines struck through, chunk boundaries), boilerplate, canonical
+    chunks with their sources, query with what each step dropped; each also as JSON with ?format=json.
+
+    Example:
+
+    \b
+        chunkdedup serve --index policies.sqlite
+        chunkdedup serve --index policies.sqlite --port 9000 --report eval-out/
+    """
+    with cli_errors(index_path):
+        from chunkdedup.web import create_app
+
+        # fail now on a missing or foreign file (an older index gets its schema once, as `stats` does);
+        # each request then opens it read-only
+        Index.open(index_path).close()
+        app = create_app(index_path, report_dir)
+        import uvicorn
+    where = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
+    if host in LOOPBACK_HOSTS:
+        click.echo(f"serving {safe_text(str(index_path))} read-only at {where} (bound to {host}: "
+                   "this machine only; --host to change)")
+    else:
+        click.echo(f"warning: --host {safe_text(host)} is not a loopback address: anyone who can reach it "
+                   "can read every document in the index", err=True)
+        click.echo(f"serving {safe_text(str(index_path))} read-only at {where}")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
 def _unknown_where_keys(ix: Index, where: tuple[str, ...]) -> str | None:
     """A hint when a --where key is on no document (a typo gives no hits, not an error)."""
     from chunkdedup.query.where import Filter

@@ -11,6 +11,7 @@
 - :mod:`~chunkdedup.store.fulltext`: text search reads (FTS5 BM25, tantivy keys, document contexts);
 - :mod:`~chunkdedup.store.vectors`: the stored embeddings, by id or streamed in blocks;
 - :mod:`~chunkdedup.store.evaluation`: what ``eval`` and ``audit`` read (last run, figures, calibration);
+- :mod:`~chunkdedup.store.views`: the paginated, indexed reads of the web view (``chunkdedup serve``);
 - :mod:`~chunkdedup.store.index_errors`: what a damaged, full or locked index file means for the user.
 """
 

@@ -1,0 +1,40 @@
+"""``chunkdedup serve``: a local, read-only web view of an index (the ``[web]`` extra).
+
+Pages: ``/`` overview, ``/documents`` and ``/documents/<doc id>``, ``/boilerplate`` and
+``/boilerplate/<key>``, ``/chunks/<canonical id>``, ``/query?q=...`` and, with a report folder,
+``/report``; each also as JSON with ``?format=json``.
+
+Example:
+    >>> from chunkdedup.web import create_app
+    >>> app = create_app("policies.sqlite")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from chunkdedup.errors import MissingExtraError
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+
+def require_web() -> None:
+    """Check that the ``[web]`` extra (Starlette, Jinja2, uvicorn) is installed."""
+    for module in ("starlette", "jinja2", "uvicorn"):
+        try:
+            __import__(module)
+        except ImportError:
+            raise MissingExtraError("chunkdedup serve", "web", module) from None
+
+
+def create_app(index_path: str | Path, report_dir: str | Path | None = None) -> Starlette:
+    """The Starlette app serving the index at ``index_path`` read-only (see :mod:`chunkdedup.web.app`)."""
+    require_web()
+    from chunkdedup.web.app import create_app as make
+
+    return make(index_path, report_dir)
+
+
+__all__ = ["create_app", "require_web"]

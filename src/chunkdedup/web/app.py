@@ -1,0 +1,404 @@
+"""The Starlette app of ``chunkdedup serve``: routing and rendering over :mod:`chunkdedup.web.pages`.
+
+Each request opens the index read-only (SQLite WAL: an ingest may run meanwhile) and closes it
+again, so nothing is shared between requests and a replaced or damaged file is seen at once.
+Every page is HTML, or its record's ``to_json()`` with ``?format=json``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote, urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.datastructures import QueryParams
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from chunkdedup.errors import ChunkdedupError, IndexError_
+from chunkdedup.store import Store
+from chunkdedup.store.index import Index
+from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
+from chunkdedup.store.views import IndexViews
+from chunkdedup.web import pages
+from chunkdedup.web.pages import QueryForm
+
+HERE = Path(__file__).resolve().parent
+#: htmx as vendored under static/ (npm package htmx.org, dist/htmx.min.js; Zero-Clause BSD).
+HTMX_VERSION = "4.0.1"
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+#: Scripts and styles only from this server: document text that slipped through escaping still could
+#: not run. The report is drawn with inline styles and is served apart, in a sandboxed frame.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "frame-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'")
+REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'"
+
+R = TypeVar("R")
+
+
+class _NotFound(Exception):
+    def __init__(self, what: str, ident: str) -> None:
+        super().__init__(f"no {what} {ident!r} in this index")
+        self.what = what
+        self.ident = ident
+
+
+class _Headers:
+    """Adds the security headers to every response (static files included)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        report = scope.get("path") == "/report/view"
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.append((b"content-security-policy", (REPORT_CSP if report else CSP).encode()))
+                headers.append((b"x-content-type-options", b"nosniff"))
+                headers.append((b"referrer-policy", b"no-referrer"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals.update(doc_url=doc_url, chunk_url=chunk_url, key_url=key_url, htmx_version=HTMX_VERSION)
+    env.filters["bytes"] = _bytes
+    return env
+
+
+def doc_url(doc_id: str, page: int | None = None) -> str:
+    """The document page of ``doc_id`` (``page``: starting at that page, scrolled to it)."""
+    url = "/documents/" + quote(doc_id, safe="/")
+    return url if page is None else f"{url}?page={page}#p{page}"
+
+
+def chunk_url(canonical_id: str) -> str:
+    return "/chunks/" + quote(canonical_id, safe="")
+
+
+def key_url(khash: int) -> str:
+    return f"/boilerplate/{khash}"
+
+
+def _bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def create_app(index_path: str | Path, report_dir: str | Path | None = None) -> Starlette:
+    """The web view of the index at ``index_path`` (``report_dir``: also ``/report`` from its report.json).
+
+    Example:
+        >>> import uvicorn  # doctest: +SKIP
+        >>> uvicorn.run(create_app("policies.sqlite"), host="127.0.0.1", port=8765)  # doctest: +SKIP
+    """
+    view = _View(Path(index_path), None if report_dir is None else Path(report_dir))
+    routes = [
+        Route("/", view.overview),
+        Route("/documents", view.documents),
+        Route("/documents/{doc_id:path}", view.document),
+        Route("/boilerplate", view.boilerplate),
+        Route("/boilerplate/{khash}", view.key),
+        Route("/chunks/{canonical_id}", view.chunk),
+        Route("/query", view.query),
+        Route("/report", view.report),
+        Route("/report/view", view.report_view),
+        Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    handlers = {404: view.not_found_handler, 500: view.server_error_handler}
+    app = Starlette(routes=routes, exception_handlers=handlers)
+    app.add_middleware(_Headers)
+    return app
+
+
+class _Memo:
+    """Whole-index aggregates (the overview's counts, the boilerplate keys), kept while the index is
+    unchanged: every commit writes the -wal file (or the file itself), so a change of either's size or
+    modification time drops them. Per app, never per module."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._signature: tuple[tuple[int, int] | None, ...] = ()
+        self._values: dict[str, object] = {}
+
+    def signature(self) -> tuple[tuple[int, int] | None, ...]:
+        out: list[tuple[int, int] | None] = []
+        for p in (self.path, self.path.with_name(self.path.name + "-wal")):
+            try:
+                st = p.stat()
+            except OSError:
+                out.append(None)
+            else:
+                out.append((st.st_mtime_ns, st.st_size))
+        return tuple(out)
+
+    def get(self, name: str, compute: Callable[[], R]) -> R:
+        """``compute()`` once per state of the index file (read after the signature: never older)."""
+        signature = self.signature()
+        with self._lock:
+            if signature != self._signature:
+                self._signature, self._values = signature, {}
+            if name in self._values:
+                return self._values[name]  # type: ignore[return-value]
+        value = compute()
+        with self._lock:
+            if signature == self._signature:
+                self._values[name] = value
+        return value
+
+
+class _View:
+    """The request handlers: parse the parameters, build the page record, render or serialise it."""
+
+    def __init__(self, index_path: Path, report_dir: Path | None) -> None:
+        self.index_path = index_path
+        self.report_dir = report_dir
+        self.env = _environment()
+        self.memo = _Memo(index_path)
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def render(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("has_report", self.report_dir is not None)
+        context.setdefault("index_name", self.index_path.name)
+        context.setdefault("json_href", "?format=json")
+        return HTMLResponse(self.env.get_template(template).render(**context), status_code=status)
+
+    def error(self, request: Request, status: int, title: str, message: str) -> Response:
+        if _wants_json(request):
+            return JSONResponse({"error": title, "message": message}, status_code=status)
+        return self.render("error.html", status, title=title, message=message)
+
+    def with_index(self, request: Request, build: Callable[[Index], R]) -> R | Response:
+        """``build(index)`` on the index opened read-only; a missing, damaged or foreign file
+        answers with an error page that says what is wrong and how to fix it."""
+        try:
+            store = Store.open(self.index_path, readonly=True)
+        except ChunkdedupError as e:
+            return self.error(request, 503, "The index cannot be opened", str(e))
+        try:
+            return build(Index(store))
+        except _NotFound as e:
+            return self.error(request, 404, f"No {e.what} {e.ident!r}", f"{e}: {_NOT_FOUND_HINT[e.what]}")
+        except IndexError_ as e:
+            return self.error(request, 503, "The index cannot be read", str(e))
+        except SQLITE_FAILURES as e:
+            return self.error(request, 503, "The index cannot be read", str(index_error(self.index_path, e)))
+        finally:
+            store.close()
+
+    def page(self, request: Request, template: str, build: Callable[[Index], Any], **extra: Any) -> Response:
+        record = self.with_index(request, build)
+        if isinstance(record, Response):
+            return record
+        if _wants_json(request):
+            return JSONResponse(record.to_json())
+        params = _Params(request.query_params)
+        return self.render(template, page=record, query_string=params, json_href=params.with_(format="json"),
+                           **extra)
+
+    async def not_found_handler(self, request: Request, exc: Exception) -> Response:
+        return self.error(request, 404, "Not found", f"no page at {request.url.path!r}: see the links above")
+
+    async def server_error_handler(self, request: Request, exc: Exception) -> Response:
+        return self.error(request, 500, "Unexpected error",
+                          f"{type(exc).__name__} while answering {request.url.path!r}: this is a bug in "
+                          "chunkdedup serve (please report it with the page's address)")
+
+    # -- pages --------------------------------------------------------------------------------
+    def overview(self, request: Request) -> Response:
+        limit, offset = _paging(request)
+
+        def build(ix: Index) -> pages.OverviewPage:
+            stats = self.memo.get("stats", ix.stats)
+            return pages.overview_page(ix, limit=limit, offset=offset, stats=stats)
+
+        return self.page(request, "overview.html", build)
+
+    def documents(self, request: Request) -> Response:
+        limit, offset = _paging(request)
+        state = request.query_params.get("state") or None
+        return self.page(request, "documents.html",
+                         lambda ix: pages.documents_page(ix, limit=limit, offset=offset, state=state))
+
+    def document(self, request: Request) -> Response:
+        doc_id = request.path_params["doc_id"]
+        limit = _int(request, "limit", pages.DOCUMENT_PAGES, 1, 100)
+        first = _int(request, "page", 1, 1, 1 << 31)
+
+        def build(ix: Index) -> pages.DocumentPage:
+            found = pages.document_page(ix, doc_id, first=first, limit=limit)
+            if found is None:
+                raise _NotFound("document", doc_id)
+            return found
+
+        return self.page(request, "document.html", build, limit=limit)
+
+    def boilerplate(self, request: Request) -> Response:
+        limit, offset = _paging(request)
+
+        def build(ix: Index) -> pages.BoilerplatePage:
+            keys = self.memo.get("boilerplate", IndexViews(ix.store).boilerplate)
+            return pages.boilerplate_page(ix, limit=limit, offset=offset, keys=keys)
+
+        return self.page(request, "boilerplate.html", build)
+
+    def key(self, request: Request) -> Response:
+        raw = request.path_params["khash"]
+        limit, offset = _paging(request)
+
+        def build(ix: Index) -> pages.KeyPage:
+            try:
+                khash = int(raw)
+            except ValueError:
+                raise _NotFound("boilerplate key", raw) from None
+            found = pages.key_page(ix, khash, limit=limit, offset=offset)
+            if found is None:
+                raise _NotFound("boilerplate key", raw)
+            return found
+
+        fragment = request.headers.get("hx-request") == "true" and not _wants_json(request)
+        return self.page(request, "key_context.html" if fragment else "key.html", build)
+
+    def chunk(self, request: Request) -> Response:
+        canonical_id = request.path_params["canonical_id"]
+        limit, offset = _paging(request)
+
+        def build(ix: Index) -> pages.ChunkPage:
+            found = pages.chunk_page(ix, canonical_id, limit=limit, offset=offset)
+            if found is None:
+                raise _NotFound("chunk", canonical_id)
+            return found
+
+        return self.page(request, "chunk.html", build)
+
+    def query(self, request: Request) -> Response:
+        params = request.query_params
+        form = QueryForm(
+            q=params.get("q", ""),
+            where=tuple(w.strip() for w in params.getlist("where") if w.strip()),
+            versions=params.get("versions") or "latest",
+            retriever=params.get("retriever") or "auto",
+            safety_net=params.get("safety_net", "on") != "off",
+            k=_int(request, "k", 5, 1, 100),
+        )
+
+        def build(ix: Index) -> pages.QueryPage:
+            try:
+                return pages.query_page(ix, form)
+            except IndexError_:
+                raise
+            except ChunkdedupError as e:  # a bad option or filter, an extra the retriever needs
+                return pages.QueryPage(form, None, (), str(e))
+
+        record = self.with_index(request, build)
+        if isinstance(record, Response):
+            return record
+        status = 400 if record.error else 200
+        if _wants_json(request):
+            return JSONResponse(record.to_json(), status_code=status)
+        qs = _Params(params)
+        return self.render("query.html", status, page=record, query_string=qs,
+                           json_href=qs.with_(format="json"), retrievers=("auto", "bm25", "vector", "hybrid"),
+                           policies=("latest", "label", "all"))
+
+    def _report_data(self, request: Request) -> dict[str, Any] | Response:
+        if self.report_dir is None:
+            return self.error(request, 404, "No report",
+                              "this server was started without --report DIR: start it with the folder "
+                              "`chunkdedup eval --out DIR` wrote")
+        path = self.report_dir / "report.json"
+        try:
+            data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            return self.error(request, 503, "The report cannot be read",
+                              f"{path}: {e}: write it again with `chunkdedup eval --out {self.report_dir}`")
+        return data
+
+    def report(self, request: Request) -> Response:
+        data = self._report_data(request)
+        if isinstance(data, Response):
+            return data
+        if _wants_json(request):
+            return JSONResponse(data)
+        return self.render("report.html", report_dir=str(self.report_dir))
+
+    def report_view(self, request: Request) -> Response:
+        from chunkdedup.report import render_html
+
+        data = self._report_data(request)
+        if isinstance(data, Response):
+            return data
+        return HTMLResponse(render_html(data))
+
+
+_NOT_FOUND_HINT = {
+    "document": "document ids are listed under Documents (or by `chunkdedup export`)",
+    "chunk": "canonical ids are listed by `chunkdedup export` and linked from each document's chunks",
+    "boilerplate key": "the stripped keys are listed under Boilerplate",
+}
+
+
+class _Params:
+    """The request's query string, to build a link that changes one or two parameters (pagination)."""
+
+    def __init__(self, params: QueryParams) -> None:
+        self.items = list(params.multi_items())
+
+    def with_(self, **changes: object) -> str:
+        """The query string with ``changes`` (in place where the parameter is there already)."""
+        out: list[tuple[str, str]] = []
+        done: set[str] = set()
+        for k, v in self.items:
+            if k in changes:
+                if k not in done and changes[k] is not None:
+                    out.append((k, str(changes[k])))
+                done.add(k)
+            else:
+                out.append((k, v))
+        out += [(k, str(v)) for k, v in changes.items() if k not in done and v is not None]
+        return "?" + urlencode(out)
+
+
+def _wants_json(request: Request) -> bool:
+    return request.query_params.get("format") == "json"
+
+
+def _int(request: Request, name: str, default: int, lo: int, hi: int) -> int:
+    try:
+        value = int(request.query_params.get(name, default))
+    except ValueError:
+        return default
+    return min(max(value, lo), hi)
+
+
+def _paging(request: Request) -> tuple[int, int]:
+    return _int(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), _int(request, "offset", 0, 0, 1 << 62)
