@@ -298,10 +298,7 @@ def _parse_phase(
     def jobs() -> Iterator[ParseJob]:
         for i in range(0, len(inputs), PARSE_JOB_FILES):
             part = inputs[i : i + PARSE_JOB_FILES]
-            known = [
-                store.file_hash(str(inp.path)) if store.docs_of_file(str(inp.path)) else None for inp in part
-            ]
-            yield ParseJob(tuple(zip(part, known, strict=True)), cfg)
+            yield ParseJob(tuple((inp, store.known_file(str(inp.path))) for inp in part), cfg)
 
     tick("parse", 0, len(inputs))
     done = 0
@@ -327,10 +324,11 @@ def store_file(
     pf: ParsedFile | None,
     cfg: Config,
     run_id: int,
-    keys: Sequence[boilerplate.DocumentKeys] | None = None,
+    keys: Sequence[boilerplate.DocumentKeys | None] = (),
 ) -> FileResult:
-    """Write one file's outcome; its documents go in pending chunking, with their boilerplate
-    candidate keys (``keys[i]`` for ``pf.documents[i]`` when the parse stage computed them)."""
+    """Write one file's outcome; its new and changed documents go in pending chunking, with their
+    boilerplate candidate keys (``keys[i]`` for ``pf.documents[i]`` when the parse stage computed them,
+    else computed here)."""
     path = str(inp.path)
     if pf is None:
         return FileResult(path, FileStatus.UNCHANGED, tuple(store.docs_of_file(path)))
@@ -354,10 +352,14 @@ def store_file(
     for old in store.docs_of_file(path):
         if old not in new_ids:
             store.remove_document(old, run_id)
+    # a record stored exactly as it is parsed now (of a JSONL or Parquet file changed elsewhere) is
+    # left as it is, with its pages, keys and chunks
+    changed = store.changed_documents(pf.documents)
     store.put_documents(
         [
-            (doc, keys[i] if keys else boilerplate.document_keys(doc.pages, cfg.boilerplate))
+            (doc, (keys[i] if keys else None) or boilerplate.document_keys(doc.pages, cfg.boilerplate))
             for i, doc in enumerate(pf.documents)
+            if doc.doc_id in changed
         ],
         run_id,
     )

@@ -22,26 +22,26 @@ from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.dedup.near import sign_keys
 from chunkdedup.normalize import canonical_id
 from chunkdedup.parse import InputFile, input_fingerprint, parse_file
-from chunkdedup.types import FileStatus, Page, ParsedFile
+from chunkdedup.types import FileStatus, KnownFile, Page, ParsedFile
 
 
 @dataclass(frozen=True, slots=True)
 class ParseJob:
-    """Files to parse: each with the content hash the index holds for it (``None``: none), so an
-    unchanged file is only hashed."""
+    """Files to parse, each with what the index knows of it."""
 
-    files: tuple[tuple[InputFile, str | None], ...]
+    files: tuple[tuple[InputFile, KnownFile], ...]
     config: Config
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedInput:
-    """One input file after parsing: its hash, its parse (``None``: unchanged), candidate keys."""
+    """One input file after parsing: its hash, its parse (``None``: unchanged), and each document's
+    candidate keys (``None`` for a document whose content hash the index holds already)."""
 
     input: InputFile
     content_hash: str | None
     parsed: ParsedFile | None
-    keys: tuple[boilerplate.DocumentKeys, ...] = ()
+    keys: tuple[boilerplate.DocumentKeys | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,16 +63,20 @@ class ChunkedBatch:
     signatures: tuple[tuple[str, bytes, list[int]], ...]
 
 
-def parse_input(inp: InputFile, known_hash: str | None, config: Config) -> ParsedInput:
-    """Hash, parse and key one file (unchanged when its hash is ``known_hash``)."""
+def parse_input(inp: InputFile, known: KnownFile, config: Config) -> ParsedInput:
+    """Hash, parse and key one file (unchanged when its hash is the known one; a document whose
+    content hash is known gets no keys)."""
     try:
         h: str | None = input_fingerprint(inp)
     except OSError as e:
         return ParsedInput(inp, None, ParsedFile(str(inp.path), (), FileStatus.FAILED, f"cannot read: {e}"))
-    if h is not None and h == known_hash:
+    if h is not None and h == known.content_hash:
         return ParsedInput(inp, h, None)
     pf = parse_file(inp, config.parse)
-    keys = tuple(boilerplate.document_keys(d.pages, config.boilerplate) for d in pf.documents)
+    keys = tuple(
+        None if d.content_hash in known.documents else boilerplate.document_keys(d.pages, config.boilerplate)
+        for d in pf.documents
+    )
     return ParsedInput(inp, h, pf, keys)
 
 

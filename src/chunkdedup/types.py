@@ -148,3 +148,13 @@ class CanonicalChunk:
     @property
     def copies(self) -> int:
         return len(self.sources)
+
+
+@dataclass(frozen=True, slots=True)
+class KnownFile:
+    """What an index holds of an input file: its content hash (``None``: none), so an unchanged file
+    is only hashed, and its documents' content hashes, so a changed JSONL or Parquet file's unchanged
+    records are not keyed again (they are not stored again either)."""
+
+    content_hash: str | None = None
+    documents: frozenset[str] = frozenset()

@@ -28,7 +28,7 @@ from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.store.chunk_tables import ChunkTables
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.schema import CLEAN_TEXT, MIGRATIONS
-from chunkdedup.types import Document, Page, StrippedLine
+from chunkdedup.types import Document, KnownFile, Page, StrippedLine
 
 #: The page cache of each connection, KiB.
 PAGE_CACHE_KIB = 256 * 1024
@@ -292,6 +292,13 @@ class Store:
         """Make the next ingest parse the file again (a JSONL/Parquet file that keeps other records)."""
         self.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
 
+    def known_file(self, path: str) -> KnownFile:
+        """What the index holds of a file: its content hash while it has documents, and their hashes."""
+        hashes = frozenset(
+            r[0] for r in self.conn.execute("SELECT content_hash FROM documents WHERE file_path=?", (path,))
+        )
+        return KnownFile(self.file_hash(path) if hashes else None, hashes)
+
     def docs_of_file(self, path: str) -> list[str]:
         rows = self.conn.execute("SELECT doc_id FROM documents WHERE file_path=? ORDER BY doc_id", (path,))
         return [r[0] for r in rows]
@@ -300,6 +307,13 @@ class Store:
         row = self.conn.execute("SELECT file_path FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
         return None if row is None else row[0]
 
+    def changed_documents(self, docs: Sequence[Document]) -> set[str]:
+        """The ids of ``docs`` not stored exactly as they are (content hash, metadata, place): an
+        unchanged record of a JSONL or Parquet file that changed elsewhere is not among them."""
+        rows = {doc.doc_id: _document_row(doc) for doc in docs}
+        stored = {r[0]: tuple(r[1:]) for r in self._batched_rows(_DOCUMENT_ROWS, sorted(rows))}
+        return {doc_id for doc_id, row in rows.items() if stored.get(doc_id) != row}
+
     def put_documents(self, items: Sequence[tuple[Document, DocumentKeys]], run_id: int) -> None:
         """Store parsed documents (pages and boilerplate candidate keys) as pending chunking, a few
         statements for the whole batch.
@@ -307,31 +321,19 @@ class Store:
         A new version of a stored document first loses its old sources, so no source ever points
         into page text that is being replaced.
         """
+        if not items:
+            return
         c = self.conn
+        rows = {doc.doc_id: _document_row(doc) for doc, _ in items}
         ids = [doc.doc_id for doc, _ in items]
-        stored = self.chunks.docs_with_sources(ids)
-        if stored:
-            self.chunks.replace_sources(stored, (), run_id)
+        changed = self.chunks.docs_with_sources(ids)
+        if changed:
+            self.chunks.replace_sources(changed, (), run_id)
         c.executemany(
             "INSERT OR REPLACE INTO documents(doc_id, file_path, content_hash, unit, metadata, department,"
-            " family, effective_date, n_pages, state, config_hash, run_id, title)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?, ?)",
-            [
-                (
-                    doc.doc_id,
-                    doc.path,
-                    doc.content_hash,
-                    doc.unit,
-                    json.dumps(dict(doc.metadata), sort_keys=True),
-                    doc.department,
-                    doc.family,
-                    doc.effective_date.isoformat() if doc.effective_date else None,
-                    len(doc.pages),
-                    run_id,
-                    doc.title,
-                )
-                for doc, _ in items
-            ],
+            " family, effective_date, n_pages, title, state, config_hash, run_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)",
+            [(doc.doc_id, *rows[doc.doc_id], run_id) for doc, _ in items],
         )
         c.executemany("DELETE FROM pages WHERE doc_id=?", [(i,) for i in ids])
         c.executemany(
@@ -339,6 +341,12 @@ class Store:
             [(doc.doc_id, p.number, int(p.has_text_layer), p.text) for doc, _ in items for p in doc.pages],
         )
         self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
+
+    def _batched_rows(self, sql: str, ids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """Rows of ``sql`` (one ``{}`` placeholder list) for ``ids``, 500 ids per statement."""
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            yield from self.conn.execute(sql.format(",".join("?" * len(part))), part)
 
     def set_many_doc_keys(self, items: Sequence[tuple[str, DocumentKeys]]) -> None:
         """Documents' candidate keys (``counted=1``) and the other keys strip() could remove (0)."""
@@ -512,6 +520,28 @@ class Store:
             "INSERT INTO stripped(doc_id, khash, scope, pages, lines, example) VALUES (?, ?, ?, ?, ?, ?)",
             rows,
         )
+
+
+#: a stored document's row, as :func:`_document_row` makes it (the doc id first)
+_DOCUMENT_ROWS = (
+    "SELECT doc_id, file_path, content_hash, unit, metadata, department, family, effective_date, n_pages,"
+    " title FROM documents WHERE doc_id IN ({})"
+)
+
+
+def _document_row(doc: Document) -> tuple[Any, ...]:
+    """What ``documents`` holds of a parsed document (but its id, state and runs)."""
+    return (
+        doc.path,
+        doc.content_hash,
+        doc.unit,
+        json.dumps(dict(doc.metadata), sort_keys=True),
+        doc.department,
+        doc.family,
+        doc.effective_date.isoformat() if doc.effective_date else None,
+        len(doc.pages),
+        doc.title,
+    )
 
 
 def writer_active(path: str | Path) -> bool:
