@@ -385,3 +385,28 @@ def test_rewriting_a_documents_unchanged_chunks_keeps_its_groups_and_canonicals(
         assert store.conn.execute("SELECT COUNT(*) FROM dirty").fetchone()[0] == 0
         assert store.conn.execute(canonical_rows).fetchall() == canonicals
         assert store.conn.execute("SELECT * FROM tombstones ORDER BY canonical_id").fetchall() == tombstones
+
+
+def test_one_edited_record_of_a_jsonl_file_is_the_only_one_redone(tmp_path: Path) -> None:
+    """A JSONL file with one record edited and one record's metadata changed: the file is parsed
+    again, but the untouched records are neither keyed nor stored again; the index equals a fresh one."""
+    texts = sorted((POLICY / "current").rglob("*.md"))[:40]
+    records = [
+        {"id": f"r{i}", "text": p.read_text(encoding="utf-8"), "team": "a"} for i, p in enumerate(texts)
+    ]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shard = corpus / "records.jsonl"
+    shard.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    index = tmp_path / "i.sqlite"
+    first = ingest([corpus], index)
+    assert first.totals["documents_chunked"] == 40
+    records[7]["text"] = records[7]["text"].replace("GitHub", "GitLab", 1)
+    records[21]["team"] = "b"  # metadata only: stored again (filters see it), its text re-chunked too
+    shard.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    again = ingest([corpus], index)
+    assert again.files[0].status == FileStatus.INGESTED
+    assert again.totals["documents_chunked"] == 2
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh)
+    assert snapshot(index) == snapshot(fresh)
