@@ -257,9 +257,9 @@ class ChunkTables:
         )
         c.execute(
             "INSERT OR IGNORE INTO dirty(group_id) SELECT DISTINCT g2.id FROM groups g1"
-            " JOIN bands b1 ON b1.gid = g1.gid"
-            " JOIN bands b2 ON b2.band_key = b1.band_key AND b2.gid != b1.gid"
-            " JOIN groups g2 ON g2.gid = b2.gid WHERE g1.id = ?",
+            " CROSS JOIN bands b1 ON b1.gid = g1.gid"
+            " CROSS JOIN bands b2 ON b2.band_key = b1.band_key AND b2.gid != b1.gid"
+            " CROSS JOIN groups g2 ON g2.gid = b2.gid WHERE g1.id = ?",
             (gid,),
         )
         c.execute(
@@ -431,9 +431,10 @@ class ChunkTables:
         try:
             c.executemany("INSERT OR IGNORE INTO temp.wanted_groups(id) VALUES (?)", [(g,) for g in ids])
             rows = c.execute(
-                "SELECT DISTINCT w.id, g2.id FROM temp.wanted_groups w JOIN groups g1 ON g1.id = w.id"
-                " JOIN bands b1 ON b1.gid = g1.gid JOIN bands b2 ON b2.band_key = b1.band_key"
-                " AND b2.gid != b1.gid JOIN groups g2 ON g2.gid = b2.gid ORDER BY 1, 2"
+                # CROSS JOIN keeps this order: without it SQLite scans every band row (b2) first
+                "SELECT DISTINCT w.id, g2.id FROM temp.wanted_groups w CROSS JOIN groups g1 ON g1.id = w.id"
+                " CROSS JOIN bands b1 ON b1.gid = g1.gid CROSS JOIN bands b2 ON b2.band_key = b1.band_key"
+                " AND b2.gid != b1.gid CROSS JOIN groups g2 ON g2.gid = b2.gid ORDER BY 1, 2"
             )
             for a, b in rows:
                 out[a].append(b)
@@ -443,9 +444,9 @@ class ChunkTables:
 
     def band_neighbours(self, gid: str) -> list[str]:
         rows = self.conn.execute(
-            "SELECT DISTINCT g2.id FROM groups g1 JOIN bands b1 ON b1.gid = g1.gid"
-            " JOIN bands b2 ON b2.band_key = b1.band_key AND b2.gid != b1.gid"
-            " JOIN groups g2 ON g2.gid = b2.gid WHERE g1.id = ? ORDER BY 1",
+            "SELECT DISTINCT g2.id FROM groups g1 CROSS JOIN bands b1 ON b1.gid = g1.gid"
+            " CROSS JOIN bands b2 ON b2.band_key = b1.band_key AND b2.gid != b1.gid"
+            " CROSS JOIN groups g2 ON g2.gid = b2.gid WHERE g1.id = ? ORDER BY 1",
             (gid,),
         )
         return [r[0] for r in rows]
