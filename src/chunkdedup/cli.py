@@ -145,6 +145,7 @@ def ingest_cmd(
         chunkdedup ingest ../shared/data/site-policy --index policies.sqlite \\
             --manifest ../shared/data/site-policy/manifest.jsonl
         chunkdedup ingest docs/ --index corpus.sqlite --embedder minilm   # adds the semantic tier
+        chunkdedup ingest shards/ --index corpus.sqlite --parallelism 1   # stages in this process only
         chunkdedup ingest shards/ --index corpus.sqlite --engine ray --address auto
         chunkdedup ingest docs/ --index corpus.sqlite --text-index tantivy   # BM25 for millions of chunks
     """
