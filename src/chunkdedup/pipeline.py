@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from chunkdedup import boilerplate
+from chunkdedup.clusters import NearStats, start_hashing, update_clusters
 from chunkdedup.config import Config
 from chunkdedup.context import CONTEXT_FORMAT, document_context
-from chunkdedup.dedup.near import NearStats, near_hashing, start_hashing, update_clusters
+from chunkdedup.dedup.near import near_hashing
 from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
 from chunkdedup.execute import Executor, LocalExecutor, StageClock

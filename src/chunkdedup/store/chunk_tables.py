@@ -18,10 +18,10 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from chunkdedup.dedup.exact import KeyedChunk
+from chunkdedup.dedup.near import Assignment, GroupRow
 from chunkdedup.normalize import key_hash
 from chunkdedup.store.schema import CLEAN_TEXT
 
@@ -46,27 +46,6 @@ _CANONICAL_SOURCES = (
 #: Clean page texts at hand, by (doc_id, page): a batch's own pages, so its spans are sliced in memory.
 Pages = Mapping[tuple[str, int], str]
 _NO_PAGES: Pages = {}
-
-
-@dataclass(frozen=True, slots=True)
-class GroupRow:
-    """What clustering needs of a group: its text, its order, its cluster."""
-
-    id: str
-    text: str
-    order: tuple[str, int, int]
-    canonical_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Assignment:
-    """The decided cluster of one group."""
-
-    group_id: str
-    canonical_id: str
-    relation: str
-    similarity: float
-    differing: tuple[str, ...] = ()
 
 
 #: the band rows with their groups' ids (bands name a group by its integer key, migration 0012)

@@ -1,0 +1,237 @@
+"""The near and semantic tiers on an index: sign (and embed) new groups, then re-decide the clusters
+of every group a change touched, whole connected components at a time, with the pure steps of
+:mod:`chunkdedup.dedup.near` (verified edges, components, leader clustering) over the store's rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from chunkdedup.config import Config, NearConfig, SemanticConfig
+from chunkdedup.dedup.minhash import MinHasher, jaccard
+from chunkdedup.dedup.near import (
+    Edges,
+    GroupRow,
+    NearEdges,
+    connect,
+    decide,
+    group_key,
+    near_fingerprints,
+    sign_keys,
+)
+from chunkdedup.dedup.semantic import neighbour_pairs
+from chunkdedup.embed import Embedder, get_embedder
+from chunkdedup.errors import ConfigError
+from chunkdedup.store import Store
+
+_SIGN_BATCH = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class NearStats:
+    """What one pass did: groups signed, groups re-clustered, merges and variants among them."""
+
+    signed: int
+    reclustered: int
+    merged: int
+    variants: int
+
+
+def start_hashing(store: Store, config: NearConfig) -> None:
+    """On an index with no groups and no signature settings yet, record ``config``'s: there is nothing
+    to re-sign, and the chunk phase's signatures of its new groups are kept for good."""
+    if not config.enabled or store.meta("near_hashing") is not None:
+        return
+    if not store.chunks.has_groups():
+        with store.transaction():
+            store.set_meta("near_hashing", near_fingerprints(config)[0])
+
+
+def update_clusters(
+    store: Store,
+    config: Config,
+    run_id: int,
+    tick: Callable[[str, int, int], None] | None = None,
+    *,
+    embedder: Embedder | None = None,
+    reembed: bool = False,
+    near_edges: Callable[[], NearEdges | None] | None = None,
+    known: Mapping[str, str] | None = None,
+) -> NearStats:
+    """Sign (and embed) new groups and re-cluster the components of dirty groups.
+
+    ``embedder`` overrides ``config.semantic.embedder`` (tests pass a deterministic one). An index
+    embedded with another model is refused unless ``reembed``. ``near_edges``, called once after
+    signing when there is something to re-cluster, returns every verified near edge of the index
+    (the Ray path computes them on the cluster); ``None`` from it, or no ``near_edges``, means the
+    edges come from the store's band neighbours, verified here. ``known`` (group id -> exact key) are
+    keys the caller computed already (the chunk phase's), so their texts are not keyed again.
+    """
+    progress = tick or (lambda stage, done, total: None)
+    tables = store.chunks
+    near, sem = config.near, config.semantic
+    hashing, settings = near_fingerprints(near)
+    model = (embedder or get_embedder(sem.embedder, batch_size=sem.batch_size)) if sem.enabled else None
+    with store.transaction():
+        if store.meta("near_hashing") != hashing:
+            tables.clear_signatures()
+            store.set_meta("near_hashing", hashing)
+        semantic = json.dumps([sem.enabled, sem.threshold if sem.enabled else None])
+        if store.meta("near_settings") != settings or store.meta("semantic_settings") != semantic:
+            tables.mark_all_dirty()
+            if store.meta("near_settings") != settings:
+                store.chunks.clear_near_edges()  # kept for the old threshold or bands
+            store.set_meta("near_settings", settings)
+            store.set_meta("semantic_settings", semantic)
+            tables.clear_semantic_edges()  # recomputed below for every vector
+            store.delete_meta("semantic_edges_for")
+        if model is not None:
+            _check_embedder(store, model, reembed)
+    # each group's exact key, computed once in this pass (signing, verification and the guard need it)
+    keys: dict[str, str] = dict(known or {})
+    signed = _sign(store, near, progress, keys) if near.enabled else 0
+    with store.transaction():
+        tables.merge_bands()  # the band rows signed in the chunk phase and just now
+    if model is not None:
+        _embed(store, model, sem, progress)
+    dirty = tables.dirty_ids()
+    if not dirty:
+        return NearStats(signed, 0, 0, 0)
+    if near.enabled or model is not None:
+        given = near_edges() if near_edges is not None and near.enabled else None
+        rows, edges = _components(store, dirty, near, keys, semantic=model is not None, given=given)
+    else:
+        rows, edges = tables.group_rows(dirty), {}
+    assignments, variants = decide(rows, edges, near.guard, near.linkage, keys)
+    with store.transaction():
+        tables.apply(assignments, variants, run_id)
+    progress("cluster", len(rows), len(rows))
+    merged = sum(a.relation != "exact" for a in assignments)
+    return NearStats(signed, len(rows), merged, len(variants))
+
+
+def _check_embedder(store: Store, model: Embedder, reembed: bool) -> None:
+    name, dim = store.meta("embedder_name"), store.meta("embedder_dim")
+    if reembed and name is not None:
+        store.chunks.clear_embeddings()
+        name = dim = None
+    if name is None:
+        store.set_meta("embedder_name", model.name)
+        store.set_meta("embedder_dim", str(model.dim))
+    elif (name, dim) != (model.name, str(model.dim)):
+        raise ConfigError(
+            f"index {store.path} is embedded with {name} (dim {dim}), not {model.name} (dim {model.dim}): "
+            f"use --embedder {name}, or re-embed everything with --embedder {model.name} --reembed"
+        )
+
+
+def _embed(
+    store: Store, model: Embedder, config: SemanticConfig, progress: Callable[[str, int, int], None]
+) -> None:
+    """Embed groups that have no vector yet, then find their semantic edges against every vector."""
+    tables = store.chunks
+    new: list[str] = []
+    total = tables.unembedded_count()
+    while batch := tables.unembedded_groups(config.batch_size):
+        vectors = np.asarray(model.embed_batch([text for _, text in batch]), dtype="<f4")
+        with store.transaction():
+            tables.set_embeddings((gid, vectors[i].tobytes()) for i, (gid, _) in enumerate(batch))
+        new.extend(gid for gid, _ in batch)
+        progress("embed", len(new), total)
+    ids, blobs = tables.embeddings()
+    # after a settings change (no edges recorded for them) every vector's edges are recomputed;
+    # otherwise only the new vectors' edges, against all
+    full = store.meta("semantic_edges_for") != str(config.threshold)
+    position = {gid: i for i, gid in enumerate(ids)}
+    queries = list(range(len(ids))) if full else [position[g] for g in new]
+    if not queries:
+        return
+    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)
+    pairs, cosines = neighbour_pairs(
+        np.asarray(queries, dtype=np.int64), matrix, config.threshold, block=config.block
+    )
+    with store.transaction():
+        tables.put_semantic_edges(
+            (ids[int(a)], ids[int(b)], float(c)) for (a, b), c in zip(pairs, cosines, strict=True)
+        )
+        store.set_meta("semantic_edges_for", str(config.threshold))
+
+
+def _sign(
+    store: Store, config: NearConfig, progress: Callable[[str, int, int], None], keys: dict[str, str]
+) -> int:
+    hasher = MinHasher.from_config(config)
+    done = 0
+    total = store.chunks.unsigned_count()
+    while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
+        sigs, bands = sign_keys(hasher, [group_key(keys, gid, text) for gid, text in batch], config)
+        with store.transaction():
+            store.chunks.set_signatures(
+                (gid, sigs[i].tobytes(), bands[i].tolist()) for i, (gid, _) in enumerate(batch)
+            )
+        done += len(batch)
+        progress("sign", done, total)
+    return done
+
+
+def _components(
+    store: Store,
+    dirty: Sequence[str],
+    config: NearConfig,
+    keys: dict[str, str],
+    *,
+    semantic: bool,
+    given: NearEdges | None = None,
+) -> tuple[list[GroupRow], Edges]:
+    """Every group connected to a dirty one by verified near edges or semantic edges, and those edges
+    with their relation and similarity (a pair with both keeps the near edge).
+
+    Near candidates are the store's band neighbours, verified here by shingle Jaccard, or, when
+    ``given``, the verified edges computed elsewhere (the Ray path): the same rule either way."""
+    semantic_lookup = store.chunks.semantic_neighbours if semantic else None
+    if not config.enabled:
+        seen, edges = connect(dirty, lambda gid: (), lambda a, b: 0.0, config.threshold, semantic_lookup)
+    elif given is not None:
+        adjacency: dict[str, list[str]] = {}
+        for a, b in given:
+            adjacency.setdefault(a, []).append(b)
+            adjacency.setdefault(b, []).append(a)
+        seen, edges = connect(
+            dirty,
+            lambda gid: sorted(adjacency.get(gid, ())),
+            lambda a, b: given[(a, b) if a < b else (b, a)],
+            config.threshold,
+            semantic_lookup,
+        )
+    else:
+        hasher = MinHasher.from_config(config)
+        texts: dict[str, np.ndarray] = {}
+
+        def shingles(gid: str) -> np.ndarray:
+            if gid not in texts:
+                if gid in keys:  # signed in this pass: its text need not be read again
+                    texts[gid] = hasher.shingles(keys[gid])
+                else:
+                    row = store.chunks.group_rows([gid])
+                    key = group_key(keys, gid, row[0].text) if row else None
+                    texts[gid] = hasher.shingles(key) if key is not None else np.empty(0, np.uint64)
+            return texts[gid]
+
+        # the dirty groups' neighbours in one read; a group reached beyond them is read on its own
+        known = store.chunks.band_neighbour_map(dirty)
+
+        def neighbours(gid: str) -> list[str]:
+            found = known.get(gid)
+            return found if found is not None else store.chunks.band_neighbours(gid)
+
+        seen, edges = connect(
+            dirty,
+            neighbours,
+            lambda a, b: jaccard(shingles(a), shingles(b)),
+            config.threshold,
+            semantic_lookup,
+        )
+    return store.chunks.group_rows(seen), edges
