@@ -75,3 +75,59 @@ def test_a_failing_job_raises_its_error_in_order() -> None:
 def test_workers_must_be_positive() -> None:
     with pytest.raises(ConfigError, match="workers must be at least 1, got 0"):
         LocalExecutor(workers=0)
+
+
+_DRIVER = """
+import fcntl, os, sys, threading, time
+from chunkdedup.execute import LocalExecutor
+
+if __name__ == "__main__":
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as the store's writer lock is held during an ingest
+    with LocalExecutor(workers=2) as pool:
+        def report() -> None:
+            while not (pool._pool and len(pool._pool._processes) == 2):
+                time.sleep(0.1)
+            print(" ".join(map(str, pool._pool._processes)), flush=True)
+        threading.Thread(target=report, daemon=True).start()
+        for _ in pool.map(time.sleep, [120, 120, 120]):
+            pass
+"""
+
+
+def test_a_killed_driver_leaves_no_worker_and_no_lock(tmp_path: Path) -> None:
+    """Workers hold none of the driver's descriptors (the writer lock) and end with the driver."""
+    import fcntl
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    lock, script = tmp_path / "index.sqlite", tmp_path / "driver.py"
+    lock.write_bytes(b"")
+    script.write_text(_DRIVER, encoding="utf-8")
+    driver = subprocess.Popen([sys.executable, str(script), str(lock)], stdout=subprocess.PIPE, text=True)
+    assert driver.stdout is not None
+    workers = [int(p) for p in driver.stdout.readline().split()]
+    assert len(workers) == 2
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    deadline = time.monotonic() + 15
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in workers if os.path.exists(f"/proc/{p}") and "Z" not in _state(p)]
+    assert not alive, f"workers {alive} outlived their driver"
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody holds the lock any more
+    finally:
+        os.close(fd)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "Z"

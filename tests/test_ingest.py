@@ -410,3 +410,26 @@ def test_one_edited_record_of_a_jsonl_file_is_the_only_one_redone(tmp_path: Path
     fresh = tmp_path / "fresh.sqlite"
     ingest([corpus], fresh)
     assert snapshot(index) == snapshot(fresh)
+
+
+def test_a_dry_run_on_an_index_of_an_older_version_leaves_it_as_it_was(tmp_path: Path) -> None:
+    """The dry run works on a copy, migrated there: the index itself is neither migrated nor written."""
+    import hashlib
+    import sqlite3
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nRefunds take 30 days from the request.\n", encoding="utf-8")
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    conn = sqlite3.connect(index)
+    with conn:  # as an index before migration 0013 is
+        conn.execute("DROP TABLE band_stage")
+        conn.execute("DELETE FROM migrations WHERE name = '0013_band_stage'")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    before = hashlib.sha256(index.read_bytes()).hexdigest()
+    (corpus / "b.md").write_text("# B\n\nBadges are returned on the last day.\n", encoding="utf-8")
+    report = ingest([corpus], index, dry_run=True)
+    assert report.dry_run and report.totals["documents"] == 2
+    assert hashlib.sha256(index.read_bytes()).hexdigest() == before

@@ -16,8 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections import deque
@@ -95,14 +97,40 @@ class Executor(ABC):
         return None
 
 
+def _start_method() -> str:
+    """A fork server where there is one (POSIX): a worker forked from it holds none of the driver's
+    descriptors. A plain fork would hand every worker the index's writer lock (``flock`` on a file
+    descriptor), and a worker left running after a killed driver would keep the index locked."""
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def _exit_with_driver(driver: int) -> None:
+    """Pool initializer: a watchdog that ends the worker once the driver (the process that made the
+    pool) is gone, so a killed driver leaves no worker running on."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                os.kill(driver, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # a pid taken over by another user's process: ours is gone
+                os._exit(1)
+
+    threading.Thread(target=watch, name="chunkdedup-driver-watch", daemon=True).start()
+
+
 class LocalExecutor(Executor):
     """Jobs in this process (``workers=1``) or in ``workers`` worker processes (``None``: one per
-    core, at most 8), started when the executor is entered and stopped when it is left.
+    core, at most 8). The pool starts at the first map with more than one job (a run with a single
+    job runs it here, paying no start-up) and stops when the executor is left.
 
-    Workers start the platform's way (``multiprocessing``'s default: a fork on Linux before Python
-    3.14, a fork server from 3.14, a spawn on macOS and Windows, where a script that ingests needs the
-    usual ``if __name__ == "__main__":`` guard). They run only the pure jobs of
-    :mod:`chunkdedup.stages`, never an embedder or Ray."""
+    Workers are forked from a fork server (POSIX; spawned elsewhere), so they hold none of the
+    driver's descriptors (the index's writer lock above all), and each ends when its parent does. A
+    script that ingests with workers needs the usual ``if __name__ == "__main__":`` guard, as any
+    script that starts processes this way. They run only the pure jobs of :mod:`chunkdedup.stages`,
+    never an embedder or Ray."""
 
     def __init__(self, workers: int | None = 1) -> None:
         if workers is not None and workers < 1:
@@ -112,8 +140,6 @@ class LocalExecutor(Executor):
         self._depth = 0
 
     def __enter__(self) -> LocalExecutor:
-        if self._depth == 0 and self.workers > 1:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context())
         self._depth += 1
         return self
 
@@ -125,15 +151,28 @@ class LocalExecutor(Executor):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+    def _started(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            yield from map(fn, items)
+            self._pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=multiprocessing.get_context(_start_method()),
+                initializer=_exit_with_driver,
+                initargs=(os.getpid(),),
+            )
+        return self._pool
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        it = iter(items)
+        first = list(itertools.islice(it, 2))
+        if self.workers <= 1 or self._depth == 0 or len(first) < 2:
+            yield from map(fn, itertools.chain(first, it))
             return
+        pool = self._started()
         window: deque[Future[R]] = deque()
         limit = IN_FLIGHT_PER_WORKER * self.workers
         try:
-            for item in items:
-                window.append(self._pool.submit(fn, item))
+            for item in itertools.chain(first, it):
+                window.append(pool.submit(fn, item))
                 if len(window) >= limit:
                     yield window.popleft().result()
             while window:

@@ -133,12 +133,20 @@ class Store:
 
     @staticmethod
     def copy(src: Path, dst: Path) -> None:
-        """A consistent copy of an index file (SQLite's backup API), for dry runs."""
-        source = Store.open(src, readonly=True)
+        """A consistent copy of an index file (SQLite's backup API), for dry runs. The file is copied as
+        it is, even one that an older chunkdedup wrote: opening the copy migrates the copy."""
+        try:
+            source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+        except sqlite3.Error as e:
+            raise index_error(src, e) from None
         try:
             target = sqlite3.connect(dst)
-            source.conn.backup(target)
-            target.close()
+            try:
+                source.backup(target)
+            finally:
+                target.close()
+        except SQLITE_FAILURES as e:
+            raise index_error(src, e) from None
         finally:
             source.close()
 
