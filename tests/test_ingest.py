@@ -433,3 +433,27 @@ def test_a_dry_run_on_an_index_of_an_older_version_leaves_it_as_it_was(tmp_path:
     report = ingest([corpus], index, dry_run=True)
     assert report.dry_run and report.totals["documents"] == 2
     assert hashlib.sha256(index.read_bytes()).hexdigest() == before
+
+
+def test_other_parse_settings_parse_every_file_again(tmp_path: Path) -> None:
+    """A page-size change re-cuts the pages of unchanged files and of unchanged records: the index is
+    the one a fresh ingest under the new settings writes."""
+    from chunkdedup.config import ParseConfig
+
+    texts = sorted((POLICY / "current").rglob("*.md"))[:12]
+    long_text = "\n\n".join(p.read_text(encoding="utf-8") for p in texts)
+    assert len(long_text) > 6000
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "book.txt").write_text(long_text, encoding="utf-8")
+    (corpus / "records.jsonl").write_text(json.dumps({"id": "r", "text": long_text}) + "\n", encoding="utf-8")
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index, config=Config(parse=ParseConfig(max_page_chars=200_000)))
+    smaller = Config(parse=ParseConfig(max_page_chars=3000))
+    again = ingest([corpus], index, config=smaller)
+    assert {str(f.status) for f in again.files} == {"ingested"}
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh, config=smaller)
+    assert snapshot(index) == snapshot(fresh)
+    with Index.open(index) as ix:
+        assert all(d["pages"] > 1 for d in ix.documents())

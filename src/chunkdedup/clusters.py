@@ -14,7 +14,6 @@ from chunkdedup.config import Config, NearConfig, SemanticConfig
 from chunkdedup.dedup.minhash import MinHasher, jaccard
 from chunkdedup.dedup.near import (
     Edges,
-    GroupRow,
     NearEdges,
     connect,
     decide,
@@ -26,8 +25,11 @@ from chunkdedup.dedup.semantic import neighbour_pairs
 from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import ConfigError
 from chunkdedup.store import Store
+from chunkdedup.types import GroupRow
 
 _SIGN_BATCH = 4096
+#: dirty groups whose band neighbours one join reads
+_NEIGHBOUR_BLOCK = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,7 @@ def update_clusters(
     embedder: Embedder | None = None,
     reembed: bool = False,
     near_edges: Callable[[], NearEdges | None] | None = None,
-    known: Mapping[str, str] | None = None,
+    known: dict[str, str] | Mapping[str, str] | None = None,
 ) -> NearStats:
     """Sign (and embed) new groups and re-cluster the components of dirty groups.
 
@@ -91,7 +93,8 @@ def update_clusters(
         if model is not None:
             _check_embedder(store, model, reembed)
     # each group's exact key, computed once in this pass (signing, verification and the guard need it)
-    keys: dict[str, str] = dict(known or {})
+    # the caller's keys, extended in place (a copy of a million-key dict is memory for nothing)
+    keys: dict[str, str] = known if isinstance(known, dict) else dict(known or {})
     signed = _sign(store, near, progress, keys) if near.enabled else 0
     with store.transaction():
         tables.merge_bands()  # the band rows signed in the chunk phase and just now
@@ -167,11 +170,9 @@ def _sign(
     done = 0
     total = store.chunks.unsigned_count()
     while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
-        sigs, bands = sign_keys(hasher, [group_key(keys, gid, text) for gid, text in batch], config)
+        _, bands = sign_keys(hasher, [group_key(keys, gid, text) for gid, text in batch], config)
         with store.transaction():
-            store.chunks.set_signatures(
-                (gid, sigs[i].tobytes(), bands[i].tolist()) for i, (gid, _) in enumerate(batch)
-            )
+            store.chunks.sign_groups((gid, bands[i].tolist()) for i, (gid, _) in enumerate(batch))
         done += len(batch)
         progress("sign", done, total)
     return done
@@ -220,12 +221,25 @@ def _components(
                     texts[gid] = hasher.shingles(key) if key is not None else np.empty(0, np.uint64)
             return texts[gid]
 
-        # the dirty groups' neighbours in one read; a group reached beyond them is read on its own
-        known = store.chunks.band_neighbour_map(dirty)
+        # The dirty groups' neighbours are read a block of groups at a time (one join each), taken as
+        # the walk reaches them, so memory holds about one block's lists; a group reached beyond the
+        # dirty ones is read on its own.
+        position = {gid: i for i, gid in enumerate(dirty)}
+        ahead: dict[str, list[str]] = {}
+        read: set[int] = set()
 
         def neighbours(gid: str) -> list[str]:
-            found = known.get(gid)
-            return found if found is not None else store.chunks.band_neighbours(gid)
+            found = ahead.pop(gid, None)
+            if found is not None:
+                return found
+            i = position.get(gid)
+            if i is None or i // _NEIGHBOUR_BLOCK in read:
+                return store.chunks.band_neighbours(gid)
+            block = i // _NEIGHBOUR_BLOCK
+            read.add(block)
+            start = block * _NEIGHBOUR_BLOCK
+            ahead.update(store.chunks.band_neighbour_map(dirty[start : start + _NEIGHBOUR_BLOCK]))
+            return ahead.pop(gid)
 
         seen, edges = connect(
             dirty,

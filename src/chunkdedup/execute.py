@@ -42,6 +42,9 @@ R = TypeVar("R")
 #: jobs in flight per worker: enough to keep every worker busy while the driver writes, few enough
 #: that memory holds a bounded number of batches
 IN_FLIGHT_PER_WORKER = 2
+#: jobs in flight at most, whatever the workers (a large Ray cluster): the single writer takes one
+#: result at a time, and the results waiting for it are memory
+MAX_IN_FLIGHT = 32
 
 
 @dataclass(slots=True)
@@ -169,7 +172,7 @@ class LocalExecutor(Executor):
             return
         pool = self._started()
         window: deque[Future[R]] = deque()
-        limit = IN_FLIGHT_PER_WORKER * self.workers
+        limit = min(MAX_IN_FLIGHT, IN_FLIGHT_PER_WORKER * self.workers)
         try:
             for item in itertools.chain(first, it):
                 window.append(pool.submit(fn, item))
@@ -185,4 +188,4 @@ class LocalExecutor(Executor):
         return {"name": self.name, "workers": self.workers}
 
 
-__all__ = ["IN_FLIGHT_PER_WORKER", "Executor", "LocalExecutor", "StageClock"]
+__all__ = ["IN_FLIGHT_PER_WORKER", "MAX_IN_FLIGHT", "Executor", "LocalExecutor", "StageClock"]

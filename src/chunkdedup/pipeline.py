@@ -38,11 +38,11 @@ from chunkdedup.execute import Executor, LocalExecutor, StageClock
 from chunkdedup.normalize import key_hash
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
-from chunkdedup.stages import ChunkJob, ParsedInput, ParseJob, chunk_documents, parse_inputs
+from chunkdedup.stages import ChunkedBatch, ChunkJob, ParsedInput, ParseJob, chunk_documents, parse_inputs
 from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
 from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
-from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, Page, ParsedFile
+from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, KnownFile, Page, ParsedFile
 
 #: progress(stage, done, total)
 Progress = Callable[[str, int, int], None]
@@ -53,9 +53,6 @@ STORE_BATCH = 1024
 #: page text (characters) held for one transaction, at most: a batch of large documents commits early,
 #: so memory stays bounded whatever the documents' sizes
 STORE_BATCH_CHARS = 64 * 1024 * 1024
-#: exact keys (characters) the chunk phase keeps for the cluster pass, at most: past it the pass keys
-#: the group texts again instead of holding every key of a large run in memory
-KEY_CACHE_CHARS = 256 * 1024 * 1024
 #: files per parse job: a few, so a pool's round trips stay cheap next to the parsing
 PARSE_JOB_FILES = 8
 
@@ -289,17 +286,26 @@ def _parse_phase(
     results: list[FileResult] = []
     pending: list[ParsedInput] = []
     chars = 0
+    # Under other parse settings than the last run's, nothing parsed before is known: every file is
+    # parsed and every document stored again (its pages may be cut otherwise now).
+    last = store.last_config()
+    same_parse = last is None or last.to_dict()["parse"] == cfg.to_dict()["parse"]
 
     def flush() -> None:
         with store.transaction():
             for p in pending:
-                results.append(store_file(store, p.input, p.content_hash, p.parsed, cfg, run_id, p.keys))
+                results.append(
+                    store_file(store, p.input, p.content_hash, p.parsed, cfg, run_id, p.keys, same_parse)
+                )
         pending.clear()
+
+    def known(inp: InputFile) -> KnownFile:
+        return store.known_file(str(inp.path)) if same_parse else KnownFile()
 
     def jobs() -> Iterator[ParseJob]:
         for i in range(0, len(inputs), PARSE_JOB_FILES):
             part = inputs[i : i + PARSE_JOB_FILES]
-            yield ParseJob(tuple((inp, store.known_file(str(inp.path))) for inp in part), cfg)
+            yield ParseJob(tuple((inp, known(inp)) for inp in part), cfg)
 
     tick("parse", 0, len(inputs))
     done = 0
@@ -326,6 +332,7 @@ def store_file(
     cfg: Config,
     run_id: int,
     keys: Sequence[boilerplate.DocumentKeys | None] = (),
+    keep_unchanged: bool = True,
 ) -> FileResult:
     """Write one file's outcome; its new and changed documents go in pending chunking, with their
     boilerplate candidate keys (``keys[i]`` for ``pf.documents[i]`` when the parse stage computed them,
@@ -354,8 +361,9 @@ def store_file(
         if old not in new_ids:
             store.remove_document(old, run_id)
     # a record stored exactly as it is parsed now (of a JSONL or Parquet file changed elsewhere) is
-    # left as it is, with its pages, keys and chunks
-    changed = store.changed_documents(pf.documents)
+    # left as it is, with its pages, keys and chunks (unless ``keep_unchanged`` is off: the parse
+    # settings changed)
+    changed = store.changed_documents(pf.documents) if keep_unchanged else {d.doc_id for d in pf.documents}
     store.put_documents(
         [
             (doc, (keys[i] if keys else None) or boilerplate.document_keys(doc.pages, cfg.boilerplate))
@@ -412,19 +420,24 @@ def _chunk_phase(
     executor: Executor,
 ) -> tuple[int, int]:
     """Strip, chunk, key and sign the documents to chunk on the executor, a batch a job; write each
-    batch in one transaction, in order. The exact keys of the groups are kept in ``kept`` (group id ->
-    key) for the cluster pass while they fit in :data:`KEY_CACHE_CHARS`. Returns (documents chunked,
-    groups signed)."""
+    batch in one transaction, in order. The exact keys of the groups go to ``kept`` (group id -> key):
+    the cluster pass holds the key of every group it re-decides anyway (the guard and the word
+    differences need them), and these need not be computed again. Returns (documents chunked, groups
+    signed)."""
     todo = store.docs_to_chunk(fingerprint)
     chrome = frozenset(store.chrome_ids())
     hashing = near_hashing(cfg.near) if cfg.near.enabled else None
+
+    # a chunk job holds a quarter of a transaction's documents and text, so several workers share a
+    # batch and the jobs in flight hold a bounded amount of text; results are written a batch at a time
+    job_docs, job_chars = max(1, STORE_BATCH // 4), max(1, STORE_BATCH_CHARS // 4)
 
     def jobs() -> Iterator[ChunkJob]:
         i = 0
         while i < len(todo):
             docs: list[tuple[str, tuple[Page, ...]]] = []
             chars = 0
-            while i < len(todo) and len(docs) < STORE_BATCH and chars < STORE_BATCH_CHARS:
+            while i < len(todo) and len(docs) < job_docs and chars < job_chars:
                 pages = store.load_pages(todo[i])
                 docs.append((todo[i], pages))
                 chars += sum(len(p.text) for p in pages)
@@ -432,25 +445,36 @@ def _chunk_phase(
             yield ChunkJob(tuple(docs), chrome, cfg)
 
     signed = done = 0
-    budget = KEY_CACHE_CHARS
-    for batch in executor.map(chunk_documents, jobs()):
+    held: list[ChunkedBatch] = []
+
+    def write() -> None:
+        nonlocal signed, done
+        docs = [d for batch in held for d in batch.documents]
+        bands = {gid: keys for batch in held for gid, keys in batch.bands}
         with store.transaction():
-            store.replace_chunks(list(batch.documents), fingerprint, run_id)
-            # signatures are kept only when the index's are made with these settings (else the
+            store.replace_chunks(docs, fingerprint, run_id)
+            # band keys are kept only when the index's are made with these settings (else the
             # cluster pass drops them all and signs every group again)
             if hashing is not None and store.meta("near_hashing") == hashing:
-                unsigned = set(store.chunks.unsigned_among([g for g, _, _ in batch.signatures]))
-                rows = [r for r in batch.signatures if r[0] in unsigned]
-                store.chunks.set_signatures(rows)
-                signed += len(rows)
-        if hashing is not None and budget > 0:
-            keys = {k.canonical_id: k.key for d in batch.documents for k in d.keyed}
-            budget -= sum(map(len, keys.values()))
-            kept.update(keys)
-        done += len(batch.documents)
+                unsigned = store.chunks.unsigned_among(sorted(bands))
+                store.chunks.sign_groups((gid, bands[gid]) for gid in unsigned)
+                signed += len(unsigned)
+        if hashing is not None:
+            kept.update((k.canonical_id, k.key) for d in docs for k in d.keyed)
+        done += len(docs)
+        held.clear()
         tick("chunk", done, len(todo))
-    if budget <= 0:
-        kept.clear()  # partial: the cluster pass would still key most groups again
+
+    held_docs = held_chars = 0
+    for batch in executor.map(chunk_documents, jobs()):
+        held.append(batch)
+        held_docs += len(batch.documents)
+        held_chars += sum(len(p.text) for d in batch.documents for p in d.clean)
+        if held_docs >= STORE_BATCH or held_chars >= STORE_BATCH_CHARS:
+            write()
+            held_docs = held_chars = 0
+    if held:
+        write()
     refresh_contexts(store, cfg, run_id)
     return len(todo), signed
 
@@ -483,7 +507,7 @@ def run_totals(
     *,
     signed: int = 0,
 ) -> dict[str, Any]:
-    """A run's report totals (``signed``: groups signed before the cluster pass, on Ray)."""
+    """A run's report totals (``signed``: groups signed in the chunk phase, before the cluster pass)."""
     by_status = {str(s): 0 for s in FileStatus}
     for r in results:
         by_status[str(r.status)] += 1
@@ -538,7 +562,6 @@ def remove_documents(
 
 
 __all__ = [
-    "KEY_CACHE_CHARS",
     "PARSE_JOB_FILES",
     "STORE_BATCH",
     "STORE_BATCH_CHARS",

@@ -55,12 +55,11 @@ class ChunkJob:
 
 @dataclass(frozen=True, slots=True)
 class ChunkedBatch:
-    """A chunked batch: each document's clean pages, keyed chunks and stripped lines, and the
-    signature rows ``(group id, signature bytes, band keys)`` of every group it holds (empty when the
-    near tier is off)."""
+    """A chunked batch: each document's clean pages, keyed chunks and stripped lines, and the MinHash
+    band keys ``(group id, band keys)`` of every group it holds (empty when the near tier is off)."""
 
     documents: tuple[KeyedDocument, ...]
-    signatures: tuple[tuple[str, bytes, list[int]], ...]
+    bands: tuple[tuple[str, list[int]], ...]
 
 
 def parse_input(inp: InputFile, known: KnownFile, config: Config) -> ParsedInput:
@@ -105,7 +104,7 @@ def _unique(k: KeyedChunk) -> KeyedChunk:
 
 
 def chunk_documents(job: ChunkJob) -> ChunkedBatch:
-    """:func:`chunk_pages` over a job's documents, then the signature of each group they hold."""
+    """:func:`chunk_pages` over a job's documents, then the band keys of each group they hold."""
     cfg = job.config
     docs = tuple(chunk_pages(doc_id, pages, job.chrome, cfg) for doc_id, pages in job.documents)
     if not cfg.near.enabled:
@@ -115,8 +114,8 @@ def chunk_documents(job: ChunkJob) -> ChunkedBatch:
         for k in doc.keyed:
             first.setdefault(k.canonical_id, k.key)
     gids = list(first)
-    sigs, bands = sign_keys(MinHasher.from_config(cfg.near), [first[g] for g in gids], cfg.near)
-    return ChunkedBatch(docs, tuple((g, sigs[i].tobytes(), bands[i].tolist()) for i, g in enumerate(gids)))
+    _, bands = sign_keys(MinHasher.from_config(cfg.near), [first[g] for g in gids], cfg.near)
+    return ChunkedBatch(docs, tuple((g, bands[i].tolist()) for i, g in enumerate(gids)))
 
 
 __all__ = [

@@ -158,3 +158,24 @@ class KnownFile:
 
     content_hash: str | None = None
     documents: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    """What clustering needs of a group: its text, its order, its cluster."""
+
+    id: str
+    text: str
+    order: tuple[str, int, int]
+    canonical_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """The decided cluster of one group."""
+
+    group_id: str
+    canonical_id: str
+    relation: str
+    similarity: float
+    differing: tuple[str, ...] = ()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from chunkdedup.config import NearConfig
 from chunkdedup.dedup.lsh import band_keys, leader_cluster
 from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.normalize import exact_key, key_hash
+from chunkdedup.types import Assignment, GroupRow
 
 _MAX_DIFF = 20
 
@@ -34,27 +35,6 @@ Edges = dict[tuple[str, str], tuple[str, float]]
 """Decided edges among groups: ``(a, b)``, ``a < b`` -> (``"near"`` or ``"semantic"``, similarity)."""
 NearEdges = Mapping[tuple[str, str], float]
 """Verified near edges: ``(a, b)``, ``a < b`` -> shingle Jaccard (at least ``near.threshold``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class GroupRow:
-    """What clustering needs of a group: its text, its order, its cluster."""
-
-    id: str
-    text: str
-    order: tuple[str, int, int]
-    canonical_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Assignment:
-    """The decided cluster of one group."""
-
-    group_id: str
-    canonical_id: str
-    relation: str
-    similarity: float
-    differing: tuple[str, ...] = ()
 
 
 def near_fingerprints(config: NearConfig) -> tuple[str, str]:

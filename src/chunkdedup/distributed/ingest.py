@@ -22,7 +22,7 @@ from chunkdedup.distributed.edges import NearPass, near_edges_on_ray
 from chunkdedup.distributed.session import cluster_cpus, import_ray, ray_session
 from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
-from chunkdedup.execute import IN_FLIGHT_PER_WORKER, Executor
+from chunkdedup.execute import IN_FLIGHT_PER_WORKER, MAX_IN_FLIGHT, Executor
 from chunkdedup.pipeline import IngestOptions, IngestReport, Progress, ingest_with
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class RayExecutor(Executor):
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         ray = self._session()
         window: deque[Any] = deque()
-        limit = IN_FLIGHT_PER_WORKER * self.workers
+        limit = min(MAX_IN_FLIGHT, IN_FLIGHT_PER_WORKER * self.workers)
         try:
             for item in items:
                 window.append(self._task.remote(fn, item))

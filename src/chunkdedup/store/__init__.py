@@ -15,6 +15,23 @@
 - :mod:`~chunkdedup.store.index_errors`: what a damaged, full or locked index file means for the user.
 """
 
-from chunkdedup.store.core import DOC_KEYS_FORMAT, Store, writer_active
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chunkdedup.store.core import DOC_KEYS_FORMAT, Store, writer_active
+
+# Imported on first use (PEP 562): the error module (chunkdedup.store.index_errors) is read by the CLI's
+# error handling, and `chunkdedup COMMAND --help` must not load numpy and numba through the core.
+_CORE = frozenset({"DOC_KEYS_FORMAT", "Store", "writer_active"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CORE:
+        value = getattr(import_module("chunkdedup.store.core"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'chunkdedup.store' has no attribute {name!r}")
+
 
 __all__ = ["DOC_KEYS_FORMAT", "Store", "writer_active"]

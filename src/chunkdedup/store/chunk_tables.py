@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from chunkdedup.dedup.exact import KeyedChunk
-from chunkdedup.dedup.near import Assignment, GroupRow
 from chunkdedup.normalize import key_hash
 from chunkdedup.store.schema import CLEAN_TEXT
+from chunkdedup.types import Assignment, GroupRow
 
 #: Each group's first source (by document, page, offset), its count, and its end.
 _FIRST_SOURCES = (
@@ -278,19 +278,19 @@ class ChunkTables:
         sql = "SELECT id FROM groups WHERE id IN ({}) AND signed IS NULL"
         return sorted(r[0] for r in self._batched(sql, ids))
 
-    def set_signatures(self, rows: Iterable[tuple[str, bytes, Sequence[int]]]) -> None:
-        """Mark groups signed and stage their band rows, from (group id, signature bytes, band keys)
-        (two statements for all of them; the signature itself is not kept: the band rows are what the
-        near tier reads, after :meth:`merge_bands`). A group signed again gets the same bands (a
-        function of its text and the hashing settings, and a change of those clears every band
-        first), so its band rows are kept, not deleted and written again."""
+    def sign_groups(self, rows: Iterable[tuple[str, Sequence[int]]]) -> None:
+        """Mark groups signed and stage their band rows, from (group id, band keys) (two statements for
+        all of them; the MinHash signature itself is not kept: the band rows are what the near tier
+        reads, after :meth:`merge_bands`). A group signed again gets the same bands (a function of its
+        text and the hashing settings, and a change of those clears every band first), so its band
+        rows are kept, not deleted and written again."""
         c = self.conn
         rows = list(rows)
-        c.executemany("UPDATE groups SET signed=1 WHERE id=?", [(gid,) for gid, _, _ in rows])
+        c.executemany("UPDATE groups SET signed=1 WHERE id=?", [(gid,) for gid, _ in rows])
         # appended to the stage, merged into bands in key order by merge_bands
         c.executemany(
             "INSERT INTO band_stage(group_id, band_key) VALUES (?, ?)",
-            [(gid, b) for gid, _, bands in rows for b in bands],
+            [(gid, b) for gid, bands in rows for b in bands],
         )
 
     def merge_bands(self) -> None:
