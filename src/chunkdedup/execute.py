@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 R = TypeVar("R")
+H = TypeVar("H")  # a submitted job: a Future, a Ray object ref
 
 #: jobs in flight per worker: enough to keep every worker busy while the driver writes, few enough
 #: that memory holds a bounded number of batches
@@ -63,6 +64,30 @@ class StageClock:
 
     def rounded(self) -> dict[str, float]:
         return {k: round(v, 3) for k, v in self.seconds.items()}
+
+
+def in_order(
+    submit: Callable[[T], H],
+    result: Callable[[H], R],
+    cancel: Callable[[H], object],
+    items: Iterable[T],
+    workers: int,
+) -> Iterator[R]:
+    """The results of ``submit(item)`` for each of ``items``, taken with ``result`` in the items'
+    order, at most ``min(MAX_IN_FLIGHT, IN_FLIGHT_PER_WORKER * workers)`` submitted ahead of the
+    results taken; those still in flight when the caller stops are cancelled. Every executor's map."""
+    window: deque[H] = deque()
+    limit = min(MAX_IN_FLIGHT, IN_FLIGHT_PER_WORKER * workers)
+    try:
+        for item in items:
+            window.append(submit(item))
+            if len(window) >= limit:
+                yield result(window.popleft())
+        while window:
+            yield result(window.popleft())
+    finally:
+        for handle in window:
+            cancel(handle)
 
 
 class Executor(ABC):
@@ -171,21 +196,16 @@ class LocalExecutor(Executor):
             yield from map(fn, itertools.chain(first, it))
             return
         pool = self._started()
-        window: deque[Future[R]] = deque()
-        limit = min(MAX_IN_FLIGHT, IN_FLIGHT_PER_WORKER * self.workers)
-        try:
-            for item in itertools.chain(first, it):
-                window.append(pool.submit(fn, item))
-                if len(window) >= limit:
-                    yield window.popleft().result()
-            while window:
-                yield window.popleft().result()
-        finally:
-            for future in window:
-                future.cancel()
+        yield from in_order(
+            lambda item: pool.submit(fn, item),
+            Future.result,
+            Future.cancel,
+            itertools.chain(first, it),
+            self.workers,
+        )
 
     def engine_totals(self) -> dict[str, Any]:
         return {"name": self.name, "workers": self.workers}
 
 
-__all__ = ["IN_FLIGHT_PER_WORKER", "MAX_IN_FLIGHT", "Executor", "LocalExecutor", "StageClock"]
+__all__ = ["IN_FLIGHT_PER_WORKER", "MAX_IN_FLIGHT", "Executor", "LocalExecutor", "StageClock", "in_order"]

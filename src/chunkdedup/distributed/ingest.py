@@ -10,7 +10,6 @@ itself, so the index is the one local ingest writes, field for field.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
@@ -22,7 +21,7 @@ from chunkdedup.distributed.edges import NearPass, near_edges_on_ray
 from chunkdedup.distributed.session import cluster_cpus, import_ray, ray_session
 from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
-from chunkdedup.execute import IN_FLIGHT_PER_WORKER, MAX_IN_FLIGHT, Executor
+from chunkdedup.execute import Executor, in_order
 from chunkdedup.pipeline import IngestOptions, IngestReport, Progress, ingest_with
 
 if TYPE_CHECKING:
@@ -88,19 +87,8 @@ class RayExecutor(Executor):
         return self._ray
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        ray = self._session()
-        window: deque[Any] = deque()
-        limit = min(MAX_IN_FLIGHT, IN_FLIGHT_PER_WORKER * self.workers)
-        try:
-            for item in items:
-                window.append(self._task.remote(fn, item))
-                if len(window) >= limit:
-                    yield ray.get(window.popleft())
-            while window:
-                yield ray.get(window.popleft())
-        finally:
-            for ref in window:
-                ray.cancel(ref)
+        ray, task = self._session(), self._task
+        yield from in_order(lambda item: task.remote(fn, item), ray.get, ray.cancel, items, self.workers)
 
     def near_edges(
         self, store: Store, config: NearConfig, clock: Callable[[str], AbstractContextManager[None]]
