@@ -14,7 +14,7 @@ from typing import Any
 from chunkdedup.query.records import Candidate, Citation, Dropped, VersionPolicy
 from chunkdedup.query.retrieve import Scored
 from chunkdedup.query.where import Filter
-from chunkdedup.store import Store, reads
+from chunkdedup.store import Store, fulltext, reads
 from chunkdedup.store.reads import DocumentFields, SourceRow
 from chunkdedup.types import MetaValue
 
@@ -98,6 +98,18 @@ class Eligibility:
         return out
 
     # -- the step ----------------------------------------------------------------------------
+    def visible(self, scored: Sequence[Scored]) -> list[Scored]:
+        """The groups of ``scored`` holding a source in a passing document, in order: the only ones
+        :meth:`apply` can place or drop (it skips a group without one and changes nothing), so the
+        rest need not reach it. Read through the groups' own sources and documents, far less than
+        :meth:`apply` reads per group: a selective filter skips thousands of groups this way."""
+        if not self.filter:
+            return list(scored)
+        rows = fulltext.group_source_docs(self.store, [s.id for s in scored])
+        self.load_docs(r.doc_id for r in rows)
+        shown = {r.group_id for r in rows if self.passes(r.doc_id)}
+        return [s for s in scored if s.id in shown]
+
     def apply(self, scored: Sequence[Scored]) -> list[Candidate | Dropped]:
         """In retrieval order: candidates with their passing citations, or the version policy's drops.
 
