@@ -44,7 +44,7 @@ RETRIEVERS = ("auto", "bm25", "vector", "hybrid")
 #: The first retrieval pass asks for this many times the pool: filters and versions drop candidates,
 #: and a second pass repeats the whole FTS5 scoring (its cost barely depends on the LIMIT).
 FIRST_PASS_DEPTH = 8
-#: Retrieved groups are screened for a source in a passing document this many at a time
+#: Retrieved groups are screened for a source in a passing document at most this many at a time
 #: (:meth:`Eligibility.visible`) before the full check, ``pool`` at a time, of those that have one.
 SCREEN_BATCH = 500
 
@@ -202,12 +202,15 @@ def _pool(
 
 def _checked(eligibility: Eligibility, scored: Sequence[Scored], pool: int) -> Iterator[Candidate | Dropped]:
     """:meth:`Eligibility.apply`'s items for ``scored``, in order, made as they are asked for: the
-    groups screened ``SCREEN_BATCH`` at a time (:meth:`Eligibility.visible`), the visible ones checked
-    ``pool`` at a time."""
-    for lo in range(0, len(scored), SCREEN_BATCH):
-        visible = eligibility.visible(scored[lo : lo + SCREEN_BATCH])
+    groups screened (:meth:`Eligibility.visible`) ``pool`` at a time, twice as many each time up to
+    ``SCREEN_BATCH`` (a filter most documents pass fills the pool from the first few), the visible
+    ones checked ``pool`` at a time."""
+    lo, size = 0, pool
+    while lo < len(scored):
+        visible = eligibility.visible(scored[lo : lo + size])
         for v in range(0, len(visible), pool):
             yield from eligibility.apply(visible[v : v + pool])
+        lo, size = lo + size, min(2 * size, max(SCREEN_BATCH, pool))
 
 
 def _safety_net(
