@@ -626,3 +626,42 @@ def test_near_copies_are_found_only_through_sources_that_pass(
                         assert hit.citations[0].doc == expect
                         assert hit.text == _marked(base, int(expect[1:-4])).strip()
                 assert_no_leak(ix, MARKERS[marked], conditions, "all", True, fields)
+
+
+# -- screening: skipping groups no passing document holds changes nothing ----------------------
+
+
+@pytest.mark.parametrize(
+    "conditions",
+    [
+        ["family=github-general-privacy-statement"],
+        ["family=github-general-privacy-statement", "family=github-acceptable-use-policies"],
+        ["family=github-acceptable-use-policies", "version=current"],
+        ["doc=LICENSE.md"],
+        ["department=privacy-policies", "effective_date>=2024-01-01"],
+        ["version=current"],
+        ["family=none-such"],
+    ],
+)
+def test_screened_groups_answer_as_every_group_checked(
+    policy_index: Path, conditions: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Eligibility.visible`` (the documents a ``family=``/``doc=`` filter names, or each group's
+    own sources) only skips groups the full check would skip: every hit, score, citation and drop is
+    what checking every retrieved group gives, and so is screening without the named documents."""
+    from chunkdedup.query import eligible
+
+    def answers() -> list[str]:
+        with Index.open(policy_index) as ix:
+            return [
+                repr(search(ix, q, where=conditions, versions=policy, safety_net=net))  # type: ignore[arg-type]
+                for q in QUESTIONS
+                for policy in ("latest", "label", "all")
+                for net in (True, False)
+            ]
+
+    screened = answers()
+    monkeypatch.setattr(eligible, "MAX_NAMED_DOCUMENTS", 0)  # every group screened through its sources
+    assert answers() == screened
+    monkeypatch.setattr(eligible.Eligibility, "visible", lambda self, scored: list(scored))
+    assert answers() == screened

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Protocol, runtime_checkable
 
 from chunkdedup.query.eligible import Eligibility
@@ -129,10 +130,13 @@ class ContextRanked:
         self.relative = relative
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
-        found = {s.id: s.score for s in self.base.retrieve(text, limit)}
+        base = list(self.base.retrieve(text, limit))
+        found = {s.id: s.score for s in base}
         priors = self.contexts.scores(text)
         if not priors or self.weight <= 0 or limit <= 0:
-            return _ordered(found, limit)
+            # nothing to boost: the base's list itself when it is already what _ordered makes of it
+            # (the BM25 retrievers' is), not thousands of records rebuilt and sorted again
+            return base if _is_ordered(base, len(found), limit) else _ordered(found, limit)
         best = self.contexts.best(text, self.docs)
         if best and isinstance(self.base, Scoped):
             groups = self.contexts.groups_of([m.doc for m in best])
@@ -146,6 +150,14 @@ class ContextRanked:
             for g, score in found.items()
         }
         return _ordered(boosted, limit)
+
+
+def _is_ordered(scored: Sequence[Scored], distinct: int, limit: int) -> bool:
+    """Whether ``scored`` holds distinct ids, at most ``limit``, in ``(-score, id)`` order."""
+    if len(scored) != distinct or len(scored) > limit:
+        return False
+    keys = [(-s.score, s.id) for s in scored]
+    return all(a < b for a, b in pairwise(keys))
 
 
 def _ordered(scores: dict[str, float], limit: int) -> list[Scored]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from chunkdedup.query.records import Candidate, Citation, Dropped, VersionPolicy
 from chunkdedup.query.retrieve import Scored
@@ -39,6 +39,8 @@ class Eligibility:
     superseded: dict[str, str | None] = field(default_factory=dict)
     done: set[str] = field(default_factory=set)
     _families: set[str] = field(default_factory=set)
+    _passing: dict[str, bool] = field(default_factory=dict)  # per document, as screened by visible()
+    _named: frozenset[str] | Literal[False] | None = None  # visible groups, when the filter names documents
     _variants: bool | None = None
     _grouped: bool = False
 
@@ -51,12 +53,7 @@ class Eligibility:
 
     def _add_docs(self, rows: Iterable[DocumentFields]) -> None:
         for r in rows:
-            metadata: dict[str, Any] = r.metadata
-            fields: dict[str, MetaValue] = dict(metadata)
-            fields.update(
-                doc=r.doc_id, department=r.department, family=r.family, effective_date=r.effective_date
-            )
-            self.docs[r.doc_id] = DocInfo(r.doc_id, metadata, fields, r.family, r.effective_date)
+            self.docs[r.doc_id] = DocInfo(r.doc_id, r.metadata, _fields(r), r.family, r.effective_date)
 
     def passes(self, doc_id: str) -> bool:
         return self.filter.passes(self.docs[doc_id].fields)
@@ -78,6 +75,22 @@ class Eligibility:
             self.superseded[r.doc_id] = min(newer) if newer else None
         self._families |= families
 
+    def _named_groups(self) -> frozenset[str] | Literal[False]:
+        """Every group with a source in a passing document, when the filter names its documents by
+        ``doc`` or ``family`` equality (indexed: a passing document is among those read here) and
+        they are at most :data:`MAX_NAMED_DOCUMENTS`; else False (the caller screens each group)."""
+        for key, conds in self.filter.groups:
+            if key not in ("doc", "family") or any(c.op != "=" for c in conds):
+                continue
+            values = sorted({c.value for c in conds})
+            read = reads.documents if key == "doc" else reads.family_documents
+            rows = read(self.store, values)
+            if len(rows) > MAX_NAMED_DOCUMENTS:
+                return False
+            self._add_docs(rows)
+            return reads.document_groups(self.store, [r.doc_id for r in rows if self.passes(r.doc_id)])
+        return False
+
     # -- variants (written by the near-duplicate tier when it exists) ------------------------
     def _variants_of(self, ids: Sequence[str]) -> dict[str, set[str]]:
         """Canonical ids recorded as variants (versions) of each id; empty when the index has none.
@@ -98,6 +111,28 @@ class Eligibility:
         return out
 
     # -- the step ----------------------------------------------------------------------------
+    def visible(self, scored: Sequence[Scored]) -> list[Scored]:
+        """The groups of ``scored`` holding a source in a passing document, in order: the only ones
+        :meth:`apply` can place or drop (it skips a group without one and changes nothing), so the
+        rest need not reach it. Read through the groups' own sources and documents, far less than
+        :meth:`apply` reads per group: a selective filter skips thousands of groups this way."""
+        if not self.filter:
+            return list(scored)
+        if self._named is None:
+            self._named = self._named_groups()
+        if self._named is not False:
+            return [s for s in scored if s.id in self._named]
+        keys = {key for key, _ in self.filter.groups}
+        rows = reads.group_documents(self.store, [s.id for s in scored], metadata=not keys <= _COLUMNS)
+        shown: set[str] = set()
+        for r in rows:
+            ok = self._passing.get(r.document.doc_id)
+            if ok is None:
+                ok = self._passing[r.document.doc_id] = self.filter.passes(_fields(r.document))
+            if ok:
+                shown.add(r.group_id)
+        return [s for s in scored if s.id in shown]
+
     def apply(self, scored: Sequence[Scored]) -> list[Candidate | Dropped]:
         """In retrieval order: candidates with their passing citations, or the version policy's drops.
 
@@ -214,6 +249,19 @@ class Eligibility:
             dates[family] = max(dates.get(family, ""), c.effective_date)
         newer = [by_family[f] for f, when in dates.items() if f in by_family and by_family[f][0] > when]
         return max(newer) if newer and len(newer) == len(dates) else None
+
+
+#: A filter naming at most this many documents (``doc=``, ``family=``) has their groups read up front
+MAX_NAMED_DOCUMENTS = 2_000
+#: The fields a document has as columns (every other filter key is a metadata key)
+_COLUMNS = frozenset({"doc", "department", "family", "effective_date"})
+
+
+def _fields(r: DocumentFields) -> dict[str, MetaValue]:
+    """What a filter sees of a document: its metadata, overridden by the recognised fields."""
+    fields: dict[str, MetaValue] = dict(r.metadata)
+    fields.update(doc=r.doc_id, department=r.department, family=r.family, effective_date=r.effective_date)
+    return fields
 
 
 def _versioned(

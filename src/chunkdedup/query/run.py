@@ -10,6 +10,7 @@ cosine of their stored vectors when the index has embeddings, else by shingle Ja
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from chunkdedup.config import QueryConfig
@@ -19,7 +20,13 @@ from chunkdedup.query.aliases import expand, load_aliases
 from chunkdedup.query.context import ContextRanked, DocumentContexts
 from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.records import Candidate, Dropped, Hit, QueryResult, VersionPolicy
-from chunkdedup.query.retrieve import Fts5Retriever, ReciprocalRankFusion, Retriever, TantivyRetriever
+from chunkdedup.query.retrieve import (
+    Fts5Retriever,
+    ReciprocalRankFusion,
+    Retriever,
+    Scored,
+    TantivyRetriever,
+)
 from chunkdedup.query.safety import ShingleJaccard, Similarity, cap_step, dedup_step, mmr_step
 from chunkdedup.query.vectors import (
     EmbeddingSimilarity,
@@ -37,6 +44,9 @@ RETRIEVERS = ("auto", "bm25", "vector", "hybrid")
 #: The first retrieval pass asks for this many times the pool: filters and versions drop candidates,
 #: and a second pass repeats the whole FTS5 scoring (its cost barely depends on the LIMIT).
 FIRST_PASS_DEPTH = 8
+#: Retrieved groups are screened for a source in a passing document at most this many at a time
+#: (:meth:`Eligibility.visible`) before the full check, ``pool`` at a time, of those that have one.
+SCREEN_BATCH = 500
 
 
 def search(
@@ -166,8 +176,8 @@ def _pool(
     """The first ``pool`` eligible candidates in retrieval order, and the version drops before them.
 
     The first pass retrieves ``FIRST_PASS_DEPTH * pool`` (capped at ``max_candidates``) and checks
-    them ``pool`` at a time, stopping once the pool is full, so the extra depth costs only when
-    filters or versions drop candidates. When even that is not enough, retrieval goes deeper (x8
+    them in order (:func:`_checked`), stopping once the pool is full, so the extra depth costs only
+    when filters or versions drop candidates. When even that is not enough, retrieval goes deeper (x8
     each round, up to ``max_candidates``) until the pool is full or the retriever has nothing more.
     """
     found: list[Candidate] = []
@@ -178,19 +188,29 @@ def _pool(
         scored = list(retriever.retrieve(text, limit))
         fresh = [s for s in scored if s.id not in seen]
         seen.update(s.id for s in fresh)
-        for lo in range(0, len(fresh), pool):
-            for item in eligibility.apply(fresh[lo : lo + pool]):
+        for item in _checked(eligibility, fresh, pool):
+            if isinstance(item, Candidate):
+                found.append(item)
                 if len(found) >= pool:
                     break
-                if isinstance(item, Candidate):
-                    found.append(item)
-                else:
-                    dropped.append(item)
-            if len(found) >= pool:
-                break
+            else:
+                dropped.append(item)
         if len(found) >= pool or len(scored) < limit or limit >= cfg.max_candidates:
             return found, dropped
         limit = min(limit * 8, cfg.max_candidates)
+
+
+def _checked(eligibility: Eligibility, scored: Sequence[Scored], pool: int) -> Iterator[Candidate | Dropped]:
+    """:meth:`Eligibility.apply`'s items for ``scored``, in order, made as they are asked for: the
+    groups screened (:meth:`Eligibility.visible`) ``pool`` at a time, twice as many each time up to
+    ``SCREEN_BATCH`` (a filter most documents pass fills the pool from the first few), the visible
+    ones checked ``pool`` at a time."""
+    lo, size = 0, pool
+    while lo < len(scored):
+        visible = eligibility.visible(scored[lo : lo + size])
+        for v in range(0, len(visible), pool):
+            yield from eligibility.apply(visible[v : v + pool])
+        lo, size = lo + size, min(2 * size, max(SCREEN_BATCH, pool))
 
 
 def _safety_net(

@@ -33,6 +33,14 @@ class DocumentFields:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupDocument:
+    """An exact-key group and the fields of a document holding one of its sources."""
+
+    group_id: str
+    document: DocumentFields
+
+
+@dataclass(frozen=True, slots=True)
 class GroupRow:
     """An exact-key group: its id, its cluster (canonical id) and its text."""
 
@@ -80,6 +88,39 @@ def documents(store: Store, doc_ids: Sequence[str]) -> tuple[DocumentFields, ...
         ).fetchall()
         out.extend(_fields(rows))
     return tuple(out)
+
+
+def group_documents(
+    store: Store, group_ids: Sequence[str], *, metadata: bool = True
+) -> tuple[GroupDocument, ...]:
+    """Each distinct (group, document) of these groups' sources, with the document's fields; its
+    ``metadata`` left empty unless ``metadata`` (the recognised fields are columns: a filter on them
+    alone need not parse it)."""
+    meta = "d.metadata" if metadata else "NULL"
+    out: list[GroupDocument] = []
+    for part in _batches(list(dict.fromkeys(group_ids))):
+        rows = store.conn.execute(
+            f"SELECT s.group_id, d.doc_id, {meta}, d.department, d.family, d.effective_date"
+            " FROM (SELECT DISTINCT group_id, doc_id FROM sources"
+            f" WHERE group_id IN ({_marks(part)})) AS s JOIN documents d ON d.doc_id = s.doc_id",
+            part,
+        )
+        out.extend(
+            GroupDocument(r[0], DocumentFields(r[1], json.loads(r[2]) if metadata else {}, r[3], r[4], r[5]))
+            for r in rows
+        )
+    return tuple(out)
+
+
+def document_groups(store: Store, doc_ids: Sequence[str]) -> frozenset[str]:
+    """The exact-key groups holding a source in any of these documents."""
+    out: set[str] = set()
+    for part in _batches(doc_ids):
+        rows = store.conn.execute(
+            f"SELECT DISTINCT group_id FROM sources WHERE doc_id IN ({_marks(part)})", part
+        )
+        out.update(r[0] for r in rows)
+    return frozenset(out)
 
 
 def family_documents(store: Store, families: Sequence[str]) -> tuple[DocumentFields, ...]:
