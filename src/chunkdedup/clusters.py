@@ -92,8 +92,8 @@ def update_clusters(
             store.delete_meta("semantic_edges_for")
         if model is not None:
             _check_embedder(store, model, reembed)
-    # each group's exact key, computed once in this pass (signing, verification and the guard need it)
-    # the caller's keys, extended in place (a copy of a million-key dict is memory for nothing)
+    # each group's exact key, computed once (signing, verification and the guard need it): the
+    # caller's keys, extended in place (a copy of a million-key dict is memory for nothing)
     keys: dict[str, str] = known if isinstance(known, dict) else dict(known or {})
     signed = _sign(store, near, progress, keys) if near.enabled else 0
     with store.transaction():
