@@ -52,6 +52,13 @@ _NO_PAGES: Pages = {}
 _BAND_ROWS = "(SELECT b.band_key AS band_key, g.id AS group_id FROM bands b JOIN groups g ON g.gid = b.gid)"
 
 
+def rows_for_ids(conn: sqlite3.Connection, sql: str, ids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    """Rows of ``sql`` (one ``{}`` placeholder list) for ``ids``, 500 ids per statement."""
+    for i in range(0, len(ids), 500):
+        part = list(ids[i : i + 500])
+        yield from conn.execute(sql.format(",".join("?" * len(part))), part)
+
+
 class BandRows:
     """A set of band rows (:meth:`ChunkTables.band_rows`): its groups, its rows in blocks, its buckets."""
 
@@ -222,10 +229,7 @@ class ChunkTables:
         return out
 
     def _batched(self, sql: str, ids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        """Rows of ``sql`` (one ``{}`` placeholder list) for ``ids``, 500 ids per statement."""
-        for i in range(0, len(ids), 500):
-            part = list(ids[i : i + 500])
-            yield from self.conn.execute(sql.format(",".join("?" * len(part))), part)
+        return rows_for_ids(self.conn, sql, ids)
 
     def _mark_neighbours_dirty(self, gid: str, canonical_id: str) -> None:
         """A group is going: its cluster-mates and band neighbours must be re-decided."""

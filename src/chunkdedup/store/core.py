@@ -25,7 +25,7 @@ from chunkdedup.config import Config
 from chunkdedup.context import ContextSource, running_lines
 from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
-from chunkdedup.store.chunk_tables import ChunkTables
+from chunkdedup.store.chunk_tables import ChunkTables, rows_for_ids
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.schema import CLEAN_TEXT, MIGRATIONS
 from chunkdedup.types import Document, KnownFile, Page, StrippedLine
@@ -319,7 +319,7 @@ class Store:
         """The ids of ``docs`` not stored exactly as they are (content hash, metadata, place): an
         unchanged record of a JSONL or Parquet file that changed elsewhere is not among them."""
         rows = {doc.doc_id: _document_row(doc) for doc in docs}
-        stored = {r[0]: tuple(r[1:]) for r in self._batched_rows(_DOCUMENT_ROWS, sorted(rows))}
+        stored = {r[0]: tuple(r[1:]) for r in rows_for_ids(self.conn, _DOCUMENT_ROWS, sorted(rows))}
         return {doc_id for doc_id, row in rows.items() if stored.get(doc_id) != row}
 
     def put_documents(self, items: Sequence[tuple[Document, DocumentKeys]], run_id: int) -> None:
@@ -349,12 +349,6 @@ class Store:
             [(doc.doc_id, p.number, int(p.has_text_layer), p.text) for doc, _ in items for p in doc.pages],
         )
         self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
-
-    def _batched_rows(self, sql: str, ids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        """Rows of ``sql`` (one ``{}`` placeholder list) for ``ids``, 500 ids per statement."""
-        for i in range(0, len(ids), 500):
-            part = list(ids[i : i + 500])
-            yield from self.conn.execute(sql.format(",".join("?" * len(part))), part)
 
     def set_many_doc_keys(self, items: Sequence[tuple[str, DocumentKeys]]) -> None:
         """Documents' candidate keys (``counted=1``) and the other keys strip() could remove (0)."""
