@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from chunkdedup import Index, ingest
+from chunkdedup.store.schema import CLEAN_TEXT
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SEC = DATA / "sec-10q" / "docs"
@@ -44,7 +45,7 @@ def policy_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def clean_pages(index: Path) -> list[tuple[str, int, str]]:
     with Index.open(index) as ix:
-        rows = ix.store.conn.execute("SELECT doc_id, page, COALESCE(clean_text, raw_text)"
+        rows = ix.store.conn.execute(f"SELECT doc_id, page, {CLEAN_TEXT}"
             " FROM pages ORDER BY doc_id, page")
         return [(r[0], r[1], r[2] or "") for r in rows]
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from chunkdedup import BoilerplateConfig, Index, Page, boilerplate_key, candidate_keys, running_keys, strip
 from chunkdedup.boilerplate import is_chrome, key_id
+from chunkdedup.store.schema import CLEAN_TEXT, RAW_TEXT
 from conftest import chunk_texts, clean_pages
 
 CFG = BoilerplateConfig()
@@ -128,7 +129,7 @@ def test_sec_footers_gone_and_tables_headers_and_body_stay(sec_index: Path) -> N
     texts = chunk_texts(sec_index)
     assert not [t for t in texts if footer.search(t)]
     with Index.open(sec_index) as ix:
-        rows = ix.store.conn.execute("SELECT doc_id, raw_text, COALESCE(clean_text, raw_text)"
+        rows = ix.store.conn.execute(f"SELECT doc_id, {RAW_TEXT}, {CLEAN_TEXT}"
             " FROM pages").fetchall()
     raw_words = sum(len(r[1].split()) for r in rows)
     clean_words = sum(len((r[2] or "").split()) for r in rows)

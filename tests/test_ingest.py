@@ -14,6 +14,7 @@ from chunkdedup.config import BoilerplateConfig
 from chunkdedup.dedup.minhash import MinHasher, jaccard
 from chunkdedup.errors import IndexBusyError, SchemaError
 from chunkdedup.store import Store
+from chunkdedup.store.schema import CLEAN_TEXT
 from conftest import POLICY, POLICY_MANIFEST
 
 
@@ -34,7 +35,7 @@ def test_site_policy_metadata_ids_and_provenance(policy_index: Path) -> None:
         docs = {d["doc"]: d for d in ix.documents()}
         stats = ix.stats()
         records = list(ix.export())
-        sql = "SELECT doc_id, page, COALESCE(clean_text, raw_text) FROM pages"
+        sql = f"SELECT doc_id, page, {CLEAN_TEXT} FROM pages"
         pages = {(r[0], r[1]): r[2] for r in ix.store.conn.execute(sql)}
     current = docs["current/acceptable-use-policies/github-acceptable-use-policies.md"]
     assert current["metadata"]["family"] == "github-acceptable-use-policies"

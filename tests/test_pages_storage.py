@@ -6,7 +6,17 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+import zstandard
+
 from chunkdedup import Index, ingest
+from chunkdedup.boilerplate import DocumentKeys
+from chunkdedup.config import ParseConfig
+from chunkdedup.parse import InputFile, parse_file
+from chunkdedup.store import Store
+from chunkdedup.store.core import NEW_FILE_PAGE_BYTES
+from chunkdedup.store.pagetext import PageCodec
+from chunkdedup.types import Document, Page
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -54,3 +64,106 @@ def test_unchanged_pages_keep_one_copy_and_an_old_index_migrates(tmp_path: Path)
     assert list(Index.open(index).export()) == exported
     ingest([DATA / "sec-10q" / "docs"], index)  # unchanged input: nothing to redo
     assert _pages(index) == before
+
+
+def test_page_text_is_compressed_with_the_index_dictionary_and_reads_back_exactly(tmp_path: Path) -> None:
+    """sec-10q holds more page text than the dictionary is trained on: the first pages are plain zstd
+    frames, the rest name the index's one dictionary, and every page reads back as parsed."""
+    folder = DATA / "sec-10q" / "docs"
+    index = tmp_path / "i.sqlite"
+    ingest([folder], index)
+    parsed = {
+        (doc.doc_id, p.number): p.text
+        for path in sorted(folder.glob("*.pdf"))
+        for doc in parse_file(InputFile(path=path, doc_id=path.name, metadata={}), ParseConfig()).documents
+        for p in doc.pages
+    }
+    stored = {(d, n): raw for d, n, raw, _ in _pages(index)}
+    assert stored == parsed
+    conn = sqlite3.connect(index)
+    try:
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == NEW_FILE_PAGE_BYTES
+        (dict_id,) = [r[0] for r in conn.execute("SELECT dict_id FROM text_dicts")]
+        blobs = conn.execute("SELECT raw_text FROM pages WHERE typeof(raw_text)='blob'")
+        frames = [bytes(r[0]) for r in blobs]
+        plain = conn.execute("SELECT COUNT(*) FROM pages WHERE typeof(raw_text)='text'").fetchone()[0]
+        stored_bytes = sum(map(len, frames))
+    finally:
+        conn.close()
+    ids = [zstandard.get_frame_parameters(f).dict_id for f in frames]
+    assert dict_id in ids and 0 in ids  # the first pages are plain frames, the dictionary came after them
+    assert ids.index(dict_id) > ids.count(0) - 1
+    assert plain < len(frames) // 10  # only short pages are kept as they are
+    text_bytes = sum(len(stored[k].encode()) for k in stored)
+    assert stored_bytes < text_bytes / 2
+
+
+def test_a_reader_opened_before_the_dictionary_reads_pages_written_with_it(tmp_path: Path) -> None:
+    index = tmp_path / "i.sqlite"
+    small, big = tmp_path / "small", tmp_path / "big"
+    small.mkdir()
+    big.mkdir()
+    (small / "a.md").write_text("A first page, short enough that no dictionary is trained yet.\n" * 3)
+    lines = [f"Clause {i}: the tenant pays the landlord within {i % 30 + 1} days of the notice."
+             for i in range(40_000)]
+    (big / "b.md").write_text("\n\n".join(lines))
+    ingest([small], index)
+    reader = Index.open(index)
+    try:
+        assert reader.store.codec.active is None
+        ingest([small, big], index)  # trains the dictionary and stores b.md's pages with it
+        pages = reader.store.load_pages("b.md")  # (a long page is split at paragraph or line ends)
+        assert [w for p in pages for w in p.text.split()] == "\n\n".join(lines).split()
+        assert reader.store.codec.active is not None  # read from the index when a frame named it
+    finally:
+        reader.close()
+
+
+def test_page_codec_round_trips_and_names_a_missing_dictionary() -> None:
+    asked: list[int] = []
+
+    def load(dict_id: int) -> bytes | None:
+        asked.append(dict_id)
+        return None
+
+    codec = PageCodec({}, load)
+    assert codec.encode("short") == "short"  # a frame would be longer
+    prose = "The committee reviews the policy every year and records its decision. " * 20
+    frame = codec.encode(prose)
+    assert isinstance(frame, bytes) and codec.decode(frame) == prose
+    assert codec.decode(None) is None and codec.decode("as stored") == "as stored"
+    samples = [f"Section {i}. The employee shall report incident {i} to the security office within a day." * 3
+               for i in range(12_000)]
+    assert codec.learn(samples) and codec.active is not None
+    again = PageCodec({}, load)
+    assert again.learn(samples) and again.active == codec.active  # the same pages, the same dictionary
+    framed = codec.encode(samples[7])
+    assert isinstance(framed, bytes) and len(framed) < len(codec._plain.compress(samples[7].encode()))
+    stranger = PageCodec({}, load)
+    with pytest.raises(ValueError, match="dictionary"):
+        stranger.decode(framed)
+    assert asked == [codec.active[0]]
+
+
+def test_a_dictionary_trained_in_a_rolled_back_batch_is_stored_with_the_next(tmp_path: Path) -> None:
+    lines = [f"Clause {i}: the tenant pays the landlord within {i % 30 + 1} days of the notice."
+             for i in range(40_000)]
+    pages = tuple(Page(n + 1, "\n".join(lines[n * 400 : (n + 1) * 400])) for n in range(100))
+    first = Document("a.md", "a.md", pages, "h1")
+    second = Document("b.md", "b.md", pages[:3], "h2")
+    keys = DocumentKeys(frozenset(), frozenset())
+    store = Store.open(tmp_path / "i.sqlite", create=True)
+    try:
+        with store.writer():
+            run = store.begin_run(["x"], None, {})
+            with pytest.raises(RuntimeError), store.transaction():
+                store.put_documents([(first, keys)], run)  # trains the dictionary
+                raise RuntimeError("the batch fails after its pages were written")
+            assert store.codec.active is not None
+            with store.transaction():
+                store.put_documents([(second, keys)], run)
+    finally:
+        store.close()
+    with Index.open(tmp_path / "i.sqlite") as ix:
+        assert ix.store.load_pages("b.md") == pages[:3]
+        assert ix.store.codec.active == store.codec.active

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from chunkdedup import BoilerplateConfig, ChunkConfig, Config, Index, exact_key, ingest, remove_documents
 from chunkdedup.dedup.minhash import MinHasher, jaccard
+from chunkdedup.store.schema import CLEAN_TEXT
 from test_ingest import snapshot
 
 SENTENCES = [
@@ -65,7 +66,7 @@ def test_every_source_slices_back_to_its_canonical_key(docs: list[tuple[list[str
         with Index.open(index) as ix:
             pages = {
                 (r[0], r[1]): r[2]
-                for r in ix.store.conn.execute("SELECT doc_id, page, COALESCE(clean_text, raw_text)"
+                for r in ix.store.conn.execute(f"SELECT doc_id, page, {CLEAN_TEXT}"
                     " FROM pages")
             }
             records = list(ix.export())

@@ -33,6 +33,7 @@ from chunkdedup.query import (
 from chunkdedup.query.records import Candidate
 from chunkdedup.query.retrieve import STOP_WORDS
 from chunkdedup.query.safety import ShingleJaccard, cap_step, dedup_step, mmr_step
+from chunkdedup.store.schema import CLEAN_TEXT
 
 # -- dedup_chunks: exactly the contract ---------------------------------------------------------
 
@@ -418,7 +419,7 @@ def assert_no_leak(
     ix: Index, text: str, conditions: list[str], policy: str, net: bool, fields: Any, retriever: str = "auto"
 ) -> None:
     allowed = {d for d, f in fields.items() if oracle_passes(conditions, f)}
-    page_sql = "SELECT group_concat(COALESCE(clean_text, raw_text), ' ') FROM pages WHERE doc_id=?"
+    page_sql = f"SELECT group_concat({CLEAN_TEXT}, ' ') FROM pages WHERE doc_id=?"
     content = {d: exact_key(ix.store.conn.execute(page_sql, (d,)).fetchone()[0] or "") for d in allowed}
     sources = {r["id"]: {s["doc"] for s in r["sources"]} for r in ix.export()}
     result = search(

@@ -27,16 +27,21 @@ from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.store.chunk_tables import ChunkTables, rows_for_ids
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
-from chunkdedup.store.schema import CLEAN_TEXT, MIGRATIONS
+from chunkdedup.store.pagetext import PageCodec
+from chunkdedup.store.schema import CLEAN_TEXT, MIGRATIONS, RAW_TEXT
 from chunkdedup.types import Document, KnownFile, Page, StrippedLine
 
 #: The page cache of each connection, KiB.
 PAGE_CACHE_KIB = 256 * 1024
-#: While a writer holds the index, the WAL is folded into the file once it reaches this many pages
-#: (SQLite's default is 1,000). A write transaction of an ingest touches thousands of pages spread over
-#: the B-trees, so with the default every commit checkpoints (and syncs the file); with 64k pages
-#: (256 MiB at 4 KiB a page) a page written by many commits is copied back once.
-WRITER_AUTOCHECKPOINT_PAGES = 65536
+#: The SQLite page size of a new index file (SQLite's default is 4 KiB). Rows of 1-4 KB (a page's or a
+#: group's text) leave much of a 4 KiB B-tree page unused: 50k one-chunk records took 272 MB at 4 KiB,
+#: 245 at 8 KiB, 236 at 16 KiB and 234 at 32 KiB (the same index, VACUUMed at each size).
+NEW_FILE_PAGE_BYTES = 16384
+#: While a writer holds the index, the WAL is folded into the file once it reaches this many bytes
+#: (SQLite's default is 1,000 pages). A write transaction of an ingest touches thousands of pages spread
+#: over the B-trees, so with the default every commit checkpoints (and syncs the file); with 256 MiB
+#: (64k pages of 4 KiB, 16k of 16 KiB) a page written by many commits is copied back once.
+WRITER_AUTOCHECKPOINT_BYTES = 256 << 20
 #: The format of the doc_keys rows :meth:`Store.set_many_doc_keys` writes: they also hold each document's
 #: strippable keys (migration 0004). An index whose meta records an older one has every document's keys
 #: recomputed once (``pipeline.refresh_stale_keys``); a new index starts at this one.
@@ -57,6 +62,9 @@ class Store:
         self._lock_fd = lock_fd
         self._locked = False
         self._open_run: int | None = None  # begun, not finished: marked 'failed' if the writer leaves
+        self.codec = PageCodec({}, self._read_dict)
+        # every read of page text goes through page_text() (schema.RAW_TEXT, CLEAN_TEXT)
+        conn.create_function("page_text", 1, self._decode, deterministic=True)
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -75,6 +83,8 @@ class Store:
         except sqlite3.Error as e:
             raise index_error(p, e) from None
         try:
+            if not readonly and conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+                conn.execute(f"PRAGMA page_size = {NEW_FILE_PAGE_BYTES}")  # before the first table
             conn.execute("PRAGMA busy_timeout = 30000")
             # SQLite's default page cache is 2 MB: on a multi-GB index every B-tree step of the
             # per-document refreshes misses it. Up to 256 MiB (allocated only as pages are used):
@@ -90,6 +100,9 @@ class Store:
             else:
                 with store.writer():  # two first ingests must not both lay out the schema
                     store._migrate(readonly)
+            store.codec = PageCodec(
+                dict(store.conn.execute("SELECT dict_id, data FROM text_dicts").fetchall()), store._read_dict
+            )
         except (*SQLITE_FAILURES, OSError) as e:
             conn.close()
             raise index_error(p, e) from None
@@ -150,6 +163,26 @@ class Store:
         finally:
             source.close()
 
+    def _decode(self, value: str | bytes | None) -> str | None:
+        return self.codec.decode(value)
+
+    def _keep_dict(self) -> None:
+        """Store the dictionary new page text is compressed with, in the transaction that writes such
+        text (a rolled-back transaction that trained it must not leave later frames undecodable)."""
+        active = self.codec.active
+        if active is not None:
+            self.conn.execute("INSERT OR IGNORE INTO text_dicts(dict_id, data) VALUES (?, ?)", active)
+
+    def _read_dict(self, dict_id: int) -> bytes | None:
+        """A dictionary another connection stored after this one read them (a reader opened before the
+        writer trained it sees the committed row on a connection of its own)."""
+        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT data FROM text_dicts WHERE dict_id=?", (dict_id,)).fetchone()
+        finally:
+            conn.close()
+        return bytes(row[0]) if row is not None else None
+
     def close(self) -> None:
         self.conn.close()
         if self._lock_fd is not None:
@@ -184,7 +217,8 @@ class Store:
                     ) from None
                 time.sleep(0.05)
         self._locked = True
-        self.conn.execute(f"PRAGMA wal_autocheckpoint = {WRITER_AUTOCHECKPOINT_PAGES}")
+        page_bytes = int(self.conn.execute("PRAGMA page_size").fetchone()[0])
+        self.conn.execute(f"PRAGMA wal_autocheckpoint = {WRITER_AUTOCHECKPOINT_BYTES // page_bytes}")
         try:
             yield
         finally:
@@ -344,9 +378,16 @@ class Store:
             [(doc.doc_id, *rows[doc.doc_id], run_id) for doc, _ in items],
         )
         c.executemany("DELETE FROM pages WHERE doc_id=?", [(i,) for i in ids])
+        codec = self.codec
+        codec.learn([p.text for doc, _ in items for p in doc.pages])
+        self._keep_dict()
         c.executemany(
             "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, NULL)",
-            [(doc.doc_id, p.number, int(p.has_text_layer), p.text) for doc, _ in items for p in doc.pages],
+            [
+                (doc.doc_id, p.number, int(p.has_text_layer), codec.encode(p.text))
+                for doc, _ in items
+                for p in doc.pages
+            ],
         )
         self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
 
@@ -418,7 +459,7 @@ class Store:
     def load_pages(self, doc_id: str, *, clean: bool = False) -> tuple[Page, ...]:
         """A document's pages as parsed, or (``clean``) as stripped; a stripped page of a document not
         chunked yet reads as its raw text."""
-        column = CLEAN_TEXT if clean else "raw_text"
+        column = CLEAN_TEXT if clean else RAW_TEXT
         rows = self.conn.execute(
             f"SELECT page, {column}, has_text FROM pages WHERE doc_id=? ORDER BY page",
             (doc_id,),
@@ -483,11 +524,17 @@ class Store:
         """
         c = self.conn
         # A page stripping left as it was keeps no second copy: clean_text NULL reads as raw_text
-        # (CLEAN_TEXT), which on most pages of most corpora is the whole page.
+        # (CLEAN_TEXT), which on most pages of most corpora is the whole page. strip() returns a page
+        # it removed no line from as it was, so a page without stripped lines is such a page.
+        changed = {(d.doc_id, s.page) for d in docs for s in d.stripped}
+        self._keep_dict()
         c.executemany(
-            "UPDATE pages SET clean_text = CASE WHEN raw_text = ?1 THEN NULL ELSE ?1 END"
-            " WHERE doc_id=?2 AND page=?3",
-            [(p.text, d.doc_id, p.number) for d in docs for p in d.clean],
+            "UPDATE pages SET clean_text = ? WHERE doc_id=? AND page=?",
+            [
+                (self.codec.encode(p.text) if (d.doc_id, p.number) in changed else None, d.doc_id, p.number)
+                for d in docs
+                for p in d.clean
+            ],
         )
         pages = {(d.doc_id, p.number): p.text for d in docs for p in d.clean}
         keyed = [k for d in docs for k in d.keyed]

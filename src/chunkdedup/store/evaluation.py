@@ -15,7 +15,7 @@ from typing import Literal
 
 from chunkdedup.config import Config
 from chunkdedup.store.core import Store
-from chunkdedup.store.schema import CLEAN_TEXT
+from chunkdedup.store.schema import CLEAN_TEXT, RAW_TEXT
 
 _MERGED = {
     "near": "SELECT similarity FROM groups WHERE relation = 'near' ORDER BY id",
@@ -55,7 +55,7 @@ def file_hashes(store: Store) -> tuple[str, ...]:
 # -- figures ------------------------------------------------------------------------------------------
 def page_texts(store: Store, *, clean: bool) -> Iterator[str]:
     """Every page's text as parsed, or (``clean``) after stripping; streamed, in storage order."""
-    column = CLEAN_TEXT if clean else "raw_text"
+    column = CLEAN_TEXT if clean else RAW_TEXT
     for (text,) in store.conn.execute(f"SELECT COALESCE({column}, '') FROM pages"):
         yield text
 

@@ -6,9 +6,12 @@ and is refused rather than guessed at.
 
 from __future__ import annotations
 
+#: A page's text as parsed: stored as a zstd frame or a plain string (migration 0014), read through
+#: the ``page_text()`` function every connection registers (:mod:`chunkdedup.store.pagetext`).
+RAW_TEXT = "page_text(raw_text)"
 #: A page's text after boilerplate stripping: ``clean_text`` is stored only where stripping changed
 #: the page (migration 0009), else it reads as the raw text.
-CLEAN_TEXT = "COALESCE(clean_text, raw_text)"
+CLEAN_TEXT = "page_text(COALESCE(clean_text, raw_text))"
 #: A canonical's text (the table aliased ``c``): ``text`` is stored only where it is not its leader
 #: group's text (migration 0010), which is every consistent canonical's: its first source is the
 #: leader's first source.
@@ -316,6 +319,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         # a leaf page of its B-tree per row, every transaction (300k groups: 90-100 s of the write path).
         """
         CREATE TABLE band_stage(group_id TEXT NOT NULL, band_key INTEGER NOT NULL);
+        """,
+    ),
+    (
+        "0014_text_dicts",
+        # Page text is stored as zstd frames; the dictionary a frame names (by its zstd id) lives here.
+        """
+        CREATE TABLE text_dicts(dict_id INTEGER PRIMARY KEY, data BLOB NOT NULL);
         """,
     ),
 )

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from chunkdedup.store.core import Store
-from chunkdedup.store.schema import CANONICAL_TEXT
+from chunkdedup.store.schema import CANONICAL_TEXT, CLEAN_TEXT, RAW_TEXT
 from chunkdedup.types import MetaValue
 
 
@@ -293,7 +293,7 @@ class IndexViews:
     def pages(self, doc_id: str, *, first: int, limit: int) -> tuple[PageText, ...]:
         """Up to ``limit`` pages of a document from page number ``first`` on."""
         rows = self.conn.execute(
-            "SELECT page, has_text, raw_text, COALESCE(clean_text, raw_text) FROM pages"
+            f"SELECT page, has_text, {RAW_TEXT}, {CLEAN_TEXT} FROM pages"
             " WHERE doc_id=? AND page>=? ORDER BY page LIMIT ?",
             (doc_id, first, limit),
         )
