@@ -217,7 +217,7 @@ def _components(
                     texts[gid] = hasher.shingles(keys[gid])
                 else:
                     row = store.chunks.group_rows([gid])
-                    key = group_key(keys, gid, row[0].text) if row else None
+                    key = group_key(keys, gid, row[0].text or "") if row else None
                     texts[gid] = hasher.shingles(key) if key is not None else np.empty(0, np.uint64)
             return texts[gid]
 
@@ -248,4 +248,5 @@ def _components(
             config.threshold,
             semantic_lookup,
         )
-    return store.chunks.group_rows(seen), edges
+        texts.clear()  # before the rows are read: at a million groups, each is most of a GiB
+    return store.chunks.group_rows(seen, keyed=keys), edges

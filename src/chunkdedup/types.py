@@ -162,10 +162,12 @@ class KnownFile:
 
 @dataclass(frozen=True, slots=True)
 class GroupRow:
-    """What clustering needs of a group: its text, its order, its cluster."""
+    """What clustering needs of a group: its text, its order, its cluster. ``text`` is None where the
+    reader held the group's exact key already and left the text unread (a million groups' texts are
+    most of a cluster pass's memory)."""
 
     id: str
-    text: str
+    text: str | None
     order: tuple[str, int, int]
     canonical_id: str
 

@@ -137,7 +137,7 @@ def decide(
     def edge(a: str, b: str) -> tuple[str, float]:
         return edges[(a, b) if a < b else (b, a)]
 
-    row_keys = [group_key(keys, row.id, row.text) for row in rows]
+    row_keys = [keys[row.id] if row.text is None else group_key(keys, row.id, row.text) for row in rows]
     result = leader_cluster(
         order, edge_array, np.asarray(weights, dtype=np.float64), row_keys, guard=guard, linkage=linkage
     )

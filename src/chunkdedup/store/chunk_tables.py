@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -434,7 +434,9 @@ class ChunkTables:
         )
         return [r[0] for r in rows]
 
-    def group_rows(self, ids: Sequence[str]) -> list[GroupRow]:
+    def group_rows(self, ids: Sequence[str], *, keyed: Container[str] = ()) -> list[GroupRow]:
+        """The groups of ``ids`` still in the index, sorted by id; the text of those in ``keyed`` (whose
+        exact key the caller holds) is not kept."""
         out: list[GroupRow] = []
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
@@ -443,7 +445,9 @@ class ChunkTables:
                 f" WHERE id IN ({','.join('?' * len(part))})",
                 part,
             )
-            out.extend(GroupRow(r[0], r[1], (r[2], r[3], r[4]), r[5]) for r in rows)
+            out.extend(
+                GroupRow(r[0], None if r[0] in keyed else r[1], (r[2], r[3], r[4]), r[5]) for r in rows
+            )
         return sorted(out, key=lambda g: g.id)
 
     # -- clusters ------------------------------------------------------------------------------
