@@ -240,6 +240,20 @@ def test_embedder_mismatch_is_refused(embedded: Path, plain: Path) -> None:
     assert Config.from_dict({"query": {"retriever": "vector"}}).query.retriever == "vector"
 
 
+def test_an_embedded_index_whose_every_chunk_was_stripped_finds_nothing(tmp_path: Path) -> None:
+    """Five copies of one line: the line is corpus chrome, so no chunk (and no vector) is left. The
+    index was ingested with an embedder: vector and hybrid searches find nothing, as BM25 does, rather
+    than telling the user to ingest with --embedder (a case Hypothesis found)."""
+    corpus = tmp_path / "c"
+    build_corpus(corpus, [(["Refunds are paid within 30 days of the request."], {"department": "legal"})] * 5)
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index, manifest=corpus / "manifest.jsonl", config=HASH)
+    with Index.open(index) as ix:
+        assert ix.stats()["raw_chunks"] == 0
+        for r in ("vector", "hybrid", "bm25"):
+            assert search(ix, "refunds paid within 30 days", retriever=r).hits == ()
+
+
 # -- no leak through vector or hybrid retrieval -----------------------------------------------------
 
 

@@ -55,10 +55,12 @@ def _load_embedder(name: str) -> Embedder:
 def index_embedder(store: Store, requested: Embedder | str | None = None) -> Embedder:
     """The index's recorded embedder; ``requested`` (a name or an embedder) must be that one.
 
-    Raises ConfigError when the index has no embeddings, or when ``requested`` is another model.
+    Raises ConfigError when the index was not ingested with an embedder, or when ``requested`` is
+    another model. An index ingested with one whose every chunk was stripped holds no vectors: its
+    searches find nothing, as its BM25 searches do.
     """
     name, dim = store.meta("embedder_name"), store.meta("embedder_dim")
-    if name is None or not has_embeddings(store):
+    if name is None:
         raise ConfigError(
             f"index {store.path} has no embeddings: vector or hybrid retrieval needs an index ingested "
             "with --embedder (e.g. chunkdedup ingest DOCS --index FILE --embedder minilm); "
