@@ -22,7 +22,7 @@ from typing import Any
 
 from chunkdedup.dedup.exact import KeyedChunk
 from chunkdedup.normalize import key_hash
-from chunkdedup.store.schema import CLEAN_TEXT
+from chunkdedup.store.schema import BANDS_GID_INDEX, CLEAN_TEXT
 from chunkdedup.types import Assignment, GroupRow
 
 #: Each group's first source (by document, page, offset), its count, and its end.
@@ -301,12 +301,21 @@ class ChunkTables:
         """Move the staged band rows into bands, sorted by key, and empty the stage: one pass over the
         B-tree, each leaf written once, instead of a random leaf per row. Rows of a group dropped since
         are left out (the join), and a group made again under the same id has the same key, so the
-        same bands (a change of the hashing settings empties the stage with the bands)."""
-        self.conn.execute(
+        same bands (a change of the hashing settings empties the stage with the bands).
+
+        Into empty bands (a first ingest), the group index is dropped and built once after the rows:
+        722k rows of 50k groups took 2.6 s so, 3.4 s with the index kept (one run each, in turn)."""
+        c = self.conn
+        fresh = c.execute("SELECT 1 FROM bands LIMIT 1").fetchone() is None
+        if fresh:
+            c.execute("DROP INDEX IF EXISTS bands_gid")
+        c.execute(
             "INSERT OR IGNORE INTO bands(band_key, gid) SELECT s.band_key, g.gid"
             " FROM band_stage s JOIN groups g ON g.id = s.group_id ORDER BY 1, 2"
         )
-        self.conn.execute("DELETE FROM band_stage")
+        if fresh:
+            c.execute(BANDS_GID_INDEX)
+        c.execute("DELETE FROM band_stage")
 
     def clear_signatures(self) -> None:
         """Drop every signature and band (the MinHash settings changed); every group becomes dirty."""

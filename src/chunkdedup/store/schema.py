@@ -16,6 +16,8 @@ CLEAN_TEXT = "page_text(COALESCE(clean_text, raw_text))"
 #: group's text (migration 0010), which is every consistent canonical's: its first source is the
 #: leader's first source.
 CANONICAL_TEXT = "COALESCE(c.text, (SELECT g.text FROM groups g WHERE g.id = c.id))"
+#: The band rows' index by group (migration 0012), built anew after a first merge into empty bands.
+BANDS_GID_INDEX = "CREATE INDEX bands_gid ON bands(gid)"
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
