@@ -264,6 +264,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
             )
         with clock("text index"):
             text = textindex.sync(store, tick) if not opts.dry_run else None
+        store.reclaim()
         view = Index(store)
         summary = run_totals(results, view.stats(), chunked, near, text, signed=signed)
         # where the near tier's edges came from: the executor's pass, the store's band neighbours,
@@ -556,6 +557,7 @@ def remove_documents(
         embedder = get_embedder(recorded) if cfg.semantic.enabled and recorded else None
         update_clusters(store, cfg, run_id, embedder=embedder, known=keys)
         textindex.sync(store)
+        store.reclaim()
         summary = {"removed": list(doc_ids), "canonicals_touched": touched, "documents_rechunked": rechunked}
         store.finish_run(run_id, summary)
     return summary
