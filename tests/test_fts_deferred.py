@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from chunkdedup import ingest
 from chunkdedup.store import Store
+from chunkdedup.store.textindex import ROW_TRIGGERS
 from conftest import POLICY, POLICY_MANIFEST
 
 QUERIES = ("privacy", "account termination", "copyright infringement notice", "export controls")
@@ -60,7 +62,46 @@ def test_a_killed_deferred_run_is_completed_by_the_next(
     conn = sqlite3.connect(index)
     assert conn.execute("SELECT value FROM meta WHERE key='fts_deferred'").fetchone() == ("1",)
     assert conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0] > 0
+    assert _triggers(conn) == {}  # dropped while deferred
     conn.close()
     monkeypatch.undo()
     ingest([POLICY / "current"], index)
     assert all(_ranked(index))
+    conn = sqlite3.connect(index)
+    try:
+        assert _triggers(conn) == _TRIGGERS_OF_A_NEW_INDEX  # made again as the migrations made them
+    finally:
+        conn.close()
+
+
+def _triggers(conn: sqlite3.Connection) -> dict[str, str]:
+    marks = ",".join("?" * len(ROW_TRIGGERS))
+    rows = conn.execute(f"SELECT name, sql FROM sqlite_master WHERE type='trigger' AND name IN ({marks})",
+                        ROW_TRIGGERS)
+    return dict(rows.fetchall())
+
+
+def _new_index_triggers() -> dict[str, str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        Store.open(Path(tmp) / "i.sqlite", create=True).close()
+        conn = sqlite3.connect(Path(tmp) / "i.sqlite")
+        try:
+            return _triggers(conn)
+        finally:
+            conn.close()
+
+
+_TRIGGERS_OF_A_NEW_INDEX = _new_index_triggers()
+
+
+def test_a_fresh_ingest_leaves_the_row_triggers_as_the_schema_has_them(tmp_path: Path) -> None:
+    assert sorted(_TRIGGERS_OF_A_NEW_INDEX) == sorted(ROW_TRIGGERS)
+    index = tmp_path / "i.sqlite"
+    ingest([POLICY / "current"], index)
+    conn = sqlite3.connect(index)
+    try:
+        assert _triggers(conn) == _TRIGGERS_OF_A_NEW_INDEX
+        assert conn.execute("SELECT COUNT(*) FROM meta WHERE key IN ('fts_deferred', 'deferred_triggers')"
+                            ).fetchone()[0] == 0
+    finally:
+        conn.close()
