@@ -520,7 +520,14 @@ class ChunkTables:
         gone = {r[0]: r[2:] for r in tombs if r[1] == run_id}
         entombed = {r[0] for r in tombs}
         made = [cid for cid in ids if sources.get(cid)]
-        texts = dict(zip(made, self.span_texts([sources[cid][0][:4] for cid in made], pages), strict=True))
+        # a canonical's text is its first source's span: sliced from a page at hand, else, when that
+        # source is its leader group's first, the group's text (the cluster pass refreshes canonicals
+        # with no page at hand: 45k page reads and decompressions for 50k records), else the page's
+        led = [cid for cid in made if cid in leader_first and sources[cid][0][:2] not in pages]
+        texts: dict[str, str] = dict(self._batched("SELECT id, text FROM groups WHERE id IN ({})", led))
+        sliced = [cid for cid in made if cid not in texts]
+        spans = self.span_texts([sources[cid][0][:4] for cid in sliced], pages)
+        texts.update(zip(sliced, spans, strict=True))
         # each canonical is deleted, inserted, updated or unchanged: a few statements for the whole batch
         deleted: list[tuple[Any, ...]] = []
         inserted: list[tuple[Any, ...]] = []
