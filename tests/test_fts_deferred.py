@@ -23,6 +23,11 @@ def _ranked(index: Path) -> list[list[tuple[str, float]]]:
         conn = store.conn
         # the FTS table must hold exactly the groups' texts, nothing stale, nothing missing
         conn.execute("INSERT INTO groups_fts(groups_fts, rank) VALUES('integrity-check', 1)")
+        conn.execute("INSERT INTO contexts_fts(contexts_fts, rank) VALUES('integrity-check', 1)")
+        contexts = conn.execute("SELECT COUNT(*) FROM contexts").fetchone()[0]
+        assert contexts > 0
+        assert conn.execute("SELECT COUNT(*) FROM contexts_fts WHERE contexts_fts MATCH 'github'"
+                            ).fetchone()[0] > 0
         assert store.meta("fts_deferred") is None
         return [
             conn.execute(
