@@ -4,14 +4,15 @@ of every group a change touched, whole connected components at a time, with the 
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from chunkdedup.config import Config, NearConfig, SemanticConfig
-from chunkdedup.dedup.minhash import MinHasher, jaccard
+from chunkdedup.dedup.minhash import NUMPY_KEYS, MinHasher, jaccard
 from chunkdedup.dedup.near import (
     Edges,
     NearEdges,
@@ -166,9 +167,10 @@ def _embed(
 def _sign(
     store: Store, config: NearConfig, progress: Callable[[str, int, int], None], keys: dict[str, str]
 ) -> int:
-    hasher = MinHasher.from_config(config)
     done = 0
     total = store.chunks.unsigned_count()
+    # a few groups are signed by the NumPy path: the same band keys, no numba start-up
+    hasher = MinHasher.from_config(config, compiled=total > NUMPY_KEYS)
     while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
         _, bands = sign_keys(hasher, [group_key(keys, gid, text) for gid, text in batch], config)
         with store.transaction():
@@ -208,18 +210,25 @@ def _components(
             semantic_lookup,
         )
     else:
-        hasher = MinHasher.from_config(config)
+        # a few dirty groups (an incremental run) are compared by the NumPy paths: the same Jaccards
+        compiled = len(dirty) > NUMPY_KEYS
+        hasher = MinHasher.from_config(config, compiled=compiled)
         texts: dict[str, np.ndarray] = {}
 
-        def shingles(gid: str) -> np.ndarray:
-            if gid not in texts:
-                if gid in keys:  # signed in this pass: its text need not be read again
-                    texts[gid] = hasher.shingles(keys[gid])
-                else:
-                    row = store.chunks.group_rows([gid])
-                    key = group_key(keys, gid, row[0].text) if row else None
-                    texts[gid] = hasher.shingles(key) if key is not None else np.empty(0, np.uint64)
-            return texts[gid]
+        def fetch(gids: Iterable[str]) -> None:
+            """The shingle sets of those of ``gids`` not held yet, from one batch (the texts of the
+            groups not signed in this pass read in one query)."""
+            missing = [g for g in dict.fromkeys(gids) if g not in texts]
+            if not missing:
+                return
+            unread = [g for g in missing if g not in keys]
+            rows = {row.id: row.text for row in store.chunks.group_rows(unread)} if unread else {}
+            known = [g for g in missing if g in keys or g in rows]
+            for g in missing:
+                texts[g] = np.empty(0, np.uint64)  # a group gone from the index: no shingles
+            flat, offsets = hasher.shingle_sets([group_key(keys, g, rows.get(g, "")) for g in known])
+            for i, g in enumerate(known):
+                texts[g] = flat[offsets[i] : offsets[i + 1]]
 
         # The dirty groups' neighbours are read a block of groups at a time (one join each), taken as
         # the walk reaches them, so memory holds about one block's lists; a group reached beyond the
@@ -234,17 +243,22 @@ def _components(
                 return found
             i = position.get(gid)
             if i is None or i // _NEIGHBOUR_BLOCK in read:
-                return store.chunks.band_neighbours(gid)
+                found = store.chunks.band_neighbours(gid)
+                fetch([gid, *found])
+                return found
             block = i // _NEIGHBOUR_BLOCK
             read.add(block)
             start = block * _NEIGHBOUR_BLOCK
-            ahead.update(store.chunks.band_neighbour_map(dirty[start : start + _NEIGHBOUR_BLOCK]))
+            part = store.chunks.band_neighbour_map(dirty[start : start + _NEIGHBOUR_BLOCK])
+            ahead.update(part)
+            # the block's groups and their neighbours: the pairs the walk verifies next
+            fetch(itertools.chain(part, itertools.chain.from_iterable(part.values())))
             return ahead.pop(gid)
 
         seen, edges = connect(
             dirty,
             neighbours,
-            lambda a, b: jaccard(shingles(a), shingles(b)),
+            lambda a, b: jaccard(texts[a], texts[b], compiled=compiled),
             config.threshold,
             semantic_lookup,
         )

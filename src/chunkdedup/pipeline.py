@@ -31,6 +31,7 @@ from chunkdedup import boilerplate
 from chunkdedup.clusters import NearStats, start_hashing, update_clusters
 from chunkdedup.config import Config
 from chunkdedup.context import CONTEXT_FORMAT, document_context
+from chunkdedup.dedup.minhash import NUMPY_CHARS, NUMPY_KEYS
 from chunkdedup.dedup.near import near_hashing
 from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import InputError
@@ -347,8 +348,9 @@ def store_file(
             reason += "; the previous version stays in the index"
         store.put_file(path, None, str(pf.status), reason, run_id)
         return FileResult(path, pf.status, tuple(kept), reason)
+    owners = store.doc_owners([d.doc_id for d in pf.documents])
     for doc in pf.documents:
-        owner = store.doc_owner(doc.doc_id)
+        owner = owners.get(doc.doc_id)
         if owner is not None and owner != path:
             taken = (
                 f"document id {doc.doc_id!r} is already taken by {owner}: rename one of them, "
@@ -433,6 +435,9 @@ def _chunk_phase(
     job_docs, job_chars = max(1, STORE_BATCH // 4), max(1, STORE_BATCH_CHARS // 4)
 
     def jobs() -> Iterator[ChunkJob]:
+        # a run of a few documents signs with the NumPy paths (the same band keys, no numba start-up),
+        # until its text passes NUMPY_CHARS; a larger run uses the kernels from the start
+        loaded = 0 if len(todo) <= NUMPY_KEYS else NUMPY_CHARS + 1
         i = 0
         while i < len(todo):
             docs: list[tuple[str, tuple[Page, ...]]] = []
@@ -442,7 +447,8 @@ def _chunk_phase(
                 docs.append((todo[i], pages))
                 chars += sum(len(p.text) for p in pages)
                 i += 1
-            yield ChunkJob(tuple(docs), chrome, cfg)
+            loaded += chars
+            yield ChunkJob(tuple(docs), chrome, cfg, compiled=loaded > NUMPY_CHARS)
 
     signed = done = 0
     held: list[ChunkedBatch] = []

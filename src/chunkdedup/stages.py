@@ -46,11 +46,14 @@ class ParsedInput:
 
 @dataclass(frozen=True, slots=True)
 class ChunkJob:
-    """Documents to chunk, ``(doc_id, pages)``, with the corpus chrome keys to strip."""
+    """Documents to chunk, ``(doc_id, pages)``, with the corpus chrome keys to strip; ``compiled``:
+    sign with the numba kernels (else the NumPy paths, the same band keys: a small run never loads
+    numba; see :class:`~chunkdedup.dedup.minhash.MinHasher`)."""
 
     documents: tuple[tuple[str, tuple[Page, ...]], ...]
     chrome: frozenset[int]
     config: Config
+    compiled: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +117,8 @@ def chunk_documents(job: ChunkJob) -> ChunkedBatch:
         for k in doc.keyed:
             first.setdefault(k.canonical_id, k.key)
     gids = list(first)
-    _, bands = sign_keys(MinHasher.from_config(cfg.near), [first[g] for g in gids], cfg.near)
+    hasher = MinHasher.from_config(cfg.near, compiled=job.compiled)
+    _, bands = sign_keys(hasher, [first[g] for g in gids], cfg.near)
     return ChunkedBatch(docs, tuple((g, bands[i].tolist()) for i, g in enumerate(gids)))
 
 

@@ -315,6 +315,11 @@ class Store:
         row = self.conn.execute("SELECT file_path FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
         return None if row is None else row[0]
 
+    def doc_owners(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """The file of each of ``doc_ids`` the index holds (one statement per 500 ids)."""
+        sql = "SELECT doc_id, file_path FROM documents WHERE doc_id IN ({})"
+        return dict(rows_for_ids(self.conn, sql, sorted(set(doc_ids))))
+
     def changed_documents(self, docs: Sequence[Document]) -> set[str]:
         """The ids of ``docs`` not stored exactly as they are (content hash, metadata, place): an
         unchanged record of a JSONL or Parquet file that changed elsewhere is not among them."""
