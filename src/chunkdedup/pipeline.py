@@ -358,13 +358,13 @@ def store_file(
             )
             store.put_file(path, None, str(FileStatus.FAILED), taken, run_id)
             return FileResult(path, FileStatus.FAILED, (), taken)
-    new_ids = {d.doc_id for d in pf.documents}
+    new_ids = {d.doc_id for d in pf.documents} | set(pf.kept)
     for old in store.docs_of_file(path):
         if old not in new_ids:
             store.remove_document(old, run_id)
     # a record stored exactly as it is parsed now (of a JSONL or Parquet file changed elsewhere) is
     # left as it is, with its pages, keys and chunks (unless ``keep_unchanged`` is off: the parse
-    # settings changed)
+    # settings changed); the ``kept`` ones were known by their bytes and place before being built
     changed = store.changed_documents(pf.documents) if keep_unchanged else {d.doc_id for d in pf.documents}
     store.put_documents(
         [
@@ -376,7 +376,7 @@ def store_file(
     )
     notes = "; ".join(pf.notes) or None
     store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
-    return FileResult(path, FileStatus.INGESTED, tuple(d.doc_id for d in pf.documents), notes)
+    return FileResult(path, FileStatus.INGESTED, pf.doc_ids, notes)
 
 
 def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progress) -> None:

@@ -22,6 +22,9 @@ from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.dedup.near import sign_keys
 from chunkdedup.normalize import canonical_id
 from chunkdedup.parse import InputFile, input_fingerprint, parse_file
+from chunkdedup.parse.base import Keep
+from chunkdedup.parse.jsonl import NUMBER_MARK, line_numbered
+from chunkdedup.parse.registry import input_context, record_prefix
 from chunkdedup.types import FileStatus, KnownFile, Page, ParsedFile
 
 
@@ -74,12 +77,33 @@ def parse_input(inp: InputFile, known: KnownFile, config: Config) -> ParsedInput
         return ParsedInput(inp, None, ParsedFile(str(inp.path), (), FileStatus.FAILED, f"cannot read: {e}"))
     if h is not None and h == known.content_hash:
         return ParsedInput(inp, h, None)
-    pf = parse_file(inp, config.parse)
+    pf = parse_file(inp, config.parse, _keep(inp, known, h))
     keys = tuple(
         None if d.content_hash in known.documents else boilerplate.document_keys(d.pages, config.boilerplate)
         for d in pf.documents
     )
     return ParsedInput(inp, h, pf, keys)
+
+
+def _keep(inp: InputFile, known: KnownFile, fingerprint: str | None) -> Keep | None:
+    """Which records of a changed multi-record file the index holds exactly as they would be built:
+    the same bytes (content hash) at a place giving the same id (any line for a given id, the same
+    line for a line-numbered one), in a file whose id and manifest metadata are unchanged (else
+    ``None``: every record is built and compared)."""
+    context = input_context(fingerprint)
+    if not known.records or context is None or context != input_context(known.content_hash):
+        return None
+    prefix = record_prefix(inp)
+
+    def keep(content_hash: str, number: int) -> str | None:
+        for doc_id in known.records.get(content_hash, ()):
+            if doc_id.startswith(prefix):
+                rid = doc_id[len(prefix) :]
+                if not line_numbered(rid) or rid == f"{NUMBER_MARK}{number}":
+                    return rid
+        return None
+
+    return keep
 
 
 def parse_inputs(job: ParseJob) -> tuple[ParsedInput, ...]:

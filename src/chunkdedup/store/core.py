@@ -301,11 +301,17 @@ class Store:
         self.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
 
     def known_file(self, path: str) -> KnownFile:
-        """What the index holds of a file: its content hash while it has documents, and their hashes."""
-        hashes = frozenset(
-            r[0] for r in self.conn.execute("SELECT content_hash FROM documents WHERE file_path=?", (path,))
-        )
-        return KnownFile(self.file_hash(path) if hashes else None, hashes)
+        """What the index holds of a file: its content hash while it has documents, their hashes, and
+        the ids of its single-page documents by hash."""
+        rows = self.conn.execute(
+            "SELECT content_hash, doc_id, n_pages FROM documents WHERE file_path=? ORDER BY doc_id", (path,)
+        ).fetchall()
+        hashes = frozenset(r[0] for r in rows)
+        records: dict[str, tuple[str, ...]] = {}
+        for content_hash, doc_id, n_pages in rows:
+            if n_pages == 1:  # a record split into pages left notes: it is built again to give them
+                records[content_hash] = (*records.get(content_hash, ()), doc_id)
+        return KnownFile(self.file_hash(path) if hashes else None, hashes, records)
 
     def docs_of_file(self, path: str) -> list[str]:
         rows = self.conn.execute("SELECT doc_id FROM documents WHERE file_path=? ORDER BY doc_id", (path,))
