@@ -550,3 +550,35 @@ def test_a_repeated_id_among_kept_records_still_fails_the_file(tmp_path: Path) -
     shard.write_text(line + "\n" + line + "\n")
     (result,) = ingest([corpus], index).files
     assert result.status == FileStatus.FAILED and "'same' is used on lines 1 and 2" in (result.reason or "")
+
+
+def test_the_chrome_is_counted_again_only_after_a_documents_keys_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deciding the chrome counts every key's units: a run that changed no document's keys (nor the
+    boilerplate settings) keeps the stored decision, and still equals a fresh ingest."""
+    cfg = Config(boilerplate=BoilerplateConfig(min_units=3))
+    corpus = tmp_path / "c"
+    _write_corpus(corpus, 10, footer_in={0, 1, 2, 3})
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index, config=cfg)
+    counted: list[int] = []
+    real = Store.key_unit_counts
+    monkeypatch.setattr(Store, "key_unit_counts", lambda self, m: counted.append(m) or real(self, m))
+    ingest([corpus], index, config=cfg)
+    assert counted == []
+    _write_corpus(corpus, 1, footer_in=set())  # doc000 loses the footer: 3 of 10, not chrome
+    ingest([corpus], index, config=cfg)
+    assert counted == [3]
+    ingest([corpus], index, config=cfg)
+    assert counted == [3]
+    ingest([corpus], index, config=Config(boilerplate=BoilerplateConfig(min_units=4)))
+    assert counted == [3, 4]
+    remove_documents(index, ["doc009.md"])
+    assert counted == [3, 4, 4]
+    (corpus / "doc009.md").unlink()
+    ingest([corpus], index, config=cfg)
+    assert counted == [3, 4, 4, 3]
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh, config=cfg)
+    assert snapshot(index) == snapshot(fresh)

@@ -169,6 +169,8 @@ def _sign(
 ) -> int:
     done = 0
     total = store.chunks.unsigned_count()
+    if not total:
+        return 0
     # a few groups are signed by the NumPy path: the same band keys, no numba start-up
     hasher = MinHasher.from_config(config, compiled=total > NUMPY_KEYS)
     while batch := store.chunks.unsigned_groups(_SIGN_BATCH):

@@ -401,15 +401,19 @@ def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progre
 
 
 def decide_chrome(store: Store, cfg: Config) -> None:
-    """Store the corpus-chrome keys, decided from the units per key the store counts."""
+    """Store the corpus-chrome keys, decided from the units per key the store counts (unless no
+    document's keys or unit changed since they were decided under these settings)."""
     bp = cfg.boilerplate
+    settings = key_hash(json.dumps(cfg.to_dict()["boilerplate"], sort_keys=True))
+    if store.chrome_decided(settings):
+        return
     chrome: dict[int, int] = {}
     if bp.enabled:
         total = store.unit_total()
         counts = store.key_unit_counts(bp.min_units)
         chrome = {k: n for k, n in counts.items() if boilerplate.is_chrome(n, total, bp)}
     with store.transaction():
-        store.set_chrome(chrome)
+        store.set_chrome(chrome, settings)
 
 
 def _chunk_phase(

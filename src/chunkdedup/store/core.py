@@ -362,7 +362,10 @@ class Store:
         self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
 
     def set_many_doc_keys(self, items: Sequence[tuple[str, DocumentKeys]]) -> None:
-        """Documents' candidate keys (``counted=1``) and the other keys strip() could remove (0)."""
+        """Documents' candidate keys (``counted=1``) and the other keys strip() could remove (0); the
+        corpus chrome is to be decided again (:meth:`chrome_decided`)."""
+        if items:
+            self.set_meta(_CHROME_STALE, "1")
         self.conn.executemany("DELETE FROM doc_keys WHERE doc_id=?", [(doc_id,) for doc_id, _ in items])
         rows: list[tuple[int, str, int]] = []
         for doc_id, keys in items:
@@ -373,6 +376,7 @@ class Store:
     def remove_document(self, doc_id: str, run_id: int) -> int:
         """Remove a document and only its sources; returns how many canonicals it touched."""
         touched = self.chunks.drop_doc_sources(doc_id, run_id)
+        self.set_meta(_CHROME_STALE, "1")  # its units and keys no longer count
         for table in ("pages", "doc_keys", "doc_chrome", "stripped", "contexts", "documents"):
             self.conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
         return touched
@@ -460,9 +464,20 @@ class Store:
         )
         return {r[0]: r[1] for r in rows}
 
-    def set_chrome(self, chrome: dict[int, int]) -> None:
+    def set_chrome(self, chrome: dict[int, int], settings: str | None = None) -> None:
+        """The corpus-chrome keys; ``settings`` (a stamp of the boilerplate settings they were decided
+        under) records them as current until a document's keys change (:meth:`chrome_decided`)."""
         self.conn.execute("DELETE FROM chrome")
         self.conn.executemany("INSERT INTO chrome(khash, units) VALUES (?, ?)", sorted(chrome.items()))
+        if settings is not None:
+            self.set_meta(_CHROME_SETTINGS, settings)
+            self.delete_meta(_CHROME_STALE)
+
+    def chrome_decided(self, settings: str) -> bool:
+        """Whether the stored chrome was decided under ``settings`` and no document's keys or unit
+        changed since (each change marks it stale in its own transaction, so a killed run leaves it
+        stale): then deciding it again, a pass over every key, would give it again."""
+        return self.meta(_CHROME_STALE) is None and self.meta(_CHROME_SETTINGS) == settings
 
     def chrome_ids(self) -> set[int]:
         return {r[0] for r in self.conn.execute("SELECT khash FROM chrome")}
@@ -540,6 +555,11 @@ _DOCUMENT_ROWS = (
     "SELECT doc_id, file_path, content_hash, unit, metadata, department, family, effective_date, n_pages,"
     " title FROM documents WHERE doc_id IN ({})"
 )
+
+
+#: meta keys: the chrome must be decided again / the boilerplate settings it was decided under
+_CHROME_STALE = "chrome_stale"
+_CHROME_SETTINGS = "chrome_settings"
 
 
 def _document_row(doc: Document) -> tuple[Any, ...]:
