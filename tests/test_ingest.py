@@ -582,3 +582,31 @@ def test_the_chrome_is_counted_again_only_after_a_documents_keys_changed(
     fresh = tmp_path / "fresh.sqlite"
     ingest([corpus], fresh, config=cfg)
     assert snapshot(index) == snapshot(fresh)
+
+
+def test_an_unchanged_corpus_is_ingested_without_the_array_stack(tmp_path: Path) -> None:
+    """Nothing to sign or cluster: NumPy, the MinHash and LSH modules and numba are never imported;
+    a small change signs and clusters with the NumPy paths, still without numba."""
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "c"
+    _write_corpus(corpus, 6, footer_in=set())
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    heavy = ("numpy", "numba", "chunkdedup.dedup.minhash", "chunkdedup.dedup.lsh")
+    script = (
+        "import sys\n"
+        "from chunkdedup.cli import main\n"
+        f"main(['ingest', {str(corpus)!r}, '--index', {str(index)!r}], standalone_mode=False)\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+
+    def loaded() -> str:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip().splitlines()[-1]
+
+    assert loaded() == "[]"
+    _write_corpus(corpus, 1, footer_in=set(), start=6)
+    assert loaded() == "['chunkdedup.dedup.lsh', 'chunkdedup.dedup.minhash', 'numpy']"

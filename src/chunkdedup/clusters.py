@@ -8,25 +8,22 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from chunkdedup.config import Config, NearConfig, SemanticConfig
-from chunkdedup.dedup.minhash import NUMPY_KEYS, MinHasher, jaccard
-from chunkdedup.dedup.near import (
-    Edges,
-    NearEdges,
-    connect,
-    decide,
-    group_key,
-    near_fingerprints,
-    sign_keys,
-)
-from chunkdedup.dedup.semantic import neighbour_pairs
-from chunkdedup.embed import Embedder, get_embedder
+from chunkdedup.dedup.settings import NUMPY_KEYS, near_fingerprints
 from chunkdedup.errors import ConfigError
 from chunkdedup.store import Store
 from chunkdedup.types import GroupRow
+
+# The array stack (NumPy, the MinHash and LSH steps, embedders) is imported where a pass has groups
+# to sign, embed or re-cluster: a run that changed nothing checks the settings and leaves, in a
+# tenth of a second less.
+if TYPE_CHECKING:
+    import numpy as np
+
+    from chunkdedup.dedup.near import Edges, NearEdges
+    from chunkdedup.embed import Embedder
 
 _SIGN_BATCH = 4096
 #: dirty groups whose band neighbours one join reads
@@ -77,7 +74,11 @@ def update_clusters(
     tables = store.chunks
     near, sem = config.near, config.semantic
     hashing, settings = near_fingerprints(near)
-    model = (embedder or get_embedder(sem.embedder, batch_size=sem.batch_size)) if sem.enabled else None
+    model = None
+    if sem.enabled:
+        from chunkdedup.embed import get_embedder
+
+        model = embedder or get_embedder(sem.embedder, batch_size=sem.batch_size)
     with store.transaction():
         if store.meta("near_hashing") != hashing:
             tables.clear_signatures()
@@ -109,6 +110,8 @@ def update_clusters(
         rows, edges = _components(store, dirty, near, keys, semantic=model is not None, given=given)
     else:
         rows, edges = tables.group_rows(dirty), {}
+    from chunkdedup.dedup.near import decide
+
     assignments, variants = decide(rows, edges, near.guard, near.linkage, keys)
     with store.transaction():
         tables.apply(assignments, variants, run_id)
@@ -136,6 +139,10 @@ def _embed(
     store: Store, model: Embedder, config: SemanticConfig, progress: Callable[[str, int, int], None]
 ) -> None:
     """Embed groups that have no vector yet, then find their semantic edges against every vector."""
+    import numpy as np
+
+    from chunkdedup.dedup.semantic import neighbour_pairs
+
     tables = store.chunks
     new: list[str] = []
     total = tables.unembedded_count()
@@ -171,6 +178,9 @@ def _sign(
     total = store.chunks.unsigned_count()
     if not total:
         return 0
+    from chunkdedup.dedup.minhash import MinHasher
+    from chunkdedup.dedup.near import group_key, sign_keys
+
     # a few groups are signed by the NumPy path: the same band keys, no numba start-up
     hasher = MinHasher.from_config(config, compiled=total > NUMPY_KEYS)
     while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
@@ -196,6 +206,11 @@ def _components(
 
     Near candidates are the store's band neighbours, verified here by shingle Jaccard, or, when
     ``given``, the verified edges computed elsewhere (the Ray path): the same rule either way."""
+    import numpy as np
+
+    from chunkdedup.dedup.minhash import MinHasher, jaccard
+    from chunkdedup.dedup.near import connect, group_key
+
     semantic_lookup = store.chunks.semantic_neighbours if semantic else None
     if not config.enabled:
         seen, edges = connect(dirty, lambda gid: (), lambda a, b: 0.0, config.threshold, semantic_lookup)

@@ -25,15 +25,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkdedup import boilerplate
 from chunkdedup.clusters import NearStats, start_hashing, update_clusters
 from chunkdedup.config import Config
 from chunkdedup.context import CONTEXT_FORMAT, document_context
-from chunkdedup.dedup.minhash import NUMPY_CHARS, NUMPY_KEYS
-from chunkdedup.dedup.near import near_hashing
-from chunkdedup.embed import Embedder, get_embedder
+from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
 from chunkdedup.errors import InputError
 from chunkdedup.execute import Executor, LocalExecutor, StageClock
 from chunkdedup.normalize import key_hash
@@ -44,6 +42,9 @@ from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
 from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, KnownFile, Page, ParsedFile
+
+if TYPE_CHECKING:
+    from chunkdedup.embed import Embedder
 
 #: progress(stage, done, total)
 Progress = Callable[[str, int, int], None]
@@ -563,7 +564,11 @@ def remove_documents(
         keys: dict[str, str] = {}
         rechunked, _ = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None, keys, LocalExecutor())
         recorded = store.meta("embedder_name")
-        embedder = get_embedder(recorded) if cfg.semantic.enabled and recorded else None
+        embedder = None
+        if cfg.semantic.enabled and recorded:
+            from chunkdedup.embed import get_embedder
+
+            embedder = get_embedder(recorded)
         update_clusters(store, cfg, run_id, embedder=embedder, known=keys)
         textindex.sync(store)
         summary = {"removed": list(doc_ids), "canonicals_touched": touched, "documents_rechunked": rechunked}

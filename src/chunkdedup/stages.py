@@ -18,8 +18,6 @@ from chunkdedup import boilerplate
 from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument, key_chunk
-from chunkdedup.dedup.minhash import MinHasher
-from chunkdedup.dedup.near import sign_keys
 from chunkdedup.normalize import canonical_id
 from chunkdedup.parse import InputFile, input_fingerprint, parse_file
 from chunkdedup.parse.base import Keep
@@ -141,6 +139,9 @@ def chunk_documents(job: ChunkJob) -> ChunkedBatch:
         for k in doc.keyed:
             first.setdefault(k.canonical_id, k.key)
     gids = list(first)
+    from chunkdedup.dedup.minhash import MinHasher  # the array stack, only for a batch to sign
+    from chunkdedup.dedup.near import sign_keys
+
     hasher = MinHasher.from_config(cfg.near, compiled=job.compiled)
     _, bands = sign_keys(hasher, [first[g] for g in gids], cfg.near)
     return ChunkedBatch(docs, tuple((g, bands[i].tolist()) for i, g in enumerate(gids)))

@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from chunkdedup.config import NearConfig
 from chunkdedup.dedup.jit import kernel
+from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS
 from chunkdedup.errors import ConfigError
 
 __all__ = ["NUMPY_CHARS", "NUMPY_KEYS", "MinHasher", "jaccard"]
@@ -51,13 +52,6 @@ U8Array = npt.NDArray[np.uint8]
 U32Array = npt.NDArray[np.uint32]
 U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
-
-#: groups up to which a cluster pass signs and compares them with the NumPy paths (``compiled=False``):
-#: at ~50 us a key more than the kernels, 4,096 keys cost less than numba's ~1 s of start-up
-NUMPY_KEYS = 4096
-#: page characters up to which a run's chunk phase signs with the NumPy paths (~40 ns a character
-#: more than the kernels: at most ~0.2 s, against numba's ~1 s); past it the kernels
-NUMPY_CHARS = 4 * 1024 * 1024
 
 # Keys per kernel call: bounds the transient byte buffer (~1.3 KB per 200-word key -> ~10 MB).
 _BATCH = 8192
