@@ -610,3 +610,17 @@ def test_an_unchanged_corpus_is_ingested_without_the_array_stack(tmp_path: Path)
     assert loaded() == "[]"
     _write_corpus(corpus, 1, footer_in=set(), start=6)
     assert loaded() == "['chunkdedup.dedup.lsh', 'chunkdedup.dedup.minhash', 'numpy']"
+
+
+def test_files_of_an_index_with_fingerprints_of_the_older_form_stay_unchanged(tmp_path: Path) -> None:
+    """Fingerprints written before they carried their id-and-metadata part (``<hash>``, not
+    ``<hash>.<context>``) still name the unchanged files: an upgraded index parses nothing again."""
+    corpus = tmp_path / "c"
+    _write_corpus(corpus, 3, footer_in=set())
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    with Store.open(index) as store, store.writer(), store.transaction() as c:
+        c.execute("UPDATE files SET content_hash = substr(content_hash, 1, instr(content_hash, '.') - 1)")
+        assert all("." not in r[0] for r in c.execute("SELECT content_hash FROM files"))
+    report = ingest([corpus], index)
+    assert {str(f.status) for f in report.files} == {"unchanged"}

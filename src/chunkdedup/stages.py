@@ -73,7 +73,8 @@ def parse_input(inp: InputFile, known: KnownFile, config: Config) -> ParsedInput
         h: str | None = input_fingerprint(inp)
     except OSError as e:
         return ParsedInput(inp, None, ParsedFile(str(inp.path), (), FileStatus.FAILED, f"cannot read: {e}"))
-    if h is not None and h == known.content_hash:
+    # an index written before fingerprints had their id-and-metadata part holds the first part alone
+    if h is not None and known.content_hash in (h, h.partition(".")[0]):
         return ParsedInput(inp, h, None)
     pf = parse_file(inp, config.parse, _keep(inp, known, h))
     keys = tuple(
