@@ -458,3 +458,170 @@ def test_other_parse_settings_parse_every_file_again(tmp_path: Path) -> None:
     assert snapshot(index) == snapshot(fresh)
     with Index.open(index) as ix:
         assert all(d["pages"] > 1 for d in ix.documents())
+
+
+def _count_built_records(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the JSONL records built (decoded and turned into a record) from here on."""
+    from chunkdedup.parse import jsonl
+
+    built: list[int] = []
+    real = jsonl.parse_record
+
+    def counting(line: str, number: int, content_hash: str | None = None) -> Any:
+        built.append(number)
+        return real(line, number, content_hash)
+
+    monkeypatch.setattr(jsonl, "parse_record", counting)
+    return built
+
+
+def _jsonl_records(n: int) -> list[dict[str, Any]]:
+    """Records with an id (even) and without (odd: their ids are their line numbers)."""
+    texts = sorted((POLICY / "current").rglob("*.md"))[:n]
+    return [
+        {**({"id": f"r{i}"} if i % 2 == 0 else {}), "text": p.read_text(encoding="utf-8"), "team": "a"}
+        for i, p in enumerate(texts)
+    ]
+
+
+def test_unchanged_jsonl_records_are_known_by_their_bytes_and_place_and_not_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record whose line bytes the index holds, at a place giving the same id, is not decoded again:
+    a given id anywhere, a line-numbered one only on its line. The index equals a fresh one."""
+    records = _jsonl_records(30)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shard = corpus / "records.jsonl"
+    shard.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    records[4]["text"] = records[4]["text"].replace("GitHub", "GitLab", 1)
+    # a new first line: every line-numbered record moves to another line, so another id
+    edited = [{"id": "first", "text": "A new first record about refunds within 30 days."}, *records]
+    shard.write_text("".join(json.dumps(r) + "\n" for r in edited), encoding="utf-8")
+    built = _count_built_records(monkeypatch)
+    again = ingest([corpus], index)
+    # built: the new line, the edited record, the 15 moved line-numbered ones; the other 14 kept
+    assert sorted(built) == sorted([1, 6, *range(3, 32, 2)])
+    assert again.totals["documents_chunked"] == 17
+    fresh = tmp_path / "fresh.sqlite"
+    report = ingest([corpus], fresh)
+    assert again.files[0].doc_ids == report.files[0].doc_ids  # file order, kept and built alike
+    assert snapshot(index) == snapshot(fresh)
+    built.clear()
+    shard.write_text("".join(json.dumps(r) + "\n" for r in edited) + "\n", encoding="utf-8")  # bytes only
+    assert ingest([corpus], index).totals["documents_chunked"] == 0 and built == []
+    assert snapshot(index) == snapshot(fresh)
+
+
+def test_a_changed_manifest_entry_builds_every_record_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JSONL file's manifest metadata goes into every record: when it changes, no record is known by
+    its bytes (each is built and compared), so the index still equals a fresh one."""
+    records = _jsonl_records(12)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shard = corpus / "records.jsonl"
+    shard.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text(json.dumps({"path": "corpus/records.jsonl", "department": "hr"}) + "\n")
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index, manifest=manifest)
+    manifest.write_text(json.dumps({"path": "corpus/records.jsonl", "department": "it"}) + "\n")
+    built = _count_built_records(monkeypatch)
+    again = ingest([corpus], index, manifest=manifest)
+    assert len(built) == 12 and again.totals["documents_chunked"] == 12
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh, manifest=manifest)
+    assert snapshot(index) == snapshot(fresh)
+    with Index.open(index) as ix:
+        assert {d["metadata"]["department"] for d in ix.documents()} == {"it"}
+
+
+def test_a_repeated_id_among_kept_records_still_fails_the_file(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shard = corpus / "records.jsonl"
+    line = json.dumps({"id": "same", "text": "Refunds take 30 days from the request."})
+    shard.write_text(line + "\n" + json.dumps({"id": "b", "text": "Badges go back on exit."}) + "\n")
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    shard.write_text(line + "\n" + line + "\n")
+    (result,) = ingest([corpus], index).files
+    assert result.status == FileStatus.FAILED and "'same' is used on lines 1 and 2" in (result.reason or "")
+
+
+def test_the_chrome_is_counted_again_only_after_a_documents_keys_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deciding the chrome counts every key's units: a run that changed no document's keys (nor the
+    boilerplate settings) keeps the stored decision, and still equals a fresh ingest."""
+    cfg = Config(boilerplate=BoilerplateConfig(min_units=3))
+    corpus = tmp_path / "c"
+    _write_corpus(corpus, 10, footer_in={0, 1, 2, 3})
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index, config=cfg)
+    counted: list[int] = []
+    real = Store.key_unit_counts
+    monkeypatch.setattr(Store, "key_unit_counts", lambda self, m: counted.append(m) or real(self, m))
+    ingest([corpus], index, config=cfg)
+    assert counted == []
+    _write_corpus(corpus, 1, footer_in=set())  # doc000 loses the footer: 3 of 10, not chrome
+    ingest([corpus], index, config=cfg)
+    assert counted == [3]
+    ingest([corpus], index, config=cfg)
+    assert counted == [3]
+    ingest([corpus], index, config=Config(boilerplate=BoilerplateConfig(min_units=4)))
+    assert counted == [3, 4]
+    remove_documents(index, ["doc009.md"])
+    assert counted == [3, 4, 4]
+    (corpus / "doc009.md").unlink()
+    ingest([corpus], index, config=cfg)
+    assert counted == [3, 4, 4, 3]
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh, config=cfg)
+    assert snapshot(index) == snapshot(fresh)
+
+
+def test_an_unchanged_corpus_is_ingested_without_the_array_stack(tmp_path: Path) -> None:
+    """Nothing to sign or cluster: NumPy, the MinHash and LSH modules and numba are never imported;
+    a small change signs and clusters with the NumPy paths, still without numba."""
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "c"
+    _write_corpus(corpus, 6, footer_in=set())
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    heavy = ("numpy", "numba", "chunkdedup.dedup.minhash", "chunkdedup.dedup.lsh")
+    script = (
+        "import sys\n"
+        "from chunkdedup.cli import main\n"
+        f"main(['ingest', {str(corpus)!r}, '--index', {str(index)!r}], standalone_mode=False)\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+
+    def loaded() -> str:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip().splitlines()[-1]
+
+    assert loaded() == "[]"
+    _write_corpus(corpus, 1, footer_in=set(), start=6)
+    assert loaded() == "['chunkdedup.dedup.lsh', 'chunkdedup.dedup.minhash', 'numpy']"
+
+
+def test_files_of_an_index_with_fingerprints_of_the_older_form_stay_unchanged(tmp_path: Path) -> None:
+    """Fingerprints written before they carried their id-and-metadata part (``<hash>``, not
+    ``<hash>.<context>``) still name the unchanged files: an upgraded index parses nothing again."""
+    corpus = tmp_path / "c"
+    _write_corpus(corpus, 3, footer_in=set())
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    with Store.open(index) as store, store.writer(), store.transaction() as c:
+        c.execute("UPDATE files SET content_hash = substr(content_hash, 1, instr(content_hash, '.') - 1)")
+        assert all("." not in r[0] for r in c.execute("SELECT content_hash FROM files"))
+    report = ingest([corpus], index)
+    assert {str(f.status) for f in report.files} == {"unchanged"}

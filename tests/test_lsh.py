@@ -526,3 +526,47 @@ def test_verified_edges_flat_equals_verified_edges() -> None:
         verified_edges_flat(np.array([[100, 101]]), ids, flat, offsets, 0.3)
     with pytest.raises(ValueError, match="offsets"):
         verified_edges_flat(pairs, ids, flat, offsets[:-1], 0.3)
+
+
+# --- the Python walk and the exact guard give the compiled path's clustering ---------------------
+
+
+def _both_paths(
+    order: np.ndarray, edges: np.ndarray, sims: np.ndarray, keys: list[str], linkage: str
+) -> tuple[Clustering, Clustering]:
+    """``leader_cluster`` with the Python walk and exact guard, then with the numba walk and the
+    compiled fingerprints (thresholds patched, so the same graph takes both paths)."""
+    from unittest import mock
+
+    from chunkdedup.dedup import lsh
+
+    plain = leader_cluster(order, edges, sims, keys, linkage=linkage)
+    with mock.patch.object(lsh, "PYTHON_WALK_SLOTS", -1), mock.patch.object(lsh, "PYTHON_GUARD_EDGES", -1):
+        compiled = leader_cluster(order, edges, sims, keys, linkage=linkage)
+    return plain, compiled
+
+
+@pytest.mark.parametrize("linkage", LINKAGES)
+@settings(max_examples=300, deadline=None)
+@given(g=graphs())
+def test_the_python_walk_gives_the_kernels_clustering(
+    linkage: str, g: tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]
+) -> None:
+    plain, compiled = _both_paths(*g, linkage)
+    assert plain.leader.dtype == compiled.leader.dtype == np.int64
+    np.testing.assert_array_equal(plain.leader, compiled.leader)
+    np.testing.assert_array_equal(plain.similarity, compiled.similarity)
+    assert plain.merges == compiled.merges and plain.variants == compiled.variants
+
+
+@pytest.mark.parametrize("linkage", LINKAGES)
+def test_the_python_walk_on_a_large_random_graph(linkage: str) -> None:
+    rng = np.random.default_rng(3)
+    n = 3000
+    edges = rng.integers(0, n, size=(9000, 2))
+    sims = rng.choice([0.86, 0.9, 0.93, 0.97], size=len(edges))
+    keys = [str(rng.choice(_KEYS)) for _ in range(n)]
+    plain, compiled = _both_paths(rng.permutation(n).astype(np.int64), edges, sims, keys, linkage)
+    np.testing.assert_array_equal(plain.leader, compiled.leader)
+    np.testing.assert_array_equal(plain.similarity, compiled.similarity)
+    assert plain.variants == compiled.variants and len(plain.merges) > 100

@@ -126,10 +126,16 @@ def test_batches_and_threads_change_nothing(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_import_does_not_compile() -> None:
     code = (
-        "import chunkdedup.dedup.minhash as m\n"
+        "import sys\n"
+        "import chunkdedup.dedup.minhash as m, chunkdedup.dedup.lsh, chunkdedup.pipeline\n"
         "kernels = [m._signature_kernel, m._key_shingles, m.intersection_size, m._shingle_sets_kernel,\n"
         "    m._min_hashes, m._signature_hash_kernel]\n"
-        "assert all(not k.signatures for k in kernels), [k.signatures for k in kernels]\n"
+        "assert not any(k.compiled for k in kernels), kernels\n"
+        "assert 'numba' not in sys.modules\n"
+        "m.MinHasher(compiled=False).signatures(['a b c d e f'])\n"
+        "assert 'numba' not in sys.modules\n"
+        "m.MinHasher().signatures(['a b c d e f'])\n"
+        "assert 'numba' in sys.modules and m._signature_kernel.compiled\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -319,3 +325,52 @@ def test_signatures_and_hashes(paragraphs: list[list[str]]) -> None:
     assert len(set(by_key.values())) == len(by_key)  # distinct keys differ
     np.testing.assert_array_equal(MinHasher(num_perm=8).signatures_and_hashes(keys)[1], hashes)
     assert mh.signatures_and_hashes([])[0].shape == (0, 128)
+
+
+# --- the NumPy paths give the kernels' values, bit for bit ---------------------------------------
+
+# keys as they come to the hasher and worse: runs of spaces, leading and trailing spaces, long words
+# (the NumPy path hashes the tail of a long word in Python), non-ASCII
+_raw_key = st.lists(
+    st.one_of(_word, st.text(st.characters(exclude_characters=" "), min_size=20, max_size=90)), max_size=40
+).flatmap(lambda words: st.lists(st.integers(1, 3), min_size=len(words), max_size=len(words)).map(
+    lambda gaps: "".join(w + " " * g for w, g in zip(words, gaps, strict=True))
+)).flatmap(lambda key: st.sampled_from([key, " " + key, key.strip(), "  " + key.strip()]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(_raw_key, max_size=40), k=st.integers(1, 7), num_perm=st.sampled_from([1, 16, 128]))
+def test_the_numpy_path_gives_the_kernels_signatures_and_shingles(
+    keys: list[str], k: int, num_perm: int
+) -> None:
+    compiled = MinHasher(num_perm=num_perm, shingle_words=k, seed=5)
+    plain = MinHasher(num_perm=num_perm, shingle_words=k, seed=5, compiled=False)
+    np.testing.assert_array_equal(plain.signatures(keys), compiled.signatures(keys))
+    for flat_a, flat_b in zip(plain.shingle_sets(keys), compiled.shingle_sets(keys), strict=True):
+        np.testing.assert_array_equal(flat_a, flat_b)
+    for key in keys[:8]:
+        a, b = plain.shingles(key), compiled.shingles(key)
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype == np.uint64
+        other = compiled.shingles(keys[0])
+        assert jaccard(a, other, compiled=False) == jaccard(b, other)
+
+
+def test_the_numpy_path_on_real_paragraphs(paragraphs: list[list[str]]) -> None:
+    keys = [" ".join(words) for words in paragraphs] + ["", " ", "x" * 500 + " y"]
+    for k in (1, 5):
+        plain = MinHasher(shingle_words=k, compiled=False)
+        np.testing.assert_array_equal(plain.signatures(keys), MinHasher(shingle_words=k).signatures(keys))
+
+
+def test_the_numpy_path_spans_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = [f"word{i % 7} shared text number {i} and {i * 3} more" for i in range(300)]
+    whole = MinHasher(compiled=False).signatures(keys)
+    monkeypatch.setattr(minhash, "_BATCH", 37)
+    np.testing.assert_array_equal(MinHasher(compiled=False).signatures(keys), whole)
+    np.testing.assert_array_equal(MinHasher().signatures(keys), whole)
+
+
+def test_from_config_passes_the_path() -> None:
+    assert MinHasher.from_config(NearConfig()).compiled
+    assert not MinHasher.from_config(NearConfig(), compiled=False).compiled

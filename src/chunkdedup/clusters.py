@@ -4,28 +4,26 @@ of every group a change touched, whole connected components at a time, with the 
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from chunkdedup.config import Config, NearConfig, SemanticConfig
-from chunkdedup.dedup.minhash import MinHasher, jaccard
-from chunkdedup.dedup.near import (
-    Edges,
-    NearEdges,
-    connect,
-    decide,
-    group_key,
-    near_fingerprints,
-    sign_keys,
-)
-from chunkdedup.dedup.semantic import neighbour_pairs
-from chunkdedup.embed import Embedder, get_embedder
+from chunkdedup.dedup.settings import NUMPY_KEYS, near_fingerprints
 from chunkdedup.errors import ConfigError
 from chunkdedup.store import Store
 from chunkdedup.types import GroupRow
+
+# The array stack (NumPy, the MinHash and LSH steps, embedders) is imported where a pass has groups
+# to sign, embed or re-cluster: a run that changed nothing checks the settings and leaves, in a
+# tenth of a second less.
+if TYPE_CHECKING:
+    import numpy as np
+
+    from chunkdedup.dedup.near import Edges, NearEdges
+    from chunkdedup.embed import Embedder
 
 _SIGN_BATCH = 4096
 #: dirty groups whose band neighbours one join reads
@@ -76,7 +74,11 @@ def update_clusters(
     tables = store.chunks
     near, sem = config.near, config.semantic
     hashing, settings = near_fingerprints(near)
-    model = (embedder or get_embedder(sem.embedder, batch_size=sem.batch_size)) if sem.enabled else None
+    model = None
+    if sem.enabled:
+        from chunkdedup.embed import get_embedder
+
+        model = embedder or get_embedder(sem.embedder, batch_size=sem.batch_size)
     with store.transaction():
         if store.meta("near_hashing") != hashing:
             tables.clear_signatures()
@@ -108,6 +110,8 @@ def update_clusters(
         rows, edges = _components(store, dirty, near, keys, semantic=model is not None, given=given)
     else:
         rows, edges = tables.group_rows(dirty), {}
+    from chunkdedup.dedup.near import decide
+
     assignments, variants = decide(rows, edges, near.guard, near.linkage, keys)
     with store.transaction():
         tables.apply(assignments, variants, run_id)
@@ -135,6 +139,10 @@ def _embed(
     store: Store, model: Embedder, config: SemanticConfig, progress: Callable[[str, int, int], None]
 ) -> None:
     """Embed groups that have no vector yet, then find their semantic edges against every vector."""
+    import numpy as np
+
+    from chunkdedup.dedup.semantic import neighbour_pairs
+
     tables = store.chunks
     new: list[str] = []
     total = tables.unembedded_count()
@@ -166,9 +174,15 @@ def _embed(
 def _sign(
     store: Store, config: NearConfig, progress: Callable[[str, int, int], None], keys: dict[str, str]
 ) -> int:
-    hasher = MinHasher.from_config(config)
     done = 0
     total = store.chunks.unsigned_count()
+    if not total:
+        return 0
+    from chunkdedup.dedup.minhash import MinHasher
+    from chunkdedup.dedup.near import group_key, sign_keys
+
+    # a few groups are signed by the NumPy path: the same band keys, no numba start-up
+    hasher = MinHasher.from_config(config, compiled=total > NUMPY_KEYS)
     while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
         _, bands = sign_keys(hasher, [group_key(keys, gid, text) for gid, text in batch], config)
         with store.transaction():
@@ -192,6 +206,11 @@ def _components(
 
     Near candidates are the store's band neighbours, verified here by shingle Jaccard, or, when
     ``given``, the verified edges computed elsewhere (the Ray path): the same rule either way."""
+    import numpy as np
+
+    from chunkdedup.dedup.minhash import MinHasher, jaccard
+    from chunkdedup.dedup.near import connect, group_key
+
     semantic_lookup = store.chunks.semantic_neighbours if semantic else None
     if not config.enabled:
         seen, edges = connect(dirty, lambda gid: (), lambda a, b: 0.0, config.threshold, semantic_lookup)
@@ -208,18 +227,25 @@ def _components(
             semantic_lookup,
         )
     else:
-        hasher = MinHasher.from_config(config)
+        # a few dirty groups (an incremental run) are compared by the NumPy paths: the same Jaccards
+        compiled = len(dirty) > NUMPY_KEYS
+        hasher = MinHasher.from_config(config, compiled=compiled)
         texts: dict[str, np.ndarray] = {}
 
-        def shingles(gid: str) -> np.ndarray:
-            if gid not in texts:
-                if gid in keys:  # signed in this pass: its text need not be read again
-                    texts[gid] = hasher.shingles(keys[gid])
-                else:
-                    row = store.chunks.group_rows([gid])
-                    key = group_key(keys, gid, row[0].text or "") if row else None
-                    texts[gid] = hasher.shingles(key) if key is not None else np.empty(0, np.uint64)
-            return texts[gid]
+        def fetch(gids: Iterable[str]) -> None:
+            """The shingle sets of those of ``gids`` not held yet, from one batch (the texts of the
+            groups not signed in this pass read in one query)."""
+            missing = [g for g in dict.fromkeys(gids) if g not in texts]
+            if not missing:
+                return
+            unread = [g for g in missing if g not in keys]
+            rows = {row.id: row.text or "" for row in store.chunks.group_rows(unread)} if unread else {}
+            known = [g for g in missing if g in keys or g in rows]
+            for g in missing:
+                texts[g] = np.empty(0, np.uint64)  # a group gone from the index: no shingles
+            flat, offsets = hasher.shingle_sets([group_key(keys, g, rows.get(g, "")) for g in known])
+            for i, g in enumerate(known):
+                texts[g] = flat[offsets[i] : offsets[i + 1]]
 
         # The dirty groups' neighbours are read a block of groups at a time (one join each), taken as
         # the walk reaches them, so memory holds about one block's lists; a group reached beyond the
@@ -234,17 +260,24 @@ def _components(
                 return found
             i = position.get(gid)
             if i is None or i // _NEIGHBOUR_BLOCK in read:
-                return store.chunks.band_neighbours(gid)
+                found = store.chunks.band_neighbours(gid)
+                if found:
+                    fetch([gid, *found])
+                return found
             block = i // _NEIGHBOUR_BLOCK
             read.add(block)
             start = block * _NEIGHBOUR_BLOCK
-            ahead.update(store.chunks.band_neighbour_map(dirty[start : start + _NEIGHBOUR_BLOCK]))
+            part = store.chunks.band_neighbour_map(dirty[start : start + _NEIGHBOUR_BLOCK])
+            ahead.update(part)
+            # the block's groups that have neighbours, and those: the pairs the walk verifies next (a
+            # group with none needs no shingles: most of a corpus's groups, most of a GiB at 1M)
+            fetch(itertools.chain((g for g, found in part.items() if found), *part.values()))
             return ahead.pop(gid)
 
         seen, edges = connect(
             dirty,
             neighbours,
-            lambda a, b: jaccard(shingles(a), shingles(b)),
+            lambda a, b: jaccard(texts[a], texts[b], compiled=compiled),
             config.threshold,
             semantic_lookup,
         )

@@ -25,14 +25,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkdedup import boilerplate
 from chunkdedup.clusters import NearStats, start_hashing, update_clusters
 from chunkdedup.config import Config
 from chunkdedup.context import CONTEXT_FORMAT, document_context
-from chunkdedup.dedup.near import near_hashing
-from chunkdedup.embed import Embedder, get_embedder
+from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
 from chunkdedup.errors import InputError
 from chunkdedup.execute import Executor, LocalExecutor, StageClock
 from chunkdedup.normalize import key_hash
@@ -43,6 +42,9 @@ from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
 from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.types import BoilerplateKey, FileResult, FileStatus, KnownFile, Page, ParsedFile
+
+if TYPE_CHECKING:
+    from chunkdedup.embed import Embedder
 
 #: progress(stage, done, total)
 Progress = Callable[[str, int, int], None]
@@ -348,8 +350,9 @@ def store_file(
             reason += "; the previous version stays in the index"
         store.put_file(path, None, str(pf.status), reason, run_id)
         return FileResult(path, pf.status, tuple(kept), reason)
+    owners = store.doc_owners([d.doc_id for d in pf.documents])
     for doc in pf.documents:
-        owner = store.doc_owner(doc.doc_id)
+        owner = owners.get(doc.doc_id)
         if owner is not None and owner != path:
             taken = (
                 f"document id {doc.doc_id!r} is already taken by {owner}: rename one of them, "
@@ -357,13 +360,13 @@ def store_file(
             )
             store.put_file(path, None, str(FileStatus.FAILED), taken, run_id)
             return FileResult(path, FileStatus.FAILED, (), taken)
-    new_ids = {d.doc_id for d in pf.documents}
+    new_ids = {d.doc_id for d in pf.documents} | set(pf.kept)
     for old in store.docs_of_file(path):
         if old not in new_ids:
             store.remove_document(old, run_id)
     # a record stored exactly as it is parsed now (of a JSONL or Parquet file changed elsewhere) is
     # left as it is, with its pages, keys and chunks (unless ``keep_unchanged`` is off: the parse
-    # settings changed)
+    # settings changed); the ``kept`` ones were known by their bytes and place before being built
     changed = store.changed_documents(pf.documents) if keep_unchanged else {d.doc_id for d in pf.documents}
     store.put_documents(
         [
@@ -375,7 +378,7 @@ def store_file(
     )
     notes = "; ".join(pf.notes) or None
     store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
-    return FileResult(path, FileStatus.INGESTED, tuple(d.doc_id for d in pf.documents), notes)
+    return FileResult(path, FileStatus.INGESTED, pf.doc_ids, notes)
 
 
 def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progress) -> None:
@@ -400,15 +403,19 @@ def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progre
 
 
 def decide_chrome(store: Store, cfg: Config) -> None:
-    """Store the corpus-chrome keys, decided from the units per key the store counts."""
+    """Store the corpus-chrome keys, decided from the units per key the store counts (unless no
+    document's keys or unit changed since they were decided under these settings)."""
     bp = cfg.boilerplate
+    settings = key_hash(json.dumps(cfg.to_dict()["boilerplate"], sort_keys=True))
+    if store.chrome_decided(settings):
+        return
     chrome: dict[int, int] = {}
     if bp.enabled:
         total = store.unit_total()
         counts = store.key_unit_counts(bp.min_units)
         chrome = {k: n for k, n in counts.items() if boilerplate.is_chrome(n, total, bp)}
     with store.transaction():
-        store.set_chrome(chrome)
+        store.set_chrome(chrome, settings)
 
 
 def _chunk_phase(
@@ -434,6 +441,9 @@ def _chunk_phase(
     job_docs, job_chars = max(1, STORE_BATCH // 4), max(1, STORE_BATCH_CHARS // 4)
 
     def jobs() -> Iterator[ChunkJob]:
+        # a run of a few documents signs with the NumPy paths (the same band keys, no numba start-up),
+        # until its text passes NUMPY_CHARS; a larger run uses the kernels from the start
+        loaded = 0 if len(todo) <= NUMPY_KEYS else NUMPY_CHARS + 1
         i = 0
         while i < len(todo):
             docs: list[tuple[str, tuple[Page, ...]]] = []
@@ -443,7 +453,8 @@ def _chunk_phase(
                 docs.append((todo[i], pages))
                 chars += sum(len(p.text) for p in pages)
                 i += 1
-            yield ChunkJob(tuple(docs), chrome, cfg)
+            loaded += chars
+            yield ChunkJob(tuple(docs), chrome, cfg, compiled=loaded > NUMPY_CHARS)
 
     signed = done = 0
     held: list[ChunkedBatch] = []
@@ -554,7 +565,11 @@ def remove_documents(
         keys: dict[str, str] = {}
         rechunked, _ = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None, keys, LocalExecutor())
         recorded = store.meta("embedder_name")
-        embedder = get_embedder(recorded) if cfg.semantic.enabled and recorded else None
+        embedder = None
+        if cfg.semantic.enabled and recorded:
+            from chunkdedup.embed import get_embedder
+
+            embedder = get_embedder(recorded)
         update_clusters(store, cfg, run_id, embedder=embedder, known=keys)
         textindex.sync(store)
         store.reclaim()

@@ -18,10 +18,11 @@ from chunkdedup import boilerplate
 from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument, key_chunk
-from chunkdedup.dedup.minhash import MinHasher
-from chunkdedup.dedup.near import sign_keys
 from chunkdedup.normalize import canonical_id
 from chunkdedup.parse import InputFile, input_fingerprint, parse_file
+from chunkdedup.parse.base import Keep
+from chunkdedup.parse.jsonl import NUMBER_MARK, line_numbered
+from chunkdedup.parse.registry import input_context, record_prefix
 from chunkdedup.types import FileStatus, KnownFile, Page, ParsedFile
 
 
@@ -46,11 +47,14 @@ class ParsedInput:
 
 @dataclass(frozen=True, slots=True)
 class ChunkJob:
-    """Documents to chunk, ``(doc_id, pages)``, with the corpus chrome keys to strip."""
+    """Documents to chunk, ``(doc_id, pages)``, with the corpus chrome keys to strip; ``compiled``:
+    sign with the numba kernels (else the NumPy paths, the same band keys: a small run never loads
+    numba; see :class:`~chunkdedup.dedup.minhash.MinHasher`)."""
 
     documents: tuple[tuple[str, tuple[Page, ...]], ...]
     chrome: frozenset[int]
     config: Config
+    compiled: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +73,36 @@ def parse_input(inp: InputFile, known: KnownFile, config: Config) -> ParsedInput
         h: str | None = input_fingerprint(inp)
     except OSError as e:
         return ParsedInput(inp, None, ParsedFile(str(inp.path), (), FileStatus.FAILED, f"cannot read: {e}"))
-    if h is not None and h == known.content_hash:
+    # an index written before fingerprints had their id-and-metadata part holds the first part alone
+    if h is not None and known.content_hash in (h, h.partition(".")[0]):
         return ParsedInput(inp, h, None)
-    pf = parse_file(inp, config.parse)
+    pf = parse_file(inp, config.parse, _keep(inp, known, h))
     keys = tuple(
         None if d.content_hash in known.documents else boilerplate.document_keys(d.pages, config.boilerplate)
         for d in pf.documents
     )
     return ParsedInput(inp, h, pf, keys)
+
+
+def _keep(inp: InputFile, known: KnownFile, fingerprint: str | None) -> Keep | None:
+    """Which records of a changed multi-record file the index holds exactly as they would be built:
+    the same bytes (content hash) at a place giving the same id (any line for a given id, the same
+    line for a line-numbered one), in a file whose id and manifest metadata are unchanged (else
+    ``None``: every record is built and compared)."""
+    context = input_context(fingerprint)
+    if not known.records or context is None or context != input_context(known.content_hash):
+        return None
+    prefix = record_prefix(inp)
+
+    def keep(content_hash: str, number: int) -> str | None:
+        for doc_id in known.records.get(content_hash, ()):
+            if doc_id.startswith(prefix):
+                rid = doc_id[len(prefix) :]
+                if not line_numbered(rid) or rid == f"{NUMBER_MARK}{number}":
+                    return rid
+        return None
+
+    return keep
 
 
 def parse_inputs(job: ParseJob) -> tuple[ParsedInput, ...]:
@@ -114,7 +140,11 @@ def chunk_documents(job: ChunkJob) -> ChunkedBatch:
         for k in doc.keyed:
             first.setdefault(k.canonical_id, k.key)
     gids = list(first)
-    _, bands = sign_keys(MinHasher.from_config(cfg.near), [first[g] for g in gids], cfg.near)
+    from chunkdedup.dedup.minhash import MinHasher  # the array stack, only for a batch to sign
+    from chunkdedup.dedup.near import sign_keys
+
+    hasher = MinHasher.from_config(cfg.near, compiled=job.compiled)
+    _, bands = sign_keys(hasher, [first[g] for g in gids], cfg.near)
     return ChunkedBatch(docs, tuple((g, bands[i].tolist()) for i, g in enumerate(gids)))
 
 

@@ -75,6 +75,16 @@ class ParsedFile:
     status: FileStatus
     reason: str | None = None
     notes: tuple[str, ...] = ()
+    #: ids of documents the index holds exactly as this parse would build them (JSONL records whose
+    #: bytes, line and input are unchanged): not built again, left as they are stored
+    kept: tuple[str, ...] = ()
+    #: every document id in file order, when some are ``kept`` (else the ``documents``' ids)
+    order: tuple[str, ...] = ()
+
+    @property
+    def doc_ids(self) -> tuple[str, ...]:
+        """The file's document ids in file order, built and kept."""
+        return self.order or tuple(d.doc_id for d in self.documents)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +168,9 @@ class KnownFile:
 
     content_hash: str | None = None
     documents: frozenset[str] = frozenset()
+    #: content hash -> the ids of the file's single-page documents with it: a record whose hash and
+    #: place match one is not parsed again (when the input's id and manifest metadata are unchanged)
+    records: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

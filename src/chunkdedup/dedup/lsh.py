@@ -90,6 +90,11 @@ _PAIR_MERGE = 1 << 22  # accumulated pair codes before deduplicating them
 _VERIFY_BLOCK = 1 << 16  # pairs per verification step: bounds the concatenated shingles
 LINKAGES = ("leader", "complete")
 """The values of ``linkage`` (see the module docstring)."""
+#: adjacency slots (twice the edges) up to which the leader walk runs in Python, not numba: the
+#: same result, and an incremental run's few components cost less than numba's start-up
+PYTHON_WALK_SLOTS = 1 << 15
+#: edges up to which the guard checks every edge's tokens instead of comparing compiled fingerprints
+PYTHON_GUARD_EDGES = 1 << 13
 
 
 # ---------------------------------------------------------------------------------------------
@@ -477,6 +482,59 @@ def _walk(
     return leader, best_sim, variants[:nv]
 
 
+def _walk_python(
+    visit: I64Array,
+    rank: I64Array,
+    indptr: I64Array,
+    nbr: I64Array,
+    sim: F64Array,
+    ok: BoolArray,
+    complete: bool,
+) -> tuple[I64Array, F64Array, I64Array]:
+    """:func:`_walk` line for line in Python: the same arrays, without numba's start-up, for a graph
+    of a few thousand edges (an incremental run's components)."""
+    n = rank.size
+    rk, ptr, nb, sm, good = rank.tolist(), indptr.tolist(), nbr.tolist(), sim.tolist(), ok.tolist()
+    leader = list(range(n))
+    best_sim = [1.0] * n
+    variants: list[int] = []
+    size = [1] * (n if complete else 0)
+    hits = [0] * (n if complete else 0)
+    for i in visit.tolist():
+        lo, hi = ptr[i], ptr[i + 1]
+        if complete:
+            for e in range(lo, hi):
+                j = nb[e]
+                if good[e] and rk[j] < rk[i]:
+                    hits[leader[j]] += 1
+        best = -1
+        top = -1.0
+        for e in range(lo, hi):
+            j = nb[e]
+            if rk[j] >= rk[i] or leader[j] != j:
+                continue
+            if not good[e]:
+                variants.append(e)
+            elif complete and hits[j] != size[j]:
+                continue
+            elif sm[e] > top or (sm[e] == top and best >= 0 and rk[j] < rk[best]):
+                best = j
+                top = sm[e]
+        if complete:
+            for e in range(lo, hi):
+                hits[leader[nb[e]]] = 0
+        if best >= 0:
+            leader[i] = best
+            best_sim[i] = top
+            if complete:
+                size[best] += 1
+    return (
+        np.asarray(leader, dtype=np.int64),
+        np.asarray(best_sim, dtype=np.float64),
+        np.asarray(variants, dtype=np.int64),
+    )
+
+
 def _undirected(
     n: int, edges: I64Array, similarity: F64Array
 ) -> tuple[I64Array, I64Array, F64Array, I64Array]:
@@ -514,7 +572,16 @@ class _Tokens:
 def _guard_ok(
     lo: I64Array, hi: I64Array, keys: Sequence[str] | Mapping[int, str], tokens: _Tokens
 ) -> BoolArray:
-    """Whether the guard passes on each edge: equal fingerprints pass, the rest are checked exactly."""
+    """Whether the guard passes on each edge: equal fingerprints pass, the rest are checked exactly.
+
+    Up to ``PYTHON_GUARD_EDGES`` edges every edge is checked exactly (the fingerprints only skip that
+    check where they are equal, and equal fingerprints imply equal tokens): no numba start-up."""
+    if lo.size <= PYTHON_GUARD_EDGES:
+        return np.fromiter(
+            (tokens(a) == tokens(b) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)),
+            dtype=np.bool_,
+            count=lo.size,
+        )
     seen = np.zeros(int(max(lo.max(), hi.max())) + 1, dtype=np.bool_)
     seen[lo] = True
     seen[hi] = True
@@ -650,9 +717,9 @@ def _cluster(
     visit = np.argsort(rank, kind="stable")
     visit = visit[indptr[visit + 1] > indptr[visit]]  # items without edges stay leaders
     adjacent_sims = np.concatenate((sims, sims))[by_src]
-    leader, best, slots = _walk(
-        visit, rank, indptr, nbr, adjacent_sims, np.concatenate((ok, ok))[by_src], complete
-    )
+    walk = _walk_python if nbr.size <= PYTHON_WALK_SLOTS else _walk
+    adjacent_ok = np.concatenate((ok, ok))[by_src]
+    leader, best, slots = walk(visit, rank, indptr, nbr, adjacent_sims, adjacent_ok, complete)
     members = visit[leader[visit] != visit]
     merges = tuple(Merge(int(i), int(leader[i]), float(best[i])) for i in members)
     variants = _variants(slots, src[by_src], nbr, adjacent_sims, rank, tokens)

@@ -20,10 +20,16 @@ methods), and the kernel is integer arithmetic only, so the same ``(num_perm, sh
 give identical signatures on every run and machine. Parameters are drawn in pairs, so the first
 ``m`` slots of a ``num_perm=n`` signature equal a ``num_perm=m`` signature with the same seed.
 
-Nothing compiles at import: numba compiles the kernels on first call and caches them on disk
-(``cache=True``). The kernels release the GIL; ``signatures`` spreads batches over
-``numba.config.NUMBA_NUM_THREADS`` threads (set the ``NUMBA_NUM_THREADS`` environment variable to
-change it; ``1`` keeps everything on the calling thread).
+Nothing compiles at import, and numba is not even imported (:mod:`chunkdedup.dedup.jit`): numba
+compiles the kernels on first call and caches them on disk (``cache=True``). The kernels release the
+GIL; ``signatures`` spreads batches over ``numba.config.NUMBA_NUM_THREADS`` threads (set the
+``NUMBA_NUM_THREADS`` environment variable to change it; ``1`` keeps everything on the calling thread).
+
+**Two paths, one result.** ``MinHasher(compiled=False)`` computes the same signatures and shingles
+with NumPy array operations (a loop over byte positions of all words at once, then over the
+``shingle_words`` of all shingles at once, then over the permutations): bit for bit what the kernels
+give, at a few times their cost per key but without numba's second of start-up. A run with a few
+hundred keys to sign (an incremental ingest) is done before numba would have loaded.
 """
 
 from __future__ import annotations
@@ -32,15 +38,15 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
 from chunkdedup.config import NearConfig
 from chunkdedup.dedup.jit import kernel
+from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS
 from chunkdedup.errors import ConfigError
 
-__all__ = ["MinHasher", "jaccard"]
+__all__ = ["NUMPY_CHARS", "NUMPY_KEYS", "MinHasher", "jaccard"]
 
 U8Array = npt.NDArray[np.uint8]
 U32Array = npt.NDArray[np.uint32]
@@ -57,6 +63,9 @@ _FNV_OFFSET = _U64(0xCBF29CE484222325)
 _FNV_PRIME = _U64(0x100000001B3)
 _SHINGLE_SEED = _U64(0x9E3779B97F4A7C15)
 _SPACE = 32
+#: the NumPy path hashes a byte position as one array step while this many words are that long
+#: (fewer: the rest of their bytes in Python, cheaper than a step per byte for a few words)
+_ARRAY_WORDS = 24
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,6 +308,117 @@ def intersection_size(a: U64Array, b: U64Array) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# The NumPy paths: the kernels' arithmetic over whole arrays (uint64 array arithmetic wraps)
+# ---------------------------------------------------------------------------------------------
+
+
+def fmix64_array(h: U64Array) -> U64Array:
+    """:func:`fmix64` of every value of ``h``."""
+    h = h ^ (h >> _U64(33))
+    h = h * _U64(0xFF51AFD7ED558CCD)
+    h = h ^ (h >> _U64(33))
+    h = h * _U64(0xC4CEB9FE1A85EC53)
+    out: U64Array = h ^ (h >> _U64(33))
+    return out
+
+
+def _word_spans(buf: U8Array, offsets: I64Array) -> tuple[I64Array, I64Array, I64Array]:
+    """(start, end) byte offsets of every word of every key, and each key's word count: a word is a
+    maximal run of non-space bytes inside one key."""
+    n = offsets.size - 1
+    word = buf != _SPACE
+    first = word.copy()
+    first[1:] &= ~word[:-1]
+    last = word.copy()
+    last[:-1] &= ~word[1:]
+    # a word never runs over a key boundary
+    begins = offsets[:-1][offsets[:-1] < buf.size]
+    first[begins] = word[begins]
+    finals = offsets[1:][offsets[1:] > 0] - 1
+    last[finals] = word[finals]
+    starts = np.flatnonzero(first)
+    ends = np.flatnonzero(last) + 1
+    key_of = np.searchsorted(offsets, starts, side="right") - 1
+    counts: I64Array = np.bincount(key_of, minlength=n).astype(np.int64)
+    return starts, ends, counts
+
+
+def _word_hashes(buf: U8Array, starts: I64Array, ends: I64Array) -> U64Array:
+    """FNV-1a 64 of every word: one array step per byte position over every word that long (longest
+    first) while at least ``_ARRAY_WORDS`` words are; the few longer words go on in Python."""
+    lengths = ends - starts
+    order = np.argsort(-lengths, kind="stable")
+    at = starts[order]
+    h = np.full(order.size, _FNV_OFFSET, dtype=np.uint64)
+    longer = order.size - np.cumsum(np.bincount(lengths, minlength=1))  # words longer than j bytes
+    top = int(lengths.max(initial=0))
+    j = 0
+    while j < top and longer[j] >= _ARRAY_WORDS:
+        m = int(longer[j])
+        h[:m] = (h[:m] ^ buf[at[:m] + j].astype(np.uint64)) * _FNV_PRIME
+        j += 1
+    if j < top:
+        data = buf.tobytes()
+        prime, mask = int(_FNV_PRIME), (1 << 64) - 1
+        for w in range(int(longer[j])):
+            x = int(h[w])
+            for c in data[int(at[w]) + j : int(at[w]) + int(lengths[order[w]])]:
+                x = ((x ^ c) * prime) & mask
+            h[w] = x
+    out = np.empty_like(h)
+    out[order] = h
+    return out
+
+
+def _shingles_np(buf: U8Array, offsets: I64Array, k: int) -> tuple[U64Array, I64Array]:
+    """Every key's shingle hashes (``_shingle_hashes`` of each), flat, and each key's count."""
+    starts, ends, words = _word_spans(buf, offsets)
+    hashes = _word_hashes(buf, starts, ends)
+    width = np.minimum(words, k)
+    counts: I64Array = np.where(words > 0, words - width + 1, 0)
+    first_word = np.zeros(words.size, dtype=np.int64)
+    np.cumsum(words[:-1], out=first_word[1:])
+    key = np.repeat(np.arange(words.size), counts)
+    first_shingle = np.zeros(words.size, dtype=np.int64)
+    np.cumsum(counts[:-1], out=first_shingle[1:])
+    at = first_word[key] + (np.arange(key.size) - first_shingle[key])
+    span = width[key]
+    g = np.full(key.size, _SHINGLE_SEED, dtype=np.uint64)
+    for j in range(k):
+        live = np.flatnonzero(span > j)
+        g[live] = (g[live] ^ hashes[at[live] + j]) * _FNV_PRIME
+    return fmix64_array(g), counts
+
+
+def _shingle_sets_np(buf: U8Array, offsets: I64Array, k: int) -> tuple[U64Array, I64Array]:
+    """``_shingle_sets_kernel`` with array operations: each key's sorted unique shingles, flat, and
+    each key's count."""
+    hashes, counts = _shingles_np(buf, offsets, k)
+    key = np.repeat(np.arange(counts.size), counts)
+    order = np.lexsort((hashes, key))
+    hashes, key = hashes[order], key[order]
+    keep = np.ones(hashes.size, dtype=np.bool_)
+    keep[1:] = (hashes[1:] != hashes[:-1]) | (key[1:] != key[:-1])
+    unique: I64Array = np.bincount(key[keep], minlength=counts.size).astype(np.int64)
+    return hashes[keep], unique
+
+
+def _signatures_np(buf: U8Array, offsets: I64Array, a: U64Array, b: U64Array, k: int, out: U32Array) -> None:
+    """``_signature_kernel`` with array operations: the least ``a[p] * h + b[p]`` per key, per ``p``."""
+    shingles, counts = _shingles_np(buf, offsets, k)
+    out[:] = np.uint32(0xFFFFFFFF)
+    rows = np.flatnonzero(counts)
+    if rows.size == 0:
+        return
+    first = np.zeros(counts.size, dtype=np.int64)
+    np.cumsum(counts[:-1], out=first[1:])
+    segments = first[rows]
+    for p in range(a.size):
+        least = np.minimum.reduceat(a[p] * shingles + b[p], segments)
+        out[rows, p] = (least >> _U64(32)).astype(np.uint32)
+
+
+# ---------------------------------------------------------------------------------------------
 # Python API
 # ---------------------------------------------------------------------------------------------
 
@@ -316,6 +436,8 @@ def _encode(keys: Sequence[str]) -> tuple[U8Array, I64Array]:
 
 
 def _thread_count() -> int:
+    import numba  # only the compiled paths spread over threads
+
     configured = int(getattr(numba.config, "NUMBA_NUM_THREADS", 1))
     try:
         available = len(os.sched_getaffinity(0))
@@ -339,9 +461,11 @@ class MinHasher:
         0.33
     """
 
-    __slots__ = ("_a", "_b", "num_perm", "seed", "shingle_words")
+    __slots__ = ("_a", "_b", "compiled", "num_perm", "seed", "shingle_words")
 
-    def __init__(self, num_perm: int = 128, shingle_words: int = 5, seed: int = 1) -> None:
+    def __init__(
+        self, num_perm: int = 128, shingle_words: int = 5, seed: int = 1, *, compiled: bool = True
+    ) -> None:
         if num_perm < 1:
             raise ConfigError(f"MinHasher num_perm must be >= 1, got {num_perm}: use e.g. 128")
         if shingle_words < 1:
@@ -351,6 +475,9 @@ class MinHasher:
         self.num_perm = num_perm
         self.shingle_words = shingle_words
         self.seed = seed
+        #: the numba kernels (else the NumPy paths: the same values, no numba start-up; for a few
+        #: thousand keys); ``signatures_and_hashes`` always runs the kernels
+        self.compiled = compiled
         raw = np.random.PCG64(seed).random_raw(2 * num_perm).astype(np.uint64)
         a = raw[0::2] | np.uint64(1)  # odd multipliers: each map is a bijection of the 64-bit space
         b = raw[1::2]
@@ -360,9 +487,9 @@ class MinHasher:
         self._b: U64Array = b
 
     @classmethod
-    def from_config(cls, config: NearConfig) -> MinHasher:
-        """The hasher the near tier uses for ``config``."""
-        return cls(num_perm=config.num_perm, shingle_words=config.shingle_words, seed=config.seed)
+    def from_config(cls, config: NearConfig, *, compiled: bool = True) -> MinHasher:
+        """The hasher the near tier uses for ``config`` (``compiled``: see :class:`MinHasher`)."""
+        return cls(config.num_perm, config.shingle_words, config.seed, compiled=compiled)
 
     def __repr__(self) -> str:
         return f"MinHasher(num_perm={self.num_perm}, shingle_words={self.shingle_words}, seed={self.seed})"
@@ -375,6 +502,11 @@ class MinHasher:
         n = len(keys)
         out = np.empty((n, self.num_perm), dtype=np.uint32)
         if n == 0:
+            return out
+        if not self.compiled:
+            for lo in range(0, n, _BATCH):
+                buf, offsets = _encode(keys[lo : lo + _BATCH])
+                _signatures_np(buf, offsets, self._a, self._b, self.shingle_words, out[lo : lo + _BATCH])
             return out
         threads = min(_thread_count(), max(1, n // _MIN_KEYS_PER_THREAD))
         size = min(_BATCH, -(-n // threads))
@@ -431,6 +563,9 @@ class MinHasher:
     def shingles(self, key: str) -> U64Array:
         """Sorted unique uint64 shingle hashes of one key (the set the signatures are taken over)."""
         buf = np.frombuffer(key.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        if not self.compiled:
+            found, _ = _shingle_sets_np(buf, np.array([0, buf.size], dtype=np.int64), self.shingle_words)
+            return found
         hashes: U64Array = np.unique(_key_shingles(buf, self.shingle_words))
         return hashes
 
@@ -450,6 +585,18 @@ class MinHasher:
         n = len(keys)
         if n == 0:
             return np.empty(0, dtype=np.uint64), np.zeros(1, dtype=np.int64)
+        if not self.compiled:
+            k = self.shingle_words
+            parts = [_shingle_sets_np(*_encode(keys[lo : lo + _BATCH]), k) for lo in range(0, n, _BATCH)]
+        else:
+            parts = self._compiled_sets(keys)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.concatenate([counts for _, counts in parts]), out=offsets[1:])
+        flat: U64Array = np.concatenate([sets for sets, _ in parts])
+        return flat, offsets
+
+    def _compiled_sets(self, keys: Sequence[str]) -> list[tuple[U64Array, I64Array]]:
+        n = len(keys)
         threads = min(_thread_count(), max(1, n // _MIN_KEYS_PER_THREAD))
         size = min(_BATCH, -(-n // threads))
         spans = [(lo, min(n, lo + size)) for lo in range(0, n, size)]
@@ -458,10 +605,7 @@ class MinHasher:
         else:
             with ThreadPoolExecutor(max_workers=threads) as pool:
                 parts = list(pool.map(lambda span: self._sets(keys, *span), spans))
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.concatenate([counts for _, counts in parts]), out=offsets[1:])
-        flat: U64Array = np.concatenate([sets for sets, _ in parts])
-        return flat, offsets
+        return parts
 
     def _sets(self, keys: Sequence[str], lo: int, hi: int) -> tuple[U64Array, I64Array]:
         """Flat sorted unique shingles of ``keys[lo:hi]`` and each key's count."""
@@ -478,10 +622,11 @@ class MinHasher:
         return flat, counts
 
 
-def jaccard(a: U64Array, b: U64Array) -> float:
+def jaccard(a: U64Array, b: U64Array, *, compiled: bool = True) -> float:
     """Exact Jaccard similarity of two sorted, unique shingle arrays (as ``MinHasher.shingles`` returns).
 
     Two empty sets are identical (1.0); an empty set and a non-empty one share nothing (0.0).
+    ``compiled=False`` counts the intersection with NumPy (the same count, no numba start-up).
 
     Example:
         >>> jaccard(np.array([1, 2, 3], np.uint64), np.array([2, 3, 4], np.uint64))
@@ -491,5 +636,8 @@ def jaccard(a: U64Array, b: U64Array) -> float:
     y = np.ascontiguousarray(b, dtype=np.uint64)
     if x.size == 0 and y.size == 0:
         return 1.0
-    inter = int(intersection_size(x, y))
+    if not compiled:
+        inter = int(np.intersect1d(x, y, assume_unique=True).size)
+    else:
+        inter = int(intersection_size(x, y))
     return inter / (x.size + y.size - inter)

@@ -16,38 +16,35 @@ on an index.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict
 
 import numpy as np
 
 from chunkdedup.config import NearConfig
 from chunkdedup.dedup.lsh import band_keys, leader_cluster
 from chunkdedup.dedup.minhash import MinHasher
-from chunkdedup.normalize import exact_key, key_hash
+from chunkdedup.dedup.settings import near_fingerprints, near_hashing
+from chunkdedup.normalize import exact_key
 from chunkdedup.types import Assignment, GroupRow
 
 _MAX_DIFF = 20
+__all__ = [
+    "Edges",
+    "NearEdges",
+    "connect",
+    "decide",
+    "group_key",
+    "near_fingerprints",
+    "near_hashing",
+    "sign_keys",
+    "word_diff",
+]
 
 Edges = dict[tuple[str, str], tuple[str, float]]
 """Decided edges among groups: ``(a, b)``, ``a < b`` -> (``"near"`` or ``"semantic"``, similarity)."""
 NearEdges = Mapping[tuple[str, str], float]
 """Verified near edges: ``(a, b)``, ``a < b`` -> shingle Jaccard (at least ``near.threshold``)."""
-
-
-def near_fingerprints(config: NearConfig) -> tuple[str, str]:
-    """(hashing settings, clustering settings): a change to the first re-signs every group."""
-    d = asdict(config)
-    hashing = {k: d[k] for k in ("num_perm", "shingle_words", "seed", "bands", "rows")}
-    return key_hash(json.dumps(hashing, sort_keys=True)), key_hash(json.dumps(d, sort_keys=True))
-
-
-def near_hashing(config: NearConfig) -> str:
-    """The fingerprint of ``config``'s hashing settings, as the index records it (``near_hashing``):
-    signatures made with other settings are dropped by the next cluster pass."""
-    return near_fingerprints(config)[0]
 
 
 def word_diff(member: str, leader: str) -> tuple[str, ...]:

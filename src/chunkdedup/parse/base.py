@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from chunkdedup.errors import ParseError
 from chunkdedup.types import MetaValue, Page
@@ -34,6 +34,15 @@ class Extraction:
 
     documents: tuple[Extracted, ...]
     notes: tuple[str, ...] = ()
+    #: record ids of records the index holds as they are (see :class:`RecordParser`), not extracted
+    kept: tuple[str, ...] = ()
+    #: every record id in file order, when some are ``kept``
+    order: tuple[str, ...] = ()
+
+
+#: ``keep(content_hash, number)``: the record id of the stored record that the record with this
+#: content hash at this line (row) number is, when it is one (else ``None``)
+Keep = Callable[[str, int], "str | None"]
 
 
 class Parser(Protocol):
@@ -41,6 +50,15 @@ class Parser(Protocol):
 
     def parse(self, data: bytes) -> Extraction:
         """Extract the documents of a file from its bytes."""
+        ...
+
+
+@runtime_checkable
+class RecordParser(Parser, Protocol):
+    """A multi-record format that can leave alone the records an index holds already."""
+
+    def parse_known(self, data: bytes, keep: Keep) -> Extraction:
+        """``parse(data)``, but a record that ``keep`` names is only listed (``kept``), not extracted."""
         ...
 
 

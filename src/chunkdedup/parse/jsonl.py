@@ -8,7 +8,7 @@ from functools import partial
 
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
-from chunkdedup.parse.base import Extracted, Extraction, parse_date
+from chunkdedup.parse.base import Extracted, Extraction, Keep, parse_date
 from chunkdedup.parse.text import decode_text
 from chunkdedup.types import Page
 
@@ -31,7 +31,12 @@ def record_id(raw_id: str | int | None, number: int) -> str:
     return NUMBER_MARK + text if text.startswith(NUMBER_MARK) else text
 
 
-def parse_record(line: str, number: int) -> Extracted:
+def line_numbered(rid: str) -> bool:
+    """Whether a record id was derived from the line number (``@7``), not given (``7``, ``@@7``)."""
+    return rid.startswith(NUMBER_MARK) and not rid.startswith(NUMBER_MARK * 2)
+
+
+def parse_record(line: str, number: int, content_hash: str | None = None) -> Extracted:
     """One JSONL line as a record; its id is the ``id`` field, else ``@`` and the 1-based line number.
 
     Raises ``ParseError`` naming what is wrong with the line.
@@ -46,7 +51,7 @@ def parse_record(line: str, number: int) -> Extracted:
         raise ParseError(f"not valid JSON: {e.msg} at column {e.colno}") from None
     if not isinstance(record, dict):
         raise ParseError(f"a JSON {type(record).__name__}, not an object with a 'text' field")
-    return record_from_mapping(record, number, bytes_hash(line.encode("utf-8")))
+    return record_from_mapping(record, number, content_hash or bytes_hash(line.encode("utf-8")))
 
 
 def record_from_mapping(record: Mapping[str, object], number: int, content_hash: str) -> Extracted:
@@ -85,31 +90,57 @@ class JsonlParser:
             unit="line",
         )
 
+    def parse_known(self, data: bytes, keep: Keep) -> Extraction:
+        """``parse``, but a line whose hash and number ``keep`` names a stored record by is only listed:
+        hashing a line costs a small share of decoding and building it (an edit to 1% of a sharded
+        corpus's records re-reads every shard)."""
+        items: list[tuple[int, Callable[[], Extracted] | str]] = []
+        for number, line in enumerate(decode_text(data).split("\n"), start=1):
+            if not line.strip():
+                continue
+            h = bytes_hash(line.encode("utf-8"))
+            rid = keep(h, number)
+            items.append((number, rid if rid is not None else partial(parse_record, line, number, h)))
+        return gather_records(items, noun="record", unit="line")
+
 
 def gather_records(
-    items: Iterable[tuple[int, Callable[[], Extracted]]], *, noun: str, unit: str
+    items: Iterable[tuple[int, Callable[[], Extracted] | str]], *, noun: str, unit: str
 ) -> Extraction:
     """Build each record (``unit`` ``number``); unusable ones become notes, a repeated id fails the file.
 
-    Shared by every multi-record format (JSONL lines, Parquet rows).
+    An item given as a record id (not a builder) is a record the index holds as it is: only listed
+    (``kept``), its id counted among the ids. Shared by every multi-record format (JSONL lines,
+    Parquet rows).
     """
     records: list[Extracted] = []
+    kept: list[str] = []
+    order: list[str] = []
     notes: list[str] = []
     seen: dict[str, int] = {}
     for number, build in items:
-        try:
-            record = build()
-        except ParseError as e:
-            notes.append(f"{unit} {number}: {e.reason}")
-            continue
-        rid = record.record_id or ""
+        if isinstance(build, str):
+            rid = build
+        else:
+            try:
+                record = build()
+            except ParseError as e:
+                notes.append(f"{unit} {number}: {e.reason}")
+                continue
+            rid = record.record_id or ""
         if rid in seen:
             raise ParseError(
                 f"record id {rid!r} is used on {unit}s {seen[rid]} and {number}: "
                 "give each record a unique 'id'"
             )
         seen[rid] = number
-        records.append(record)
-    if not records:
+        order.append(rid)
+        if isinstance(build, str):
+            kept.append(rid)
+        else:
+            records.append(record)
+    if not records and not kept:
         raise ParseError(f"no usable {noun}; first problem: {notes[0]}" if notes else f"no {noun}s")
-    return Extraction(documents=tuple(records), notes=tuple(notes))
+    if not kept:
+        return Extraction(documents=tuple(records), notes=tuple(notes))
+    return Extraction(tuple(records), tuple(notes), kept=tuple(kept), order=tuple(order))

@@ -14,7 +14,7 @@ import xxhash
 from chunkdedup.config import ParseConfig
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
-from chunkdedup.parse.base import Extracted, Parser, meta_value, parse_date
+from chunkdedup.parse.base import Extracted, Keep, Parser, RecordParser, meta_value, parse_date
 from chunkdedup.types import Document, FileStatus, MetaValue, Page, ParsedFile
 
 if TYPE_CHECKING:
@@ -95,13 +95,30 @@ def file_hash(path: Path) -> str:
 
 def input_fingerprint(inp: InputFile) -> str:
     """What decides whether an input is unchanged: its bytes, its document id and its manifest metadata
-    (so reclassifying a file in the manifest re-ingests it, and a filter sees the new metadata)."""
+    (so reclassifying a file in the manifest re-ingests it, and a filter sees the new metadata).
+
+    ``"<hash of all three>.<hash of the id and metadata>"``: the second part (:func:`input_context`)
+    tells a changed file whose id and metadata are unchanged, whose unchanged records need not be
+    parsed again.
+    """
     extra = json.dumps([inp.doc_id, dict(inp.metadata)], sort_keys=True, default=str)
-    return bytes_hash(f"{file_hash(inp.path)}\x00{extra}".encode())
+    whole = bytes_hash(f"{file_hash(inp.path)}\x00{extra}".encode())
+    return f"{whole}.{bytes_hash(extra.encode())[:16]}"
 
 
-def parse_file(inp: InputFile, config: ParseConfig) -> ParsedFile:
+def input_context(fingerprint: str | None) -> str | None:
+    """The id-and-metadata part of an :func:`input_fingerprint` (``None``: none, or an older index's
+    fingerprint without it)."""
+    if fingerprint is None:
+        return None
+    return fingerprint.partition(".")[2] or None
+
+
+def parse_file(inp: InputFile, config: ParseConfig, keep: Keep | None = None) -> ParsedFile:
     """Parse one input file; bad content gives a ``skipped`` or ``failed`` result, never an exception.
+
+    ``keep`` (a multi-record format only, see :class:`~chunkdedup.parse.base.RecordParser`) names the
+    records the index holds exactly as they would be built: they are listed in ``kept``, not built.
 
     Example:
         >>> result = parse_file(inp, ParseConfig())  # doctest: +SKIP
@@ -125,13 +142,19 @@ def parse_file(inp: InputFile, config: ParseConfig) -> ParsedFile:
     if not data or data.isspace():
         return ParsedFile(path, (), FileStatus.SKIPPED, "empty file")
     try:
-        extraction = parser_for(inp.path.suffix).parse(data)
+        parser = parser_for(inp.path.suffix)
+        if keep is not None and isinstance(parser, RecordParser):
+            extraction = parser.parse_known(data, keep)
+        else:
+            extraction = parser.parse(data)
         whole = bytes_hash(data)
         split_notes: list[str] = []
         documents = tuple(
             _document(inp, _split_long_pages(ex, config.max_page_chars, split_notes), whole)
             for ex in extraction.documents
         )
+        kept = tuple(_record_doc_id(inp, rid) for rid in extraction.kept)
+        order = tuple(_record_doc_id(inp, rid) for rid in extraction.order) if kept else ()
     except ParseError as e:
         return ParsedFile(path, (), FileStatus.SKIPPED if e.skipped else FileStatus.FAILED, e.reason)
     except RecursionError:
@@ -141,10 +164,10 @@ def parse_file(inp: InputFile, config: ParseConfig) -> ParsedFile:
         return ParsedFile(
             path, (), FileStatus.FAILED, f"unexpected {type(e).__name__} while parsing: {e} (please report)"
         )
-    if not any(page.text.strip() for doc in documents for page in doc.pages):
+    if not kept and not any(page.text.strip() for doc in documents for page in doc.pages):
         return ParsedFile(path, (), FileStatus.SKIPPED, "no text found in the file")
     notes = extraction.notes + tuple(split_notes) + _no_text_layer_notes(documents)
-    return ParsedFile(path, documents, FileStatus.INGESTED, notes=notes)
+    return ParsedFile(path, documents, FileStatus.INGESTED, notes=notes, kept=kept, order=order)
 
 
 def split_page_text(text: str, limit: int) -> list[str]:
@@ -199,11 +222,20 @@ def _split_long_pages(ex: Extracted, limit: int, notes: list[str]) -> Extracted:
     return replace(ex, pages=tuple(pages))
 
 
+def record_prefix(inp: InputFile) -> str:
+    """What the document ids of a multi-record file's records start with (then the record id)."""
+    return f"{inp.doc_id}#"
+
+
+def _record_doc_id(inp: InputFile, record_id: str) -> str:
+    return record_prefix(inp) + record_id
+
+
 def _document(inp: InputFile, ex: Extracted, whole_hash: str) -> Document:
     # The manifest is the operator's explicit statement about a file, so it wins over the file itself.
     typed = typed_metadata({**ex.metadata, **inp.metadata})
     return Document(
-        doc_id=inp.doc_id if ex.record_id is None else f"{inp.doc_id}#{ex.record_id}",
+        doc_id=inp.doc_id if ex.record_id is None else _record_doc_id(inp, ex.record_id),
         path=str(inp.path),
         pages=ex.pages,
         content_hash=ex.content_hash or whole_hash,

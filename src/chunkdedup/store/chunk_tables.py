@@ -164,6 +164,7 @@ class ChunkTables:
         first = {r[0]: (*r[1:5], text) for r, text in zip(rows, texts, strict=True)}
         old = {r[0]: r[1:] for r in self._batched(_GROUP_STATE, ids)}
         lost: set[str] = set()
+        gone: list[tuple[str, str]] = []
         inserts: list[tuple[object, ...]] = []
         updates: list[tuple[object, ...]] = []
         dirty: list[tuple[str]] = []
@@ -171,7 +172,7 @@ class ChunkTables:
             now, was = first.get(gid), old.get(gid)
             if now is None:
                 if was is not None:
-                    self._drop_group(gid, was[3])
+                    gone.append((gid, was[3]))
                     lost.add(was[3])
                 continue
             doc_id, page, start, n, text = now
@@ -183,6 +184,7 @@ class ChunkTables:
                 updates.append((text, n, doc_id, page, start, gid))
             if tuple(was[:3]) != (doc_id, page, start):
                 dirty.append((gid,))
+        self._drop_groups(gone)
         c.executemany(
             "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -194,17 +196,38 @@ class ChunkTables:
         c.executemany("INSERT OR IGNORE INTO dirty(group_id) VALUES (?)", dirty)
         return lost
 
-    def _drop_group(self, gid: str, canonical_id: str) -> None:
+    def _drop_groups(self, gone: Sequence[tuple[str, str]]) -> None:
+        """Drop groups ``(id, canonical id)``, one statement of each kind for all of them: first their
+        cluster-mates and band and semantic neighbours become dirty, then their rows go (the dirty
+        marks of the gone groups themselves last: one group's drop would have marked another's)."""
+        if not gone:
+            return
         c = self.conn
-        self._mark_neighbours_dirty(gid, canonical_id)
-        c.execute("DELETE FROM bands WHERE gid=(SELECT gid FROM groups WHERE id=?)", (gid,))
-        c.execute("DELETE FROM groups WHERE id=?", (gid,))
-        c.execute("DELETE FROM embeddings WHERE group_id=?", (gid,))
-        c.execute("DELETE FROM semantic_edges WHERE a=? OR b=?", (gid, gid))
-        c.execute("DELETE FROM near_edges WHERE a=?", (gid,))
-        c.execute("DELETE FROM near_edges WHERE b=?", (gid,))
-        c.execute("DELETE FROM variants WHERE a=?1 OR b=?1", (gid,))  # a gone group is no one's version
-        c.execute("DELETE FROM dirty WHERE group_id=?", (gid,))
+        ids = [(gid,) for gid, _ in gone]
+        c.executemany(
+            "INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups WHERE canonical_id=? AND id != ?",
+            [(canonical_id, gid) for gid, canonical_id in gone],
+        )
+        c.executemany(
+            "INSERT OR IGNORE INTO dirty(group_id) SELECT DISTINCT g2.id FROM groups g1"
+            " CROSS JOIN bands b1 ON b1.gid = g1.gid"
+            " CROSS JOIN bands b2 ON b2.band_key = b1.band_key AND b2.gid != b1.gid"
+            " CROSS JOIN groups g2 ON g2.gid = b2.gid WHERE g1.id = ?",
+            ids,
+        )
+        c.executemany(
+            "INSERT OR IGNORE INTO dirty(group_id) SELECT b FROM semantic_edges WHERE a=?1"
+            " UNION SELECT a FROM semantic_edges WHERE b=?1",
+            ids,
+        )
+        c.executemany("DELETE FROM bands WHERE gid=(SELECT gid FROM groups WHERE id=?)", ids)
+        c.executemany("DELETE FROM groups WHERE id=?", ids)
+        c.executemany("DELETE FROM embeddings WHERE group_id=?", ids)
+        c.executemany("DELETE FROM semantic_edges WHERE a=?1 OR b=?1", ids)
+        c.executemany("DELETE FROM near_edges WHERE a=?", ids)
+        c.executemany("DELETE FROM near_edges WHERE b=?", ids)
+        c.executemany("DELETE FROM variants WHERE a=?1 OR b=?1", ids)  # a gone group is no one's version
+        c.executemany("DELETE FROM dirty WHERE group_id=?", ids)
 
     def span_texts(self, spans: Sequence[tuple[str, int, int, int]], pages: Pages = _NO_PAGES) -> list[str]:
         """The text of each span ``(doc_id, page, start, end)`` of a clean page: sliced from ``pages``
@@ -230,26 +253,6 @@ class ChunkTables:
 
     def _batched(self, sql: str, ids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
         return rows_for_ids(self.conn, sql, ids)
-
-    def _mark_neighbours_dirty(self, gid: str, canonical_id: str) -> None:
-        """A group is going: its cluster-mates and band neighbours must be re-decided."""
-        c = self.conn
-        c.execute(
-            "INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups WHERE canonical_id=? AND id != ?",
-            (canonical_id, gid),
-        )
-        c.execute(
-            "INSERT OR IGNORE INTO dirty(group_id) SELECT DISTINCT g2.id FROM groups g1"
-            " CROSS JOIN bands b1 ON b1.gid = g1.gid"
-            " CROSS JOIN bands b2 ON b2.band_key = b1.band_key AND b2.gid != b1.gid"
-            " CROSS JOIN groups g2 ON g2.gid = b2.gid WHERE g1.id = ?",
-            (gid,),
-        )
-        c.execute(
-            "INSERT OR IGNORE INTO dirty(group_id) SELECT b FROM semantic_edges WHERE a=?1"
-            " UNION SELECT a FROM semantic_edges WHERE b=?1",
-            (gid,),
-        )
 
     def has_groups(self) -> bool:
         return self.conn.execute("SELECT 1 FROM groups LIMIT 1").fetchone() is not None

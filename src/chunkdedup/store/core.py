@@ -346,11 +346,17 @@ class Store:
         self.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
 
     def known_file(self, path: str) -> KnownFile:
-        """What the index holds of a file: its content hash while it has documents, and their hashes."""
-        hashes = frozenset(
-            r[0] for r in self.conn.execute("SELECT content_hash FROM documents WHERE file_path=?", (path,))
-        )
-        return KnownFile(self.file_hash(path) if hashes else None, hashes)
+        """What the index holds of a file: its content hash while it has documents, their hashes, and
+        the ids of its single-page documents by hash."""
+        rows = self.conn.execute(
+            "SELECT content_hash, doc_id, n_pages FROM documents WHERE file_path=? ORDER BY doc_id", (path,)
+        ).fetchall()
+        hashes = frozenset(r[0] for r in rows)
+        records: dict[str, tuple[str, ...]] = {}
+        for content_hash, doc_id, n_pages in rows:
+            if n_pages == 1:  # a record split into pages left notes: it is built again to give them
+                records[content_hash] = (*records.get(content_hash, ()), doc_id)
+        return KnownFile(self.file_hash(path) if hashes else None, hashes, records)
 
     def docs_of_file(self, path: str) -> list[str]:
         rows = self.conn.execute("SELECT doc_id FROM documents WHERE file_path=? ORDER BY doc_id", (path,))
@@ -359,6 +365,11 @@ class Store:
     def doc_owner(self, doc_id: str) -> str | None:
         row = self.conn.execute("SELECT file_path FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
         return None if row is None else row[0]
+
+    def doc_owners(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """The file of each of ``doc_ids`` the index holds (one statement per 500 ids)."""
+        sql = "SELECT doc_id, file_path FROM documents WHERE doc_id IN ({})"
+        return dict(rows_for_ids(self.conn, sql, sorted(set(doc_ids))))
 
     def changed_documents(self, docs: Sequence[Document]) -> set[str]:
         """The ids of ``docs`` not stored exactly as they are (content hash, metadata, place): an
@@ -403,7 +414,10 @@ class Store:
         self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
 
     def set_many_doc_keys(self, items: Sequence[tuple[str, DocumentKeys]]) -> None:
-        """Documents' candidate keys (``counted=1``) and the other keys strip() could remove (0)."""
+        """Documents' candidate keys (``counted=1``) and the other keys strip() could remove (0); the
+        corpus chrome is to be decided again (:meth:`chrome_decided`)."""
+        if items:
+            self.set_meta(_CHROME_STALE, "1")
         self.conn.executemany("DELETE FROM doc_keys WHERE doc_id=?", [(doc_id,) for doc_id, _ in items])
         rows: list[tuple[int, str, int]] = []
         for doc_id, keys in items:
@@ -414,6 +428,7 @@ class Store:
     def remove_document(self, doc_id: str, run_id: int) -> int:
         """Remove a document and only its sources; returns how many canonicals it touched."""
         touched = self.chunks.drop_doc_sources(doc_id, run_id)
+        self.set_meta(_CHROME_STALE, "1")  # its units and keys no longer count
         for table in ("pages", "doc_keys", "doc_chrome", "stripped", "contexts", "documents"):
             self.conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
         return touched
@@ -501,9 +516,20 @@ class Store:
         )
         return {r[0]: r[1] for r in rows}
 
-    def set_chrome(self, chrome: dict[int, int]) -> None:
+    def set_chrome(self, chrome: dict[int, int], settings: str | None = None) -> None:
+        """The corpus-chrome keys; ``settings`` (a stamp of the boilerplate settings they were decided
+        under) records them as current until a document's keys change (:meth:`chrome_decided`)."""
         self.conn.execute("DELETE FROM chrome")
         self.conn.executemany("INSERT INTO chrome(khash, units) VALUES (?, ?)", sorted(chrome.items()))
+        if settings is not None:
+            self.set_meta(_CHROME_SETTINGS, settings)
+            self.delete_meta(_CHROME_STALE)
+
+    def chrome_decided(self, settings: str) -> bool:
+        """Whether the stored chrome was decided under ``settings`` and no document's keys or unit
+        changed since (each change marks it stale in its own transaction, so a killed run leaves it
+        stale): then deciding it again, a pass over every key, would give it again."""
+        return self.meta(_CHROME_STALE) is None and self.meta(_CHROME_SETTINGS) == settings
 
     def chrome_ids(self) -> set[int]:
         return {r[0] for r in self.conn.execute("SELECT khash FROM chrome")}
@@ -587,6 +613,11 @@ _DOCUMENT_ROWS = (
     "SELECT doc_id, file_path, content_hash, unit, metadata, department, family, effective_date, n_pages,"
     " title FROM documents WHERE doc_id IN ({})"
 )
+
+
+#: meta keys: the chrome must be decided again / the boilerplate settings it was decided under
+_CHROME_STALE = "chrome_stale"
+_CHROME_SETTINGS = "chrome_settings"
 
 
 def _document_row(doc: Document) -> tuple[Any, ...]:
