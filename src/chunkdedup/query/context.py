@@ -28,7 +28,15 @@ from typing import Protocol, runtime_checkable
 
 from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.records import ContextMatch
-from chunkdedup.query.retrieve import Retriever, Scored, content_terms, quote_terms
+from chunkdedup.query.retrieve import (
+    Retriever,
+    Scored,
+    Screen,
+    Screening,
+    content_terms,
+    quote_terms,
+    screened,
+)
 from chunkdedup.store import Store, fulltext
 
 #: a question term held by more contexts than this says nothing about which document: it is skipped
@@ -150,6 +158,17 @@ class ContextRanked:
             for g, score in found.items()
         }
         return _ordered(boosted, limit)
+
+
+    def among(self, text: str, limit: int, groups: frozenset[str], deepest: int) -> Screen:
+        """:meth:`retrieve` kept to ``groups`` (:class:`~chunkdedup.query.retrieve.Screening`). With
+        nothing to boost the list is the base's, so the base's own screening answers; else every
+        boosted group competes for the ``limit`` places, and the list is made in full."""
+        if (self.weight <= 0 or limit <= 0 or not self.contexts.scores(text)) and isinstance(
+            self.base, Screening
+        ):
+            return self.base.among(text, limit, groups, deepest)
+        return screened(self, text, limit, groups)
 
 
 def _is_ordered(scored: Sequence[Scored], distinct: int, limit: int) -> bool:

@@ -25,6 +25,7 @@ from chunkdedup.query.retrieve import (
     ReciprocalRankFusion,
     Retriever,
     Scored,
+    Screening,
     TantivyRetriever,
 )
 from chunkdedup.query.safety import ShingleJaccard, Similarity, cap_step, dedup_step, mmr_step
@@ -184,8 +185,16 @@ def _pool(
     dropped: list[Dropped] = []
     seen: set[str] = set()
     limit = min(FIRST_PASS_DEPTH * pool, max(cfg.max_candidates, pool))
+    deepest = max(limit, cfg.max_candidates)
+    # a filter naming its documents: only their groups can pass, so only they are read
+    scope = eligibility.named() if isinstance(retriever, Screening) else None
     while True:
-        scored = list(retriever.retrieve(text, limit))
+        if scope is None or not isinstance(retriever, Screening):
+            scored = list(retriever.retrieve(text, limit))
+            depth = len(scored)
+        else:
+            screen = retriever.among(text, limit, scope, deepest)
+            scored, depth = list(screen.hits), screen.depth
         fresh = [s for s in scored if s.id not in seen]
         seen.update(s.id for s in fresh)
         for item in _checked(eligibility, fresh, pool):
@@ -195,7 +204,7 @@ def _pool(
                     break
             else:
                 dropped.append(item)
-        if len(found) >= pool or len(scored) < limit or limit >= cfg.max_candidates:
+        if len(found) >= pool or depth < limit or limit >= cfg.max_candidates:
             return found, dropped
         limit = min(limit * 8, cfg.max_candidates)
 
