@@ -54,8 +54,9 @@ def test_among_is_the_ranking_kept_to_the_scope(index: Path) -> None:
         for conditions in FILTERS:
             scope = _scope(ix, conditions)
             for q in QUESTIONS + MORE:
-                for limit in (1, 3, 16, 128, 300, 5000):
-                    got = base.among(q, limit, scope, 5000)
+                depths = (1, 3, 16, 128, 300, 5000)
+                for limit in depths:
+                    got = base.among(q, limit, scope, depths)
                     assert got == screened(base, q, limit, scope), (conditions, q, limit)
                     whole = list(base.retrieve(q, limit))
                     assert got.depth == len(whole)
@@ -103,7 +104,7 @@ def test_a_folder_or_table_not_in_step_is_read_in_full(
         if isinstance(base, Fts5Retriever):
             deferred = lambda self, key: "1" if key == "fts_deferred" else None  # noqa: E731
             monkeypatch.setattr(type(ix.store), "meta", deferred)
-        got = base.among(QUESTIONS[0], 40, scope, 300)
+        got = base.among(QUESTIONS[0], 40, scope, (40, 300))
         monkeypatch.undo()
         assert calls == [QUESTIONS[0]]
         assert got == screened(base, QUESTIONS[0], 40, scope)
@@ -136,13 +137,15 @@ def test_placed_groups_stand_where_the_ranking_puts_them(index: Path) -> None:
                 match = retrieve.fts_query(q)
                 assert match is not None
                 every = fulltext.search_groups(ix.store, match, 100_000)
-                for depth in (1, 5, 40, 100_000):
-                    placed = fulltext.place_groups(ix.store, match, sorted(scope), depth)
+                for depths in ((1, 5, 40, 100_000), (2,), (3, 7)):
+                    placed = fulltext.place_groups(ix.store, match, sorted(scope), depths)
                     assert placed.found == len(every)
-                    expect = [(r.group_id, r.bm25, i) for i, r in enumerate(every, 1) if r.group_id in scope]
-                    assert [(p.group_id, p.bm25, p.place) for p in placed.rows] == [
-                        e for e in expect if e[2] <= depth
+                    expect = [
+                        (r.group_id, r.bm25, min(d for d in depths if d >= i))
+                        for i, r in enumerate(every, 1)
+                        if r.group_id in scope and i <= max(depths)
                     ]
+                    assert [(p.group_id, p.bm25, p.reached) for p in placed.rows] == expect
 
 
 def test_tied_scores_are_placed_by_id(tmp_path: Path) -> None:
@@ -158,6 +161,11 @@ def test_tied_scores_are_placed_by_id(tmp_path: Path) -> None:
         every = fulltext.search_groups(ix.store, '"zebra"', 100)
         assert len(every) == 30 and len({r.bm25 for r in every}) < 30
         scope = sorted({every[i].group_id for i in (0, 4, 17, 29)})
-        placed = fulltext.place_groups(ix.store, '"zebra"', scope, 18)
-        expect = [(r.group_id, i) for i, r in enumerate(every, 1) if r.group_id in scope and i <= 18]
-        assert [(p.group_id, p.place) for p in placed.rows] == expect
+        for depths in ((18,), (1, 5, 18), (4, 5, 29, 30)):
+            placed = fulltext.place_groups(ix.store, '"zebra"', scope, depths)
+            expect = [
+                (r.group_id, min(d for d in depths if d >= i))
+                for i, r in enumerate(every, 1)
+                if r.group_id in scope and i <= max(depths)
+            ]
+            assert [(p.group_id, p.reached) for p in placed.rows] == expect

@@ -160,14 +160,14 @@ class ContextRanked:
         return _ordered(boosted, limit)
 
 
-    def among(self, text: str, limit: int, groups: frozenset[str], deepest: int) -> Screen:
+    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen:
         """:meth:`retrieve` kept to ``groups`` (:class:`~chunkdedup.query.retrieve.Screening`). With
         nothing to boost the list is the base's, so the base's own screening answers; else every
         boosted group competes for the ``limit`` places, and the list is made in full."""
         if (self.weight <= 0 or limit <= 0 or not self.contexts.scores(text)) and isinstance(
             self.base, Screening
         ):
-            return self.base.among(text, limit, groups, deepest)
+            return self.base.among(text, limit, groups, depths)
         return screened(self, text, limit, groups)
 
 

@@ -68,15 +68,15 @@ class Retriever(Protocol):
 class Screening(Protocol):
     """A retriever that can answer for a scope of groups only (a filter that names its documents).
 
-    ``among(text, limit, groups, deepest)`` is exactly what ``retrieve(text, limit)`` would give,
-    kept to ``groups``, with the length of the whole list as ``depth``, for every ``limit`` up to
-    ``deepest``; it only skips the work the groups outside the scope cost (reading their ids, or
-    ranking every match again for each deeper pass).
+    ``among(text, limit, groups, depths)`` is exactly what ``retrieve(text, limit)`` would give,
+    kept to ``groups``, with the length of the whole list as ``depth``; ``depths`` are every limit
+    the caller's passes may ask (``limit`` among them). It only skips the work the groups outside
+    the scope cost (reading their ids, or ranking every match again for each deeper pass).
     """
 
     def retrieve(self, text: str, limit: int) -> Sequence[Scored]: ...
 
-    def among(self, text: str, limit: int, groups: frozenset[str], deepest: int) -> Screen: ...
+    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen: ...
 
 
 def screened(retriever: Retriever, text: str, limit: int, groups: frozenset[str]) -> Screen:
@@ -131,7 +131,7 @@ class Fts5Retriever:
     def __init__(self, store: Store, *, parts: bool = True) -> None:
         self.store = store
         self.parts = parts
-        self._placed: tuple[str, frozenset[str], int, fulltext.Placed] | None = None
+        self._placed: tuple[str, frozenset[str], tuple[int, ...], fulltext.Placed] | None = None
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
         match = fts_query(text, self.parts)
@@ -139,19 +139,20 @@ class Fts5Retriever:
             return []
         return self.search(match, limit)
 
-    def among(self, text: str, limit: int, groups: frozenset[str], deepest: int) -> Screen:
+    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen:
         """:meth:`retrieve` kept to ``groups`` (see :class:`Screening`): every match is scored once
-        for all the passes up to ``deepest`` (:func:`~chunkdedup.store.fulltext.place_groups`), not
-        once a pass, and only the scope's ids are read."""
+        for all the ``depths`` (:func:`~chunkdedup.store.fulltext.place_groups`), not once a pass,
+        and only the scope's ids are read."""
         match = fts_query(text, self.parts)
-        if match is None or limit <= 0 or limit > deepest or self.store.meta("fts_deferred") is not None:
+        if match is None or limit <= 0 or limit not in depths or self.store.meta("fts_deferred") is not None:
             return screened(self, text, limit, groups)  # a deferred table may lack groups: read in full
+        asked = tuple(depths)
         cached = self._placed
-        if cached is None or cached[0] != match or cached[1] is not groups or cached[2] != deepest:
-            placed = fulltext.place_groups(self.store, match, sorted(groups), deepest)
-            cached = self._placed = (match, groups, deepest, placed)
+        if cached is None or cached[0] != match or cached[1] is not groups or cached[2] != asked:
+            placed = fulltext.place_groups(self.store, match, sorted(groups), asked)
+            cached = self._placed = (match, groups, asked, placed)
         placed = cached[3]
-        hits = tuple(Scored(r.group_id, -float(r.bm25)) for r in placed.rows if r.place <= limit)
+        hits = tuple(Scored(r.group_id, -float(r.bm25)) for r in placed.rows if r.reached <= limit)
         return Screen(hits, min(limit, placed.found))
 
     def search(self, match: str, limit: int, groups: Sequence[str] | None = None) -> list[Scored]:
@@ -187,7 +188,7 @@ class TantivyRetriever:
     def retrieve(self, text: str, limit: int) -> list[Scored]:
         return self._search(text, limit, None)
 
-    def among(self, text: str, limit: int, groups: frozenset[str], deepest: int) -> Screen:
+    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen:
         """:meth:`retrieve` kept to ``groups`` (see :class:`Screening`): the same ranking, but ids
         are read only for hits in the scope (a selective filter's 20,000-deep pass read 20,000)."""
         terms = content_terms(text, self.parts)

@@ -52,18 +52,18 @@ def _marks(part: Sequence[object]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PlacedRow:
-    """A group FTS5 found, its ``bm25()`` and its place (from 1) in the (bm25, id) order of every
-    group the MATCH expression finds."""
+    """A group FTS5 found, its ``bm25()``, and the first of the asked depths whose top (in the (bm25,
+    id) order of every group the MATCH expression finds) holds it."""
 
     group_id: str
     bm25: float
-    place: int
+    reached: int
 
 
 @dataclass(frozen=True, slots=True)
 class Placed:
-    """The groups of a scope among the first ``depth`` an FTS5 MATCH expression finds, in order, and
-    how many groups it finds in all (:func:`place_groups`)."""
+    """The groups of a scope within the deepest asked top of an FTS5 MATCH expression, in (bm25, id)
+    order, and how many groups it finds in all (:func:`place_groups`)."""
 
     rows: tuple[PlacedRow, ...]
     found: int
@@ -102,45 +102,53 @@ def search_groups(
     return tuple(Bm25Row(r[0], r[1]) for r in rows)
 
 
-def place_groups(store: Store, match: str, groups: Sequence[str], depth: int) -> Placed:
-    """Where the groups of a scope stand among every group an FTS5 MATCH expression finds: those
-    among the first ``depth`` in (bm25, id) order, with their places, and how many it finds.
+def place_groups(store: Store, match: str, groups: Sequence[str], depths: Sequence[int]) -> Placed:
+    """Where the groups of a scope stand among every group an FTS5 MATCH expression finds, for each
+    of ``depths`` (increasing): a scoped group within the first ``depth`` in (bm25, id) order is
+    returned with the first such depth, so one scoring answers :func:`search_groups` kept to the
+    scope for every one of them (the same groups, order and scores).
 
-    One scoring answers every depth up to ``depth``: :func:`search_groups` with any ``limit`` up to
-    it returns exactly the groups placed at most ``limit``, in the same order, with the same
-    scores. The count is of the FTS5 rows: every one has its group while FTS5 is not deferred
-    (``textindex.defer_fts``). Only the rows tied with a scoped group's score are joined to read
-    their ids; the scores above a level are counted, not fetched.
+    The scores are counted by level (one ``bm25`` value), not fetched: a group's level says how many
+    groups stand above it, and only a level that straddles a depth is joined to ``groups`` to place
+    its tied rows by id. The count is of the FTS5 rows: every one has its group while FTS5 is not
+    deferred (``textindex.defer_fts``).
     """
+    marks = json.dumps(sorted(set(depths)))
     rows = store.conn.execute(
         f"{_SCORED},"
-        " h AS MATERIALIZED (SELECT b, SUM(COUNT(*)) OVER (ORDER BY b ROWS UNBOUNDED PRECEDING)"
-        " - COUNT(*) AS above FROM f GROUP BY b),"
-        " s AS MATERIALIZED (SELECT f.r, f.b, h.above FROM f JOIN h ON h.b = f.b"
-        " WHERE h.above < ?3"
-        " AND f.r IN (SELECT gid FROM groups WHERE id IN (SELECT value FROM json_each(?2))))"
-        " SELECT 1, g.id, s.b, s.above FROM s JOIN groups g ON g.gid = s.r"
-        " UNION ALL SELECT 2, g.id, f.b, NULL FROM f JOIN groups g ON g.gid = f.r"
-        " WHERE f.b IN (SELECT b FROM s)"
-        " UNION ALL SELECT 3, NULL, NULL, COUNT(*) FROM f",
-        (match, json.dumps(list(groups)), depth),
+        " h AS MATERIALIZED (SELECT b, COUNT(*) AS n,"
+        " SUM(COUNT(*)) OVER (ORDER BY b ROWS UNBOUNDED PRECEDING) - COUNT(*) AS above FROM f GROUP BY b),"
+        " s AS MATERIALIZED (SELECT f.r, f.b FROM f"
+        " WHERE f.r IN (SELECT gid FROM groups WHERE id IN (SELECT value FROM json_each(?2)))),"
+        " t AS MATERIALIZED (SELECT DISTINCT s.b FROM s JOIN h ON h.b = s.b"
+        " WHERE EXISTS (SELECT 1 FROM json_each(?3) d WHERE h.above < d.value AND d.value < h.above + h.n))"
+        " SELECT 1, g.id, s.b, h.above, h.n FROM s JOIN h ON h.b = s.b JOIN groups g ON g.gid = s.r"
+        " WHERE h.above < ?4"
+        " UNION ALL SELECT 2, g.id, f.b, NULL, NULL FROM f JOIN groups g ON g.gid = f.r"
+        " WHERE f.b IN (SELECT b FROM t)"
+        " UNION ALL SELECT 3, NULL, NULL, COUNT(*), NULL FROM f",
+        (match, json.dumps(list(groups)), marks, max(depths)),
     ).fetchall()
-    tied: dict[float, list[str]] = {}
+    tied: dict[float, list[str]] = {}  # the ids of each straddling level, sorted
     found = 0
-    for kind, gid, b, n in rows:
+    for kind, gid, b, above, _ in rows:
         if kind == 2:
             tied.setdefault(b, []).append(gid)
         elif kind == 3:
-            found = int(n)
+            found = int(above)
     for ids in tied.values():
         ids.sort()
-    placed = []
-    for kind, gid, b, above in rows:
-        if kind == 1:
-            place = above + bisect.bisect_left(tied[b], gid) + 1
-            if place <= depth:
-                placed.append(PlacedRow(gid, b, place))
-    placed.sort(key=lambda p: p.place)
+    placed: list[PlacedRow] = []
+    for kind, gid, b, above, n in rows:
+        if kind != 1:
+            continue
+        for depth in sorted(set(depths)):
+            if above >= depth:
+                continue
+            if above + n <= depth or above + bisect.bisect_left(tied[b], gid) + 1 <= depth:
+                placed.append(PlacedRow(gid, b, depth))
+                break
+    placed.sort(key=lambda p: (p.bm25, p.group_id))  # SQLite's order: ids are ASCII
     return Placed(tuple(placed), found)
 
 
