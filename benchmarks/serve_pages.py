@@ -93,7 +93,9 @@ def routes(index: Path, n_questions: int) -> list[Route]:
         Route("/query", "no filter", query([])),
         Route("/query family=ONE", "a family of 4 documents", query([f"family={fam_one}"])),
         Route(
-            "/query family=ONE|TWO", "two families OR-ed", query([f"family={fam_one}", f"family={fam_two}"])
+            "/query family=ONE OR TWO",
+            "two families OR-ed",
+            query([f"family={fam_one}", f"family={fam_two}"]),
         ),
         Route("/query doc=ONE", "one document", query([f"doc={doc}"])),
         Route("/query family=NONE", "nothing passes", query(["family=none-such"])),
