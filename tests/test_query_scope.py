@@ -11,8 +11,9 @@ import pytest
 from chunkdedup import Index, ingest
 from chunkdedup.config import QueryConfig
 from chunkdedup.query import eligible, retrieve, search
+from chunkdedup.query.context import ContextRanked
 from chunkdedup.query.eligible import Eligibility
-from chunkdedup.query.retrieve import Fts5Retriever, Screening, TantivyRetriever, screened
+from chunkdedup.query.retrieve import Fts5Retriever, Scored, Screening, TantivyRetriever, screened
 from chunkdedup.query.run import bm25_retriever
 from chunkdedup.query.where import Filter
 from chunkdedup.store import fulltext
@@ -28,7 +29,7 @@ FILTERS = [
 ]
 #: a small pool and depth cap: the passes go 16, 128, 300 deep on this corpus
 SMALL = QueryConfig(k=2, pool=2, max_candidates=300)
-MORE = ["data", "github", "the account", "policy content users", "copilot"]
+MORE = ["data", "github", "the account", "policy content users", "copilot", "github privacy statement data"]
 
 
 @pytest.fixture(scope="module", params=["fts5", "tantivy"])
@@ -75,7 +76,16 @@ def test_search_is_the_same_with_and_without_the_scope(index: Path, monkeypatch:
                 for cfg in (SMALL, None)
             ]
 
+    boosted: list[int] = []  # the passes that ranked with a document context, within a scope
+    ranked = ContextRanked._ranked
+
+    def spy(self: ContextRanked, text: str, limit: int, scope: frozenset[str] | None) -> list[Scored]:
+        boosted.extend([limit] if scope is not None else [])
+        return ranked(self, text, limit, scope)
+
+    monkeypatch.setattr(ContextRanked, "_ranked", spy)
     scoped = answers()
+    assert len(set(boosted)) > 1  # several depths: questions naming the documents' context are in
     monkeypatch.setattr(Eligibility, "named", lambda self: None)  # every retrieved group read
     assert answers() == scoped
     monkeypatch.undo()

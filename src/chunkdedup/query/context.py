@@ -138,6 +138,25 @@ class ContextRanked:
         self.relative = relative
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
+        return self._ranked(text, limit, None)
+
+    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen:
+        """:meth:`retrieve` kept to ``groups`` (:class:`~chunkdedup.query.retrieve.Screening`). With
+        nothing to boost the list is the base's, so the base's own screening answers. Else every
+        boosted group competes for the ``limit`` places and the list is made in full, but only the
+        scope's groups are boosted: a group outside it has no source in a passing document, so no
+        context to add (reading the sources and documents of 20,000 groups to learn that cost seconds
+        at 1M chunks)."""
+        if self.weight <= 0 or limit <= 0 or not self.contexts.scores(text):
+            if isinstance(self.base, Screening):
+                return self.base.among(text, limit, groups, depths)
+            return screened(self, text, limit, groups)
+        ranked = self._ranked(text, limit, groups)
+        return Screen(tuple(s for s in ranked if s.id in groups), len(ranked))
+
+    def _ranked(self, text: str, limit: int, scope: frozenset[str] | None) -> list[Scored]:
+        """The ranked list; ``scope``: every group with a source in a passing document (the others
+        are not looked up for a boost: they have none)."""
         base = list(self.base.retrieve(text, limit))
         found = {s.id: s.score for s in base}
         priors = self.contexts.scores(text)
@@ -152,23 +171,12 @@ class ContextRanked:
                 found.setdefault(s.id, s.score)
         top = max(priors.values())
         scale = self.weight / top if self.relative and top > 0 else self.weight
-        docs_of = self.contexts.group_docs(list(found))
+        docs_of = self.contexts.group_docs(list(found) if scope is None else [g for g in found if g in scope])
         boosted = {
             g: score + scale * max((priors.get(d, 0.0) for d in docs_of.get(g, ())), default=0.0)
             for g, score in found.items()
         }
         return _ordered(boosted, limit)
-
-
-    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen:
-        """:meth:`retrieve` kept to ``groups`` (:class:`~chunkdedup.query.retrieve.Screening`). With
-        nothing to boost the list is the base's, so the base's own screening answers; else every
-        boosted group competes for the ``limit`` places, and the list is made in full."""
-        if (self.weight <= 0 or limit <= 0 or not self.contexts.scores(text)) and isinstance(
-            self.base, Screening
-        ):
-            return self.base.among(text, limit, groups, depths)
-        return screened(self, text, limit, groups)
 
 
 def _is_ordered(scored: Sequence[Scored], distinct: int, limit: int) -> bool:

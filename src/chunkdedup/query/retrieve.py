@@ -70,8 +70,10 @@ class Screening(Protocol):
 
     ``among(text, limit, groups, depths)`` is exactly what ``retrieve(text, limit)`` would give,
     kept to ``groups``, with the length of the whole list as ``depth``; ``depths`` are every limit
-    the caller's passes may ask (``limit`` among them). It only skips the work the groups outside
-    the scope cost (reading their ids, or ranking every match again for each deeper pass).
+    the caller's passes may ask (``limit`` among them). ``groups`` is every group with a source in
+    a document the query's filter passes (:meth:`~chunkdedup.query.eligible.Eligibility.named`): a
+    retriever may count on a group outside it having none. It only skips the work the groups outside
+    the scope cost (reading their ids or their documents, or ranking every match again each pass).
     """
 
     def retrieve(self, text: str, limit: int) -> Sequence[Scored]: ...
