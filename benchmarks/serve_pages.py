@@ -66,8 +66,9 @@ def routes(index: Path, n_questions: int) -> list[Route]:
     fam_one, fam_two = fams[37 % len(fams)], fams[-1]
     qs = questions(index, n_questions)
 
-    def query(where: list[str]) -> tuple[str, ...]:
-        return tuple("/query?" + urlencode([("q", q)] + [("where", w) for w in where]) for q in qs)
+    def query(where: list[str], append: str = "") -> tuple[str, ...]:
+        asked = [f"{q} {append}" if append else q for q in qs]
+        return tuple("/query?" + urlencode([("q", q)] + [("where", w) for w in where]) for q in asked)
 
     out = [
         Route("/", "overview: counts, files, states, problems, runs", ("/",), first=True),
@@ -92,6 +93,11 @@ def routes(index: Path, n_questions: int) -> list[Route]:
         Route("/chunks/<id> (first)", "the first canonical by id", ("/chunks/" + quote(one, safe=""),)),
         Route("/query", "no filter", query([])),
         Route("/query family=ONE", "a family of 4 documents", query([f"family={fam_one}"])),
+        Route(
+            "/query family=ONE + its name",
+            "the question names the family: context boost",
+            query([f"family={fam_one}"], fam_one),
+        ),
         Route(
             "/query family=ONE OR TWO",
             "two families OR-ed",

@@ -52,6 +52,9 @@ class Screen:
 
     hits: tuple[Scored, ...]
     depth: int
+    #: the scores of the list's groups outside the scope, when the retriever has them without their
+    #: ids (a context boost can then place the scope's groups among them); else None
+    outside: tuple[float, ...] | None = None
 
 
 class Retriever(Protocol):
@@ -211,7 +214,9 @@ class TantivyRetriever:
             (Scored(ids[g], score) for score, g in mine if g in ids), key=lambda s: (-s.score, s.id)
         )
         # in step, every key tantivy holds is a group's: the whole list is every hit with a key
-        return Screen(tuple(scored), sum(1 for g in gids if g is not None))
+        pairs = zip(hits, gids, strict=True)
+        outside = tuple(float(score) for (score, _), g in pairs if g is not None and g not in scope)
+        return Screen(tuple(scored), sum(1 for g in gids if g is not None), outside)
 
     def within(self, text: str, limit: int, groups: Sequence[str]) -> list[Scored]:
         """The best ``limit`` of these groups for a question (scores as :meth:`retrieve` gives them)."""
