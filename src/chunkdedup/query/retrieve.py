@@ -205,7 +205,7 @@ class TantivyRetriever:
         searcher = self.handle.searcher()
         hits = searcher.search(self._query(terms), limit, count=False).hits
         if not hits:
-            return Screen((), 0)
+            return Screen((), 0, ())
         gids = searcher.fast_field_values("gid", [address for _, address in hits])
         scope = self._scope[1]
         mine = [(float(score), g) for (score, _), g in zip(hits, gids, strict=True) if g in scope]
