@@ -74,6 +74,11 @@ def cases(index: Path) -> list[dict[str, Any]]:
     out.append(
         {"where": [f"family={one}"], "what": "family=ONE (4 documents)", "versions": "label", "net": True}
     )
+    # the question also names the family: its documents' context boosts their chunks
+    out.append(
+        {"where": [f"family={one}"], "what": "family=ONE, + its name", "versions": "latest", "net": True,
+         "append": one}
+    )  # fmt: skip
     return out
 
 
@@ -107,9 +112,10 @@ def measure(index: Path, n_questions: int, repeat: int) -> dict[str, Any]:
             digest = hashlib.sha256()
             for _ in range(repeat):
                 for q in qs:
+                    asked = f"{q} {case['append']}" if case.get("append") else q
                     start = time.perf_counter()
                     result = search(
-                        ix, q, where=case["where"], versions=case["versions"], safety_net=case["net"]
+                        ix, asked, where=case["where"], versions=case["versions"], safety_net=case["net"]
                     )
                     times.append(time.perf_counter() - start)
                     digest.update(repr(result).encode())

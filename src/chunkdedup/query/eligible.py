@@ -111,6 +111,16 @@ class Eligibility:
         return out
 
     # -- the step ----------------------------------------------------------------------------
+    def named(self) -> frozenset[str] | None:
+        """Every group :meth:`visible` can let through, when the filter names its documents (``doc``
+        or ``family`` equality, at most :data:`MAX_NAMED_DOCUMENTS`); else None (groups are screened
+        one by one)."""
+        if not self.filter:
+            return None
+        if self._named is None:
+            self._named = self._named_groups()
+        return None if self._named is False else self._named
+
     def visible(self, scored: Sequence[Scored]) -> list[Scored]:
         """The groups of ``scored`` holding a source in a passing document, in order: the only ones
         :meth:`apply` can place or drop (it skips a group without one and changes nothing), so the
@@ -118,10 +128,9 @@ class Eligibility:
         :meth:`apply` reads per group: a selective filter skips thousands of groups this way."""
         if not self.filter:
             return list(scored)
-        if self._named is None:
-            self._named = self._named_groups()
-        if self._named is not False:
-            return [s for s in scored if s.id in self._named]
+        named = self.named()
+        if named is not None:
+            return [s for s in scored if s.id in named]
         keys = {key for key, _ in self.filter.groups}
         rows = reads.group_documents(self.store, [s.id for s in scored], metadata=not keys <= _COLUMNS)
         shown: set[str] = set()

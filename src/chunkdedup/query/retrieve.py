@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from chunkdedup.normalize import word_parts
 from chunkdedup.store import Store, fulltext
@@ -45,6 +45,18 @@ class Scored:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class Screen:
+    """What a retrieval of the best ``limit`` groups holds of a scope: those groups, in the order
+    the retrieval gives them, and how many groups the retrieval returned in all (``depth``)."""
+
+    hits: tuple[Scored, ...]
+    depth: int
+    #: the scores of the list's groups outside the scope, when the retriever has them without their
+    #: ids (a context boost can then place the scope's groups among them); else None
+    outside: tuple[float, ...] | None = None
+
+
 class Retriever(Protocol):
     """The one extension point of retrieval: the best ``limit`` groups for a question, best first.
 
@@ -53,6 +65,29 @@ class Retriever(Protocol):
     """
 
     def retrieve(self, text: str, limit: int) -> Sequence[Scored]: ...
+
+
+@runtime_checkable
+class Screening(Protocol):
+    """A retriever that can answer for a scope of groups only (a filter that names its documents).
+
+    ``among(text, limit, groups, depths)`` is exactly what ``retrieve(text, limit)`` would give,
+    kept to ``groups``, with the length of the whole list as ``depth``; ``depths`` are every limit
+    the caller's passes may ask (``limit`` among them). ``groups`` is every group with a source in
+    a document the query's filter passes (:meth:`~chunkdedup.query.eligible.Eligibility.named`): a
+    retriever may count on a group outside it having none. It only skips the work the groups outside
+    the scope cost (reading their ids or their documents, or ranking every match again each pass).
+    """
+
+    def retrieve(self, text: str, limit: int) -> Sequence[Scored]: ...
+
+    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen: ...
+
+
+def screened(retriever: Retriever, text: str, limit: int, groups: frozenset[str]) -> Screen:
+    """What any retriever's ``retrieve(text, limit)`` holds of a scope, read in full (the fallback)."""
+    scored = list(retriever.retrieve(text, limit))
+    return Screen(tuple(s for s in scored if s.id in groups), len(scored))
 
 
 def content_terms(text: str, parts: bool = True) -> list[str]:
@@ -101,12 +136,29 @@ class Fts5Retriever:
     def __init__(self, store: Store, *, parts: bool = True) -> None:
         self.store = store
         self.parts = parts
+        self._placed: tuple[str, frozenset[str], tuple[int, ...], fulltext.Placed] | None = None
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
         match = fts_query(text, self.parts)
         if match is None or limit <= 0:
             return []
         return self.search(match, limit)
+
+    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen:
+        """:meth:`retrieve` kept to ``groups`` (see :class:`Screening`): every match is scored once
+        for all the ``depths`` (:func:`~chunkdedup.store.fulltext.place_groups`), not once a pass,
+        and only the scope's ids are read."""
+        match = fts_query(text, self.parts)
+        if match is None or limit <= 0 or limit not in depths or self.store.meta("fts_deferred") is not None:
+            return screened(self, text, limit, groups)  # a deferred table may lack groups: read in full
+        asked = tuple(depths)
+        cached = self._placed
+        if cached is None or cached[0] != match or cached[1] is not groups or cached[2] != asked:
+            placed = fulltext.place_groups(self.store, match, sorted(groups), asked)
+            cached = self._placed = (match, groups, asked, placed)
+        placed = cached[3]
+        hits = tuple(Scored(r.group_id, -float(r.bm25)) for r in placed.rows if r.reached <= limit)
+        return Screen(hits, min(limit, placed.found))
 
     def search(self, match: str, limit: int, groups: Sequence[str] | None = None) -> list[Scored]:
         """The best ``limit`` groups for an FTS5 MATCH expression (the caller formulates it), among
@@ -136,9 +188,35 @@ class TantivyRetriever:
         self.store = store
         self.handle = handle
         self.parts = parts
+        self._scope: tuple[frozenset[str], frozenset[int]] | None = None
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
         return self._search(text, limit, None)
+
+    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen:
+        """:meth:`retrieve` kept to ``groups`` (see :class:`Screening`): the same ranking, but ids
+        are read only for hits in the scope (a selective filter's 20,000-deep pass read 20,000)."""
+        terms = content_terms(text, self.parts)
+        if not terms or limit <= 0 or not fulltext.folder_in_step(self.store):
+            return screened(self, text, limit, groups)  # keys of removed groups may remain: read in full
+        if self._scope is None or self._scope[0] is not groups:
+            self._scope = (groups, frozenset(fulltext.group_gids(self.store, sorted(groups))))
+        self.handle.reload()
+        searcher = self.handle.searcher()
+        hits = searcher.search(self._query(terms), limit, count=False).hits
+        if not hits:
+            return Screen((), 0, ())
+        gids = searcher.fast_field_values("gid", [address for _, address in hits])
+        scope = self._scope[1]
+        mine = [(float(score), g) for (score, _), g in zip(hits, gids, strict=True) if g in scope]
+        ids = dict(fulltext.gid_group_ids(self.store, sorted(g for _, g in mine)))
+        scored = sorted(
+            (Scored(ids[g], score) for score, g in mine if g in ids), key=lambda s: (-s.score, s.id)
+        )
+        # in step, every key tantivy holds is a group's: the whole list is every hit with a key
+        pairs = zip(hits, gids, strict=True)
+        outside = tuple(float(score) for (score, _), g in pairs if g is not None and g not in scope)
+        return Screen(tuple(scored), sum(1 for g in gids if g is not None), outside)
 
     def within(self, text: str, limit: int, groups: Sequence[str]) -> list[Scored]:
         """The best ``limit`` of these groups for a question (scores as :meth:`retrieve` gives them)."""
@@ -152,11 +230,7 @@ class TantivyRetriever:
             return []
         import tantivy  # present: the caller opened ``handle`` with it
 
-        should = tantivy.Occur.Should
-        # each term quoted: user text is never read as query syntax
-        query = tantivy.Query.boolean_query(
-            [(should, self.handle.parse_query('"' + t + '"', ["text"])) for t in terms]
-        )
+        query = self._query(terms)
         if gids is not None:  # the same scores, among these groups only
             scope = tantivy.Query.const_score_query(
                 tantivy.Query.term_set_query(self.handle.schema, "gid", gids), 0.0
@@ -172,6 +246,16 @@ class TantivyRetriever:
         ids = dict(fulltext.gid_group_ids(self.store, sorted(g for g in gids if g is not None)))
         scored = [Scored(ids[g], float(score)) for (score, _), g in zip(hits, gids, strict=True) if g in ids]
         return sorted(scored, key=lambda s: (-s.score, s.id))
+
+
+    def _query(self, terms: Sequence[str]) -> Any:
+        """The question's terms OR-ed, each quoted: user text is never read as query syntax."""
+        import tantivy  # present: the caller opened ``handle`` with it
+
+        should = tantivy.Occur.Should
+        return tantivy.Query.boolean_query(
+            [(should, self.handle.parse_query('"' + t + '"', ["text"])) for t in terms]
+        )
 
 
 def quote_terms(terms: Sequence[str]) -> str:

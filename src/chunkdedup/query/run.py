@@ -25,6 +25,7 @@ from chunkdedup.query.retrieve import (
     ReciprocalRankFusion,
     Retriever,
     Scored,
+    Screening,
     TantivyRetriever,
 )
 from chunkdedup.query.safety import ShingleJaccard, Similarity, cap_step, dedup_step, mmr_step
@@ -183,9 +184,16 @@ def _pool(
     found: list[Candidate] = []
     dropped: list[Dropped] = []
     seen: set[str] = set()
-    limit = min(FIRST_PASS_DEPTH * pool, max(cfg.max_candidates, pool))
-    while True:
-        scored = list(retriever.retrieve(text, limit))
+    depths = pass_depths(pool, cfg.max_candidates)
+    # a filter naming its documents: only their groups can pass, so only they are read
+    scope = eligibility.named() if isinstance(retriever, Screening) else None
+    for limit in depths:
+        if scope is None or not isinstance(retriever, Screening):
+            scored = list(retriever.retrieve(text, limit))
+            depth = len(scored)
+        else:
+            screen = retriever.among(text, limit, scope, depths)
+            scored, depth = list(screen.hits), screen.depth
         fresh = [s for s in scored if s.id not in seen]
         seen.update(s.id for s in fresh)
         for item in _checked(eligibility, fresh, pool):
@@ -195,9 +203,23 @@ def _pool(
                     break
             else:
                 dropped.append(item)
-        if len(found) >= pool or len(scored) < limit or limit >= cfg.max_candidates:
-            return found, dropped
-        limit = min(limit * 8, cfg.max_candidates)
+        if len(found) >= pool or depth < limit:
+            break
+    return found, dropped
+
+
+def pass_depths(pool: int, max_candidates: int) -> tuple[int, ...]:
+    """How deep each retrieval pass of :func:`_pool` goes: ``FIRST_PASS_DEPTH * pool`` (capped at
+    ``max_candidates``), then eight times deeper each pass, up to ``max_candidates``.
+
+    Example:
+        >>> pass_depths(40, 20_000)
+        (320, 2560, 20000)
+    """
+    depths = [min(FIRST_PASS_DEPTH * pool, max(max_candidates, pool))]
+    while depths[-1] < max_candidates:
+        depths.append(min(depths[-1] * 8, max_candidates))
+    return tuple(depths)
 
 
 def _checked(eligibility: Eligibility, scored: Sequence[Scored], pool: int) -> Iterator[Candidate | Dropped]:
