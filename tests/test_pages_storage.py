@@ -168,3 +168,14 @@ def test_a_dictionary_trained_in_a_rolled_back_batch_is_stored_with_the_next(tmp
     with Index.open(tmp_path / "i.sqlite") as ix:
         assert ix.store.load_pages("b.md") == pages[:3]
         assert ix.store.codec.active == store.codec.active
+
+
+def test_pages_without_text_are_counted_from_their_own_index(tmp_path: Path) -> None:
+    """The overview's count of pages without a text layer reads a partial index (0015), not every page."""
+    index = tmp_path / "i.sqlite"
+    Store.open(index, create=True).close()
+    with Index.open(index) as ix:
+        plan = " ".join(str(r[-1]) for r in ix.store.conn.execute(
+            "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM pages WHERE has_text=0"))
+        assert "pages_without_text" in plan
+        assert ix.stats()["pages_without_text"] == 0

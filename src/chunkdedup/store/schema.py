@@ -330,4 +330,12 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE TABLE text_dicts(dict_id INTEGER PRIMARY KEY, data BLOB NOT NULL);
         """,
     ),
+    (
+        "0015_pages_without_text",
+        # The overview's count of pages without a text layer scanned every page row (text inline: most
+        # of the file; 185 ms warm and seconds cold at 1M chunks); the partial index holds only those.
+        """
+        CREATE INDEX pages_without_text ON pages(doc_id) WHERE has_text = 0;
+        """,
+    ),
 )
