@@ -63,6 +63,12 @@ def kernel(fn: F) -> F:
     return cast(F, Kernel(fn))
 
 
+def python(fn: F) -> F:
+    """A kernel's own Python function, run by CPython (for an input too small to pay numba's start-up:
+    the same source, so the same result); any other function as it is."""
+    return cast(F, fn.py_func) if isinstance(fn, Kernel) else fn
+
+
 def _njit(fn: Callable[..., Any]) -> Any:
     from numba import njit
 
