@@ -132,7 +132,8 @@ class Store:
         if pending and readonly:
             raise MigrationPendingError(
                 f"index {self.path} was written by an older chunkdedup and needs migrations "
-                f"{[n for n, _ in pending]}: open it writable (Index.open does this once by itself)"
+                f"{[n for n, _ in pending]}: open it writable once to apply them (any ingest into it, e.g. "
+                f"`chunkdedup ingest PATH --index {self.path}`, or Index.open), then read it again"
             )
         for name, sql in pending:
             with self.transaction():
