@@ -184,6 +184,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
     from chunkdedup.normalize import key_hash
     from chunkdedup.parse import discover, parse_file
     from chunkdedup.stages import chunk_pages
+    from chunkdedup.store.core import document_row
     from chunkdedup.store.pagetext import PageCodec
     from chunkdedup.types import Document, FileStatus, GroupRow
 
@@ -298,24 +299,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
 
     with clock("rows"):
         run_id, config_hash = 1, "floor"
-        document_rows = [
-            (
-                d.doc_id,
-                d.path,
-                d.content_hash,
-                d.unit,
-                json.dumps(dict(d.metadata), sort_keys=True),
-                d.department,
-                d.family,
-                d.effective_date.isoformat() if d.effective_date else None,
-                len(d.pages),
-                d.title,
-                "indexed",
-                config_hash,
-                run_id,
-            )
-            for d in docs
-        ]
+        document_rows = [(d.doc_id, *document_row(d), "indexed", config_hash, run_id) for d in docs]
         page_rows = [
             (d.doc_id, p.number, int(p.has_text_layer), raw, clean_pages.get((d.doc_id, p.number)))
             for d, p, raw in zip(

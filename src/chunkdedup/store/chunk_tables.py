@@ -449,17 +449,11 @@ class ChunkTables:
     def group_rows(self, ids: Sequence[str], *, keyed: Container[str] = ()) -> list[GroupRow]:
         """The groups of ``ids`` still in the index, sorted by id; the text of those in ``keyed`` (whose
         exact key the caller holds) is not kept."""
-        out: list[GroupRow] = []
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            rows = self.conn.execute(
-                "SELECT id, text, rep_doc, rep_page, rep_start, canonical_id FROM groups"
-                f" WHERE id IN ({','.join('?' * len(part))})",
-                part,
-            )
-            out.extend(
-                GroupRow(r[0], None if r[0] in keyed else r[1], (r[2], r[3], r[4]), r[5]) for r in rows
-            )
+        sql = "SELECT id, text, rep_doc, rep_page, rep_start, canonical_id FROM groups WHERE id IN ({})"
+        out = [
+            GroupRow(r[0], None if r[0] in keyed else r[1], (r[2], r[3], r[4]), r[5])
+            for r in self._batched(sql, ids)
+        ]
         return sorted(out, key=lambda g: g.id)
 
     # -- clusters ------------------------------------------------------------------------------

@@ -375,7 +375,7 @@ class Store:
     def changed_documents(self, docs: Sequence[Document]) -> set[str]:
         """The ids of ``docs`` not stored exactly as they are (content hash, metadata, place): an
         unchanged record of a JSONL or Parquet file that changed elsewhere is not among them."""
-        rows = {doc.doc_id: _document_row(doc) for doc in docs}
+        rows = {doc.doc_id: document_row(doc) for doc in docs}
         stored = {r[0]: tuple(r[1:]) for r in rows_for_ids(self.conn, _DOCUMENT_ROWS, sorted(rows))}
         return {doc_id for doc_id, row in rows.items() if stored.get(doc_id) != row}
 
@@ -389,7 +389,7 @@ class Store:
         if not items:
             return
         c = self.conn
-        rows = {doc.doc_id: _document_row(doc) for doc, _ in items}
+        rows = {doc.doc_id: document_row(doc) for doc, _ in items}
         ids = [doc.doc_id for doc, _ in items]
         changed = self.chunks.docs_with_sources(ids)
         if changed:
@@ -402,7 +402,7 @@ class Store:
         )
         c.executemany("DELETE FROM pages WHERE doc_id=?", [(i,) for i in ids])
         codec = self.codec
-        codec.learn([p.text for doc, _ in items for p in doc.pages])
+        codec.learn(p.text for doc, _ in items for p in doc.pages)  # read only until it is trained
         self._keep_dict()
         c.executemany(
             "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, NULL)",
@@ -609,7 +609,7 @@ class Store:
         )
 
 
-#: a stored document's row, as :func:`_document_row` makes it (the doc id first)
+#: a stored document's row, as :func:`document_row` makes it (the doc id first)
 _DOCUMENT_ROWS = (
     "SELECT doc_id, file_path, content_hash, unit, metadata, department, family, effective_date, n_pages,"
     " title FROM documents WHERE doc_id IN ({})"
@@ -621,8 +621,9 @@ _CHROME_STALE = "chrome_stale"
 _CHROME_SETTINGS = "chrome_settings"
 
 
-def _document_row(doc: Document) -> tuple[Any, ...]:
-    """What ``documents`` holds of a parsed document (but its id, state and runs)."""
+def document_row(doc: Document) -> tuple[Any, ...]:
+    """What ``documents`` holds of a parsed document (but its id, state and runs), in the column order
+    of ``put_documents`` (``benchmarks/ingest_floor.py`` writes the same rows)."""
     return (
         doc.path,
         doc.content_hash,

@@ -17,7 +17,7 @@ The dictionary is trained once per index, from the first :data:`TRAIN_BYTES` of 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 
 import zstandard
 
@@ -66,7 +66,7 @@ class PageCodec:
             self._active = (dict_id, data)
             self._encoder = zstandard.ZstdCompressor(level=LEVEL, dict_data=d)
 
-    def learn(self, texts: Sequence[str]) -> bool:
+    def learn(self, texts: Iterable[str]) -> bool:
         """Offer page texts as training samples; trains the dictionary once :data:`TRAIN_BYTES` are
         gathered. Returns True when this call trained it (the caller stores :attr:`active`)."""
         if self._active is not None or self._sampled >= TRAIN_BYTES:
