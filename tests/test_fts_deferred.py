@@ -3,10 +3,13 @@ ranking, and a run killed in between leaves a mark the next run completes."""
 
 from __future__ import annotations
 
+import json
+import random
 import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +113,59 @@ def test_a_fresh_ingest_leaves_the_row_triggers_as_the_schema_has_them(tmp_path:
                             ).fetchone()[0] == 0
     finally:
         conn.close()
+
+
+def test_an_incremental_run_writes_the_indexed_tables_once_per_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FTS5 writes its pending terms out at every statement that fires its triggers: a change must
+    reach ``groups`` and ``contexts`` in a few statements per batch (here one file of records), not one
+    per row (which wrote one segment per row: 500 group deletes took 350 ms instead of 47)."""
+    rng = random.Random(5)
+    words = [f"w{a}{b}" for a in "abcdefghij" for b in "klmnopqrst"]
+
+    def record(i: int, title: str) -> str:  # distinct prose: nothing in it is chrome
+        text = " ".join(" ".join(rng.sample(words, 12)).capitalize() + "." for _ in range(6))
+        return json.dumps({"id": f"r{i:02d}", "title": f"{title} {rng.choice(words)}", "text": text})
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    lines = [record(i, "Policy") for i in range(40)]
+    (corpus / "records.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    index = tmp_path / "index.sqlite"
+    ingest([corpus], index)
+    for i in range(0, 40, 2):  # half the records change: their groups go, new ones come, titles move
+        lines[i] = record(i, "Handbook")
+    (corpus / "records.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    report = ingest([corpus], index)
+    monkeypatch.undo()
+    assert report.totals["documents_chunked"] == 20
+
+    def flushes(table: str) -> int:
+        """How many pages FTS5 wrote for ``table``'s index: each flush of its pending terms writes at
+        least a leaf and the structure record."""
+        return sum(1 for s in statements if s.startswith(f"-- REPLACE INTO 'main'.'{table}_fts_data'"))
+
+    assert 1 <= flushes("groups") <= 8, flushes("groups")
+    assert 1 <= flushes("contexts") <= 4, flushes("contexts")
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh)
+    question = (
+        "SELECT g.id, round(bm25(groups_fts), 9) FROM groups_fts JOIN groups g ON g.gid = groups_fts.rowid"
+        " WHERE groups_fts MATCH 'wak OR wbl OR wcm' ORDER BY 2, 1"
+    )
+    with Store.open(index) as store, Store.open(fresh) as other:
+        store.conn.execute("INSERT INTO groups_fts(groups_fts, rank) VALUES('integrity-check', 1)")
+        store.conn.execute("INSERT INTO contexts_fts(contexts_fts, rank) VALUES('integrity-check', 1)")
+        hits = store.conn.execute(question).fetchall()
+        assert len(hits) > 5
+        assert hits == other.conn.execute(question).fetchall()

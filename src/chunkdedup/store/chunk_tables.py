@@ -59,6 +59,37 @@ def rows_for_ids(conn: sqlite3.Connection, sql: str, ids: Sequence[str]) -> Iter
         yield from conn.execute(sql.format(",".join("?" * len(part))), part)
 
 
+#: staging tables for one-statement writes (:func:`staged_rows`): name and columns
+_GROUP_STAGE = (
+    "group_stage",
+    "id TEXT, text TEXT, n_sources INTEGER, rep_doc TEXT, rep_page INTEGER, rep_start INTEGER,"
+    " canonical_id TEXT",
+)
+_ID_STAGE = ("id_stage", "id TEXT")
+
+
+@contextmanager
+def staged_rows(
+    conn: sqlite3.Connection, stage: tuple[str, str], rows: Sequence[tuple[object, ...]]
+) -> Iterator[str]:
+    """``rows`` in a temp table (``stage``: its name and columns), emptied again on exit; yields its
+    qualified name, for one ``INSERT ... SELECT`` / ``UPDATE ... FROM`` / ``DELETE ... IN`` over them.
+
+    A table with FTS5 triggers must be written this way, not with ``executemany``: FTS5 flushes its
+    pending terms to a new segment at every statement's savepoint, so one statement per row wrote a
+    segment per row (500 group deletes: 350 ms, against 47 ms as one statement).
+    """
+    name, columns = stage
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name}({columns})")
+    conn.execute(f"DELETE FROM temp.{name}")
+    marks = ",".join("?" * len(columns.split(",")))
+    try:
+        conn.executemany(f"INSERT INTO temp.{name} VALUES ({marks})", rows)
+        yield f"temp.{name}"
+    finally:
+        conn.execute(f"DELETE FROM temp.{name}")
+
+
 class BandRows:
     """A set of band rows (:meth:`ChunkTables.band_rows`): its groups, its rows in blocks, its buckets."""
 
@@ -185,14 +216,21 @@ class ChunkTables:
             if tuple(was[:3]) != (doc_id, page, start):
                 dirty.append((gid,))
         self._drop_groups(gone)
-        c.executemany(
-            "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            inserts,
-        )
-        c.executemany(
-            "UPDATE groups SET text=?, n_sources=?, rep_doc=?, rep_page=?, rep_start=? WHERE id=?", updates
-        )
+        # one statement each (see staged_rows): the text-index triggers then write the FTS5 index once
+        # per batch, not once per row
+        if inserts:
+            with staged_rows(c, _GROUP_STAGE, inserts) as stage:
+                c.execute(
+                    "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
+                    f" SELECT id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id FROM {stage}"
+                    " ORDER BY rowid"
+                )
+        if updates:
+            with staged_rows(c, _GROUP_STAGE, [(u[5], *u[:5], u[5]) for u in updates]) as stage:
+                c.execute(
+                    "UPDATE groups SET text=s.text, n_sources=s.n_sources, rep_doc=s.rep_doc,"
+                    f" rep_page=s.rep_page, rep_start=s.rep_start FROM {stage} s WHERE groups.id = s.id"
+                )
         c.executemany("INSERT OR IGNORE INTO dirty(group_id) VALUES (?)", dirty)
         return lost
 
@@ -221,7 +259,8 @@ class ChunkTables:
             ids,
         )
         c.executemany("DELETE FROM bands WHERE gid=(SELECT gid FROM groups WHERE id=?)", ids)
-        c.executemany("DELETE FROM groups WHERE id=?", ids)
+        with staged_rows(c, _ID_STAGE, ids) as stage:  # one statement: the FTS5 index is written once
+            c.execute(f"DELETE FROM groups WHERE id IN (SELECT id FROM {stage})")
         c.executemany("DELETE FROM embeddings WHERE group_id=?", ids)
         c.executemany("DELETE FROM semantic_edges WHERE a=?1 OR b=?1", ids)
         c.executemany("DELETE FROM near_edges WHERE a=?", ids)

@@ -25,7 +25,7 @@ from chunkdedup.config import Config
 from chunkdedup.context import ContextSource, running_lines
 from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
-from chunkdedup.store.chunk_tables import ChunkTables, rows_for_ids
+from chunkdedup.store.chunk_tables import ChunkTables, rows_for_ids, staged_rows
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
 from chunkdedup.store.schema import CLEAN_TEXT, MIGRATIONS, RAW_TEXT
@@ -476,12 +476,16 @@ class Store:
         return [r[0] for r in rows]
 
     def put_contexts(self, rows: Sequence[tuple[str, str]]) -> None:
-        """Set ``(doc_id, context text)`` rows; an unchanged text is not re-indexed."""
-        self.conn.executemany(
-            "INSERT INTO contexts(doc_id, text) VALUES (?, ?)"
-            " ON CONFLICT(doc_id) DO UPDATE SET text=excluded.text WHERE text IS NOT excluded.text",
-            rows,
-        )
+        """Set ``(doc_id, context text)`` rows; an unchanged text is not re-indexed. One statement for
+        all of them (FTS5 triggers: see :func:`~chunkdedup.store.chunk_tables.staged_rows`)."""
+        if not rows:
+            return
+        with staged_rows(self.conn, _CONTEXT_STAGE, rows) as stage:
+            self.conn.execute(
+                f"INSERT INTO contexts(doc_id, text) SELECT doc_id, text FROM {stage}"
+                " WHERE true ORDER BY rowid"
+                " ON CONFLICT(doc_id) DO UPDATE SET text=excluded.text WHERE text IS NOT excluded.text"
+            )
 
     def load_pages(self, doc_id: str, *, clean: bool = False) -> tuple[Page, ...]:
         """A document's pages as parsed, or (``clean``) as stripped; a stripped page of a document not
@@ -615,6 +619,9 @@ _DOCUMENT_ROWS = (
     " title FROM documents WHERE doc_id IN ({})"
 )
 
+
+#: the staging table of :meth:`Store.put_contexts`
+_CONTEXT_STAGE = ("context_stage", "doc_id TEXT, text TEXT")
 
 #: meta keys: the chrome must be decided again / the boilerplate settings it was decided under
 _CHROME_STALE = "chrome_stale"
