@@ -56,3 +56,14 @@ def test_an_index_with_text_band_rows_and_signatures_migrates(policy_index: Path
     assert again.totals["cluster_pass"]["reclustered"] == 0
     with Index.open(index) as ix:
         assert list(ix.export()) == exported
+
+
+def test_one_scan_of_the_bands_finds_every_groups_neighbours(policy_index: Path) -> None:
+    """A first ingest reads all neighbours from one scan of the bands: the lists the per-block joins
+    give, for every group that has any."""
+    with Store.open(policy_index) as store:
+        ids = [r[0] for r in store.conn.execute("SELECT id FROM groups ORDER BY id")]
+        joined = {gid: found for gid, found in store.chunks.band_neighbour_map(ids).items() if found}
+        scanned = store.chunks.all_band_neighbours()
+    assert len(scanned) > 50
+    assert scanned == joined
