@@ -534,14 +534,16 @@ class ChunkTables:
                 "SELECT id, canonical_id, relation, similarity, differing FROM groups WHERE id IN ({})", ids
             )
         }
-        touched = {state[0] for state in now.values()}
         # Sources mirror their group's cluster (replace_sources copies it to new ones): a group whose
-        # cluster is unchanged (most of a fresh run's: leaders of themselves) is not rewritten.
+        # cluster is unchanged (most of a fresh run's: leaders of themselves) is not rewritten, and
+        # the canonicals to refresh are those a rewritten group leaves or joins (every other one is
+        # as its sources are: each write of sources refreshes the canonicals it touches).
         decided = [
             (a.canonical_id, a.relation, a.similarity, json.dumps(list(a.differing)), a.group_id)
             for a in assignments
         ]
         changed = [row for row in decided if now.get(row[4]) != row[:4]]
+        touched = {row[0] for row in changed} | {now[row[4]][0] for row in changed if row[4] in now}
         c.executemany(
             "UPDATE groups SET canonical_id=?, relation=?, similarity=?, differing=? WHERE id=?", changed
         )
@@ -549,7 +551,6 @@ class ChunkTables:
             "UPDATE sources SET canonical_id=?, relation=?, similarity=? WHERE group_id=?",
             [(cid, rel, sim, gid) for cid, rel, sim, _, gid in changed],
         )
-        touched.update(a.canonical_id for a in assignments)
         c.executemany("DELETE FROM variants WHERE a=? OR b=?", [(g, g) for g in ids])
         c.executemany(
             "INSERT OR REPLACE INTO variants(a, b, similarity, differing) VALUES (?, ?, ?, ?)",
