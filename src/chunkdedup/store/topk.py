@@ -65,7 +65,7 @@ class Split:
     common: float = 0.05
     gain: float = 2.0
     min_rows: int = 20_000
-    max_candidates: int = 2000
+    max_candidates: int = 4000
 
     def __post_init__(self) -> None:
         if not 0.0 < self.common < 1.0:
@@ -118,8 +118,10 @@ def top_groups(
 ) -> tuple[Bm25Row, ...] | None:
     """Exactly :func:`~chunkdedup.store.fulltext.search_groups` for the terms quoted and OR-ed (the
     same groups, order and ``bm25`` floats), or None when this path cannot prove it (see the module)."""
-    split = split or Split()
-    if limit <= 0 or not terms or any(_ASCII_WORD.fullmatch(t) is None for t in terms):
+    split = split or DEFAULT_SPLIT
+    if limit <= 0 or limit > split.max_candidates or not terms:
+        return None  # the candidates are at least ``limit``
+    if any(_ASCII_WORD.fullmatch(t) is None for t in terms):
         return None
     conn = store.conn
     block = conn.execute("SELECT block FROM groups_fts_data WHERE id = 1").fetchone()
