@@ -28,6 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from chunkdedup.store import reads
 from chunkdedup.store.core import Store
 from chunkdedup.store.fulltext import Bm25Row
 
@@ -123,6 +124,13 @@ def top_groups(
         return None  # the candidates are at least ``limit``
     if any(_ASCII_WORD.fullmatch(t) is None for t in terms):
         return None
+    if store.conn.in_transaction:
+        return _top(store, terms, limit, split)
+    with reads.snapshot(store):  # its reads must see one state of the index, as one statement does
+        return _top(store, terms, limit, split)
+
+
+def _top(store: Store, terms: Sequence[str], limit: int, split: Split) -> tuple[Bm25Row, ...] | None:
     conn = store.conn
     block = conn.execute("SELECT block FROM groups_fts_data WHERE id = 1").fetchone()
     totals = _varints(block[0]) if block is not None else []
