@@ -556,6 +556,7 @@ def query_cmd(
                 retriever=retriever,
                 embedder=embedder,
             )
+            advice = _engine_advice(ix)
     if as_json:
         click.echo(json.dumps(result.to_json(explain=explain), indent=2, ensure_ascii=False))
         return
@@ -584,6 +585,8 @@ def query_cmd(
             "--no-safety-net ranks by score alone)",
             markup=False,
         )
+    if advice:
+        out.print(advice, markup=False)
     if explain:
         if result.context:
             why = "each adds its score x query.context_weight to its chunks"
@@ -594,6 +597,21 @@ def query_cmd(
         for d in result.dropped:
             out.print(f"  {d.step:<12} {d.score:.6f}  {d.id}  {safe_text(d.reason)}", markup=False)
             out.print(f"  {'':<12} {_trim(d.text, 100)}", markup=False)
+
+
+def _engine_advice(ix: Index) -> str | None:
+    """The note after a query's hits when the index is on FTS5 with enough texts that tantivy would
+    answer in milliseconds (:func:`~chunkdedup.store.textindex.slow_fts5`), else None."""
+    from chunkdedup.store import textindex
+
+    groups = textindex.fts5_rows(ix.store)
+    if not textindex.slow_fts5(textindex.engine(ix.store), groups):
+        return None
+    return (
+        f"(FTS5 scores every text holding a question word: with {groups} texts a question can take a "
+        "second or more; the tantivy engine answers such indexes in milliseconds: "
+        f"pip install 'chunkdedup[tantivy]', then {safe_text(textindex.tantivy_command(ix.store.path))})"
+    )
 
 
 #: Hosts that only this machine reaches; any other --host exposes the index to the network.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from chunkdedup.normalize import word_parts
-from chunkdedup.store import Store, fulltext
+from chunkdedup.store import Store, fulltext, topk
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -130,19 +130,29 @@ class Fts5Retriever:
     negation, so higher is better and no precision is lost.
 
     FTS5 scores every row holding any OR-ed term, so the cost grows with the posting lists of the
-    question's terms (see benchmarks/README.md for figures and what was tried).
+    question's terms (see benchmarks/README.md for figures and what was tried). When some terms are
+    common, :func:`~chunkdedup.store.topk.top_groups` finds the same top ``limit`` (the same groups,
+    order and scores) from the rows of the rare terms, or says it cannot and the full query runs.
+    ``split`` tunes that path; None turns it off.
     """
 
-    def __init__(self, store: Store, *, parts: bool = True) -> None:
+    def __init__(
+        self, store: Store, *, parts: bool = True, split: topk.Split | None = topk.DEFAULT_SPLIT
+    ) -> None:
         self.store = store
         self.parts = parts
+        self.split = split
         self._placed: tuple[str, frozenset[str], tuple[int, ...], fulltext.Placed] | None = None
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
-        match = fts_query(text, self.parts)
-        if match is None or limit <= 0:
+        terms = content_terms(text, self.parts)
+        if not terms or limit <= 0:
             return []
-        return self.search(match, limit)
+        if self.split is not None and self.store.meta("fts_deferred") is None:
+            rows = topk.top_groups(self.store, terms, limit, self.split)
+            if rows is not None:
+                return [Scored(r.group_id, -float(r.bm25)) for r in rows]
+        return self.search(quote_terms(terms), limit)
 
     def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen:
         """:meth:`retrieve` kept to ``groups`` (see :class:`Screening`): every match is scored once

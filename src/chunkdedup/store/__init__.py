@@ -9,6 +9,7 @@
 - :mod:`~chunkdedup.store.reads`: query-time reads of documents and clusters (filters, versions,
   citations), and the read snapshot a delta is taken in;
 - :mod:`~chunkdedup.store.fulltext`: text search reads (FTS5 BM25, tantivy keys, document contexts);
+- :mod:`~chunkdedup.store.topk`: FTS5's exact top k without scoring the rows only common terms hold;
 - :mod:`~chunkdedup.store.vectors`: the stored embeddings, by id or streamed in blocks;
 - :mod:`~chunkdedup.store.evaluation`: what ``eval`` and ``audit`` read (last run, figures, calibration);
 - :mod:`~chunkdedup.store.views`: the paginated, indexed reads of the web view (``chunkdedup serve``);

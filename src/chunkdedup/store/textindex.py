@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,11 @@ from chunkdedup.errors import ConfigError, MissingExtraError
 from chunkdedup.store import Store
 
 ENGINES = ("fts5", "tantivy")
+#: From about this many texts (exact-key groups) FTS5's p95 per question passes ~200 ms on 2 cores:
+#: ``serve_pages.py``'s /query rows measured p95 70-110 ms at 19k texts and 1.0-1.8 s at 479k, ~3 ms
+#: more per thousand texts (benchmarks/README.md); tantivy answers the same in milliseconds. The
+#: overview page and ``chunkdedup query`` say so from here on (:func:`slow_fts5`).
+SLOW_FTS5_GROUPS = 50_000
 _BATCH = 10_000
 _HEAP = 256 * 1024 * 1024  # the tantivy writer's memory budget (split between its threads)
 
@@ -58,6 +64,29 @@ def folder(index: str | Path) -> Path:
 def engine(store: Store) -> str:
     """The index's text engine (``fts5`` unless set otherwise)."""
     return store.meta("text_engine") or "fts5"
+
+
+def slow_fts5(engine_name: str, groups: int) -> bool:
+    """Whether an index on ``engine_name`` holding ``groups`` texts is one FTS5 answers slowly (and
+    tantivy quickly): the engine is fts5 and the texts are :data:`SLOW_FTS5_GROUPS` or more."""
+    return engine_name == "fts5" and groups >= SLOW_FTS5_GROUPS
+
+
+def tantivy_command(index: str | Path) -> str:
+    """The command that moves an index to tantivy: an ingest of its inputs again with
+    ``--text-index tantivy`` (unchanged files are kept; the engine is kept by later runs)."""
+    return f"chunkdedup ingest PATHS --index {shlex.quote(str(index))} --text-index tantivy"
+
+
+def fts5_rows(store: Store) -> int:
+    """How many texts ``groups_fts`` holds, from FTS5's own totals record (one row read, no count)."""
+    row = store.conn.execute("SELECT block FROM groups_fts_data WHERE id = 1").fetchone()
+    value = 0
+    for byte in row[0] if row is not None else b"":  # SQLite varint: 7 bits a byte, high bit: more
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value
+    return 0
 
 
 def pending(store: Store) -> int:

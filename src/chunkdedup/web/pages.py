@@ -14,6 +14,7 @@ from typing import Any
 from chunkdedup.config import QueryConfig
 from chunkdedup.query import QueryResult, search
 from chunkdedup.query.records import Dropped
+from chunkdedup.store import textindex
 from chunkdedup.store.index import Index
 from chunkdedup.store.views import (
     CanonicalRow,
@@ -77,6 +78,9 @@ class OverviewPage:
     index_bytes: int
     text_engine: str
     text_pending: int | None
+    #: the command that moves the index to tantivy, when it is on fts5 with enough texts that
+    #: tantivy answers much faster (:func:`~chunkdedup.store.textindex.slow_fts5`); else None
+    tantivy_command: str | None
     files: tuple[StatusCount, ...]
     states: tuple[StatusCount, ...]
     problems: Slice[FileProblem]
@@ -92,7 +96,8 @@ class OverviewPage:
             "lines_stripped": {"running": self.lines_running, "chrome": self.lines_chrome},
             "boilerplate_keys": self.boilerplate_keys,
             "index_bytes": self.index_bytes,
-            "text_engine": {"name": self.text_engine, "pending": self.text_pending},
+            "text_engine": {"name": self.text_engine, "pending": self.text_pending,
+                            "tantivy_command": self.tantivy_command},
             "files": [s.to_json() for s in self.files],
             "document_states": [s.to_json() for s in self.states],
             "problems": self.problems.to_json(),
@@ -107,12 +112,14 @@ def overview_page(
     stats = ix.stats() if stats is None else stats
     views = IndexViews(ix.store)
     engine = stats["text_engine"]
+    slow = textindex.slow_fts5(str(engine["name"]), int(stats["after_exact"]))
     funnel = Funnel(stats["raw_chunks"], stats["after_exact"], stats["canonical_chunks"],
                     stats["exact_merged"], stats["near_merged"], stats["variant_pairs"])
     return OverviewPage(
         str(ix.store.path), funnel, stats["documents"], stats["pages"], stats["pages_without_text"],
         stats["lines_stripped"]["running"], stats["lines_stripped"]["chrome"], stats["boilerplate_keys"],
-        stats["index_bytes"], str(engine["name"]), engine.get("pending"), views.file_statuses(),
+        stats["index_bytes"], str(engine["name"]), engine.get("pending"),
+        textindex.tantivy_command(ix.store.path) if slow else None, views.file_statuses(),
         views.document_states(), views.problems(limit=limit, offset=offset), views.runs(limit=5),
     )
 
