@@ -28,7 +28,7 @@ stage table, no reads of text the process holds):
 9. clustering: ``dedup.near.decide`` (leader clustering with the number/date guard);
 10. page text: ``store.pagetext.PageCodec`` trained on the first pages and encoding every raw page
     (and each clean page that stripping changed), as the store keeps them;
-11. contexts: ``context.document_context`` of every document (its metadata, title, file name and
+11. contexts: ``context.document_contexts`` of every document (its metadata, title, file name and
     stripped running lines);
 12. row tuples: documents, doc_keys, pages, stripped, bp_keys, chrome, sources, groups (with text),
     bands (unique, in key order), canonicals (with the store's signature), variants;
@@ -146,7 +146,7 @@ FLOOR_STAGES = (
     ("verify", "verification (connect, shingle Jaccard)"),
     ("cluster", "leader clustering + guard (decide)"),
     ("page_codec", "page text compression (PageCodec)"),
-    ("contexts", "document contexts (document_context)"),
+    ("contexts", "document contexts (document_contexts)"),
     ("rows", "row tuples (every other table)"),
     ("bulk_insert", "bulk insert, indexes after, commit"),
     ("fts5", "FTS5 external-content 'rebuild' (groups, contexts)"),
@@ -177,7 +177,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
 
     from chunkdedup import boilerplate
     from chunkdedup.config import Config
-    from chunkdedup.context import ContextSource, document_context, running_lines
+    from chunkdedup.context import ContextSource, document_contexts, running_lines
     from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument
     from chunkdedup.dedup.minhash import MinHasher, jaccard
     from chunkdedup.dedup.near import connect, decide, sign_keys
@@ -372,22 +372,18 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
             canonical_rows.append((cid, None if srcs[0][6] == cid else text, len(srcs), signature, run_id))
         variant_rows = [(a, b, s, json.dumps(list(diff))) for a, b, s, diff in variants]
     with clock("contexts"):
-        context_rows = [
-            (
+        sources = [
+            ContextSource(
                 d.doc_id,
-                document_context(
-                    ContextSource(
-                        d.doc_id,
-                        d.path,
-                        d.metadata,
-                        d.title,
-                        running_lines([ex for _, _, ex in sorted(running_of.get(d.doc_id, []))]),
-                    ),
-                    cfg.retrieval,
-                ),
+                d.path,
+                d.metadata,
+                d.title,
+                running_lines([ex for _, _, ex in sorted(running_of.get(d.doc_id, []))]),
             )
             for d in docs
         ]
+        texts = document_contexts(sources, cfg.retrieval)
+        context_rows = [(d.doc_id, text) for d, text in zip(docs, texts, strict=True)]
 
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{out}{suffix}").unlink(missing_ok=True)

@@ -12,7 +12,7 @@ import pytest
 
 from chunkdedup import Index, ingest
 from chunkdedup.config import ChunkConfig, Config, QueryConfig, RetrievalConfig
-from chunkdedup.context import ContextSource, document_context, filename_words
+from chunkdedup.context import ContextSource, document_context, document_contexts, filename_words
 from chunkdedup.normalize import with_word_parts, word_parts
 from chunkdedup.parse.markdown import title as markdown_title
 from chunkdedup.query import search
@@ -70,6 +70,20 @@ def test_context_holds_metadata_title_file_name_and_running_lines_each_word_once
     assert only == '["a", "b"]'
     assert document_context(src, RetrievalConfig(context=())) == ""
     assert filename_words("x/AnnualReport-2018_final.md") == "AnnualReport Annual Report 2018 final"
+
+
+def test_contexts_of_a_batch_are_each_documents_context() -> None:
+    """The batch form makes a file's name words once for the records sharing it: the same texts."""
+    sources = [
+        ContextSource(f"shard.jsonl#{i}", path, {"team": f"t{i % 2}"}, f"Record {i}", running)
+        for i, (path, running) in enumerate(
+            [("/in/Shard_A-2019.jsonl", ()), ("/in/Shard_A-2019.jsonl", ("Acme Corp",)),
+             ("C:\\in\\OtherFile.jsonl", ()), (".hidden", ()), ("/in/Shard_A-2019.jsonl", ())]
+        )
+    ]
+    for config in (RetrievalConfig(), RetrievalConfig(context=("filename", "title"))):
+        assert document_contexts(sources, config) == [document_context(s, config) for s in sources]
+    assert document_contexts([], RetrievalConfig()) == []
 
 
 def test_titles_come_from_headings_pdf_metadata_or_the_manifest() -> None:

@@ -57,13 +57,24 @@ def filename_words(path: str) -> str:
     return " ".join(words)
 
 
-def document_context(source: ContextSource, config: RetrievalConfig) -> str:
+def document_contexts(sources: Sequence[ContextSource], config: RetrievalConfig) -> list[str]:
+    """:func:`document_context` of each source; the file name's words are made once per file (the
+    records of a JSONL or Parquet file share it: building a path object cost half the context)."""
+    names: dict[str, str] = {}
+    return [
+        document_context(s, config, names.get(s.path) or names.setdefault(s.path, filename_words(s.path)))
+        for s in sources
+    ]
+
+
+def document_context(source: ContextSource, config: RetrievalConfig, filename: str | None = None) -> str:
     """The context text of one document (empty when ``config.context`` is empty).
 
     Parts in a fixed order, one per line: metadata values (every key's scalar value, or the values of
     ``context_fields``), the title, the file name as words, the running header and footer lines; each
     letter-digit run followed by its parts (``FY2018`` adds ``2018``), as the query side does; each
-    word once (case-insensitively), where it first appears.
+    word once (case-insensitively), where it first appears. ``filename``: the file name's words when
+    the caller has them (:func:`filename_words` of ``source.path``).
 
     Example:
         >>> meta = {"company": "3M", "fiscal_year": 2018}
@@ -83,7 +94,7 @@ def document_context(source: ContextSource, config: RetrievalConfig) -> str:
         elif part == "title" and source.title:
             lines.append(source.title)
         elif part == "filename":
-            lines.append(filename_words(source.path))
+            lines.append(filename_words(source.path) if filename is None else filename)
         elif part == "running":
             lines.extend(source.running)
     # Each word once: a name the family, the title and the file name all repeat would otherwise

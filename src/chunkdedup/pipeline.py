@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from chunkdedup import boilerplate
 from chunkdedup.clusters import NearStats, start_hashing, update_clusters
 from chunkdedup.config import Config
-from chunkdedup.context import CONTEXT_FORMAT, document_context
+from chunkdedup.context import CONTEXT_FORMAT, document_contexts
 from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
 from chunkdedup.errors import InputError
 from chunkdedup.execute import Executor, LocalExecutor, StageClock
@@ -503,7 +503,8 @@ def refresh_contexts(store: Store, cfg: Config, run_id: int) -> int:
     for i in range(0, len(todo), CONTEXT_BATCH):
         sources = store.context_sources(todo[i : i + CONTEXT_BATCH])
         with store.transaction():
-            store.put_contexts([(s.doc_id, document_context(s, cfg.retrieval)) for s in sources])
+            contexts = document_contexts(sources, cfg.retrieval)
+            store.put_contexts([(s.doc_id, text) for s, text in zip(sources, contexts, strict=True)])
     if store.meta("context_config") != stamp:
         with store.transaction():
             store.set_meta("context_config", stamp)
