@@ -96,14 +96,46 @@ _HEADING_END = re.compile(r"^#{1,6}[ \t][^\n]*(?P<ws>\n)", re.MULTILINE)
 _WORD = re.compile(r"\S+")
 
 
+# Brackets and quotes that may open the word before a period (not part of the abbreviation).
+_OPENERS = "([\"'‘“"
+# The window the word before a period is looked for in: one character more than the longest
+# abbreviation (lowercasing never shortens a word, so a longer one is never an abbreviation).
+_WINDOW = max(map(len, _ABBREVIATIONS)) + 1
+
+
 def _is_abbreviation(text: str, dot: int) -> bool:
-    """True when the period at ``dot`` closes an abbreviation or an initial."""
+    """True when the period at ``dot`` closes an abbreviation or an initial.
+
+    Looks at the last ``_WINDOW`` characters only: when they hold a whitespace the word is whole in
+    them; when they do not, the word is too long unless it opens with brackets or quotes (its first
+    window character is one), and only then is it walked back in full (:func:`_is_abbreviation_walk`).
+    """
+    if text[dot] != ".":
+        return False
+    lo = dot - _WINDOW
+    if lo <= 0:
+        return _is_abbreviation_walk(text, dot)
+    if text[dot - 1].isspace():
+        return False
+    window = text[lo:dot]
+    word = window.rsplit(None, 1)[-1]  # the window ends in a word: its last part is that word's tail
+    if len(word) == len(window):
+        return window[0] in _OPENERS and _is_abbreviation_walk(text, dot)
+    return _is_word_abbreviation(word)
+
+
+def _is_abbreviation_walk(text: str, dot: int) -> bool:
+    """:func:`_is_abbreviation` by walking back to the whitespace before the word: its definition."""
     if text[dot] != ".":
         return False
     start = dot
     while start > 0 and not text[start - 1].isspace():
         start -= 1
-    word = text[start:dot].lstrip("([\"'‘“").lower()
+    return _is_word_abbreviation(text[start:dot])
+
+
+def _is_word_abbreviation(word: str) -> bool:
+    word = word.lstrip(_OPENERS).lower()
     if not word:
         return False
     return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
@@ -117,9 +149,34 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         >>> [t[s:e] for s, e in sentence_spans(t)]
         ['Refunds, e.g. for U.S. travel, take 3.5 days.', 'Next one!']
     """
+    # finditer's matches do not overlap: these cuts are unique and in order
+    cuts = [m.start("ws") for m in _BOUNDARY.finditer(text) if not _is_abbreviation(text, m.start())]
+    if "\n" in text:  # every other cut is at a new line, and a heading's needs a "#"
+        more = [m.start() for pattern in (_ITEM_START, _PARAGRAPH) for m in pattern.finditer(text)]
+        if "#" in text:
+            more.extend(m.start("ws") for m in _HEADING_END.finditer(text))
+        if more:
+            cuts = sorted({*cuts, *more})
+    cuts.append(len(text))
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for cut in cuts:
+        s, e = start, cut  # trimmed in place (a call per sentence costs more than the loops)
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s < e:
+            spans.append((s, e))
+        start = cut
+    return spans
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    """:func:`sentence_spans` without its shortcuts: the definition they must equal."""
     cuts: set[int] = set()
     for m in _BOUNDARY.finditer(text):
-        if not _is_abbreviation(text, m.start()):
+        if not _is_abbreviation_walk(text, m.start()):
             cuts.add(m.start("ws"))
     for pattern in (_ITEM_START, _PARAGRAPH):
         for m in pattern.finditer(text):
@@ -150,8 +207,12 @@ def _word_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 def _pieces(text: str, config: ChunkConfig) -> Iterator[tuple[int, int, int]]:
     """Sentences as (start, end, words); an over-long sentence becomes several word-bounded pieces."""
+    # A text whose only whitespace is single spaces and new lines (any other whitespace character is
+    # not printable): a sentence without a new line has one word more than spaces, counted in place.
+    single = "  " not in text and (text.isprintable() or text.replace("\n", "").isprintable())
     for s, e in sentence_spans(text):
-        n = len(text[s:e].split())  # str.split's words are _WORD's (\S+), without a match object each
+        # s and e are trimmed (no space at either end); str.split's words are _WORD's (\S+)
+        n = text.count(" ", s, e) + 1 if single and text.find("\n", s, e) < 0 else len(text[s:e].split())
         if n <= config.max_words:
             yield s, e, n
             continue
@@ -168,7 +229,8 @@ def chunk_page(doc_id: str, page: Page, config: ChunkConfig) -> list[Chunk]:
     start = end = -1
     words = 0
     for s, e, n in _pieces(text, config):
-        at_paragraph = start >= 0 and _PARAGRAPH.search(text, end, s) is not None
+        # the gap between two pieces is whitespace: a paragraph break needs two of its characters
+        at_paragraph = start >= 0 and s - end > 1 and _PARAGRAPH.search(text, end, s) is not None
         if start >= 0 and (
             words + n > config.target_words or (at_paragraph and words >= config.paragraph_words)
         ):
