@@ -59,6 +59,8 @@ def test_the_windowed_abbreviation_check_is_the_walk(text: str) -> None:
 
 @settings(max_examples=3000, deadline=None)
 @given(texts)
+@example("((((((((no. X and ((((((((word. Y and abcdefg. Z")
+@example("# Title  \n\u00a0\nbody. Next\n\n- item. (e.g. More) \u2003\n")
 def test_sentence_spans_with_prefilters_are_the_plain_spans(text: str) -> None:
     assert chunk.sentence_spans(text) == chunk._sentence_spans(text)
 

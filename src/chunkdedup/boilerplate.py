@@ -210,7 +210,9 @@ def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateCon
         if drop:
             lines = page.text.split("\n")
             text = "\n".join(line for i, line in enumerate(lines) if i not in drop)
-            text = _BLANK_RUNS.sub("\n\n", text).strip("\n")
+            if "\n\n\n" in text:
+                text = _BLANK_RUNS.sub("\n\n", text)
+            text = text.strip("\n")
             out_pages.append(Page(page.number, text, page.has_text_layer))
             stripped.extend(drop[i] for i in sorted(drop))
         else:

@@ -17,7 +17,7 @@ its cleaned page: ``chunk.text == page.text[chunk.start:chunk.end]``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from chunkdedup.config import ChunkConfig
 from chunkdedup.types import Chunk, Page
@@ -87,20 +87,26 @@ _ABBREVIATIONS = frozenset(
         "u.s.c",
     ]
 )
+# Brackets and quotes that may open the word before a period (not part of the abbreviation).
+_OPENERS = "([\"'‘“"
+# The window the word before a period is looked for in: one character more than the longest
+# abbreviation (lowercasing never shortens a word, so a longer one is never an abbreviation).
+_WINDOW = max(map(len, _ABBREVIATIONS)) + 1
 _BOUNDARY = re.compile(r"""[.!?]['"’”)\]]*(?P<ws>\s+)(?=['"‘“(\[]?[A-Z0-9•\-*])""")
+# _BOUNDARY, with ``long`` set when the _WINDOW characters before the mark are a word's and the first
+# of them no bracket or quote: too long a word for an abbreviation (see _is_abbreviation), so no call.
+# The lookbehind sits after the mark, so the search still skips to a mark; its empty branch keeps
+# every match _BOUNDARY makes.
+_LONG_WORD = r"""[^\s(\["'‘“]\S""" + "{" + str(_WINDOW - 1) + "}"
+_BOUNDARY_AFTER_LONG = re.compile(
+    r"[.!?](?:(?<=(?P<long>" + _LONG_WORD + r")[.!?])|)" + _BOUNDARY.pattern.removeprefix("[.!?]")
+)
 # A new line that opens a list item or a heading is a sentence start even without punctuation.
 _ITEM_START = re.compile(r"\n(?P<ws>[ \t]*)(?=(?:[-*•+]\s|\d{1,3}[.)]\s|\([a-z0-9]{1,3}\)\s|#{1,6}\s))")
 _PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
 # The line after a Markdown heading starts a new sentence too.
 _HEADING_END = re.compile(r"^#{1,6}[ \t][^\n]*(?P<ws>\n)", re.MULTILINE)
 _WORD = re.compile(r"\S+")
-
-
-# Brackets and quotes that may open the word before a period (not part of the abbreviation).
-_OPENERS = "([\"'‘“"
-# The window the word before a period is looked for in: one character more than the longest
-# abbreviation (lowercasing never shortens a word, so a longer one is never an abbreviation).
-_WINDOW = max(map(len, _ABBREVIATIONS)) + 1
 
 
 def _is_abbreviation(text: str, dot: int) -> bool:
@@ -149,26 +155,36 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         >>> [t[s:e] for s, e in sentence_spans(t)]
         ['Refunds, e.g. for U.S. travel, take 3.5 days.', 'Next one!']
     """
-    # finditer's matches do not overlap: these cuts are unique and in order
-    cuts = [m.start("ws") for m in _BOUNDARY.finditer(text) if not _is_abbreviation(text, m.start())]
+    # Every cut is at a whitespace character; each maps to where the next sentence starts (the first
+    # non-whitespace after it), which is where the match that made the cut ends (a heading's is walked).
+    n = len(text)
+    resume = {
+        m.start("ws"): m.end()
+        for m in _BOUNDARY_AFTER_LONG.finditer(text)
+        if m.start("long") >= 0 or not _is_abbreviation(text, m.start())
+    }
+    cuts: Iterable[int] = resume  # finditer's matches do not overlap: in order
     if "\n" in text:  # every other cut is at a new line, and a heading's needs a "#"
-        more = [m.start() for pattern in (_ITEM_START, _PARAGRAPH) for m in pattern.finditer(text)]
+        for pattern in (_ITEM_START, _PARAGRAPH):
+            resume.update((m.start(), m.end()) for m in pattern.finditer(text))
         if "#" in text:
-            more.extend(m.start("ws") for m in _HEADING_END.finditer(text))
-        if more:
-            cuts = sorted({*cuts, *more})
-    cuts.append(len(text))
+            for m in _HEADING_END.finditer(text):
+                at = m.start("ws")
+                while at < n and text[at].isspace():
+                    at += 1
+                resume[m.start("ws")] = at
+        cuts = sorted(resume)
     spans: list[tuple[int, int]] = []
-    start = 0
-    for cut in cuts:
-        s, e = start, cut  # trimmed in place (a call per sentence costs more than the loops)
-        while s < e and text[s].isspace():
-            s += 1
+    s = 0
+    while s < n and text[s].isspace():
+        s += 1
+    for cut in (*cuts, n):
+        e = cut
         while e > s and text[e - 1].isspace():
             e -= 1
         if s < e:
             spans.append((s, e))
-        start = cut
+        s = resume.get(cut, n)
     return spans
 
 
