@@ -48,6 +48,12 @@ def test_has_words_counts_like_split(text: str, n: int) -> None:
     assert normalize.has_words(text, n) == (len(text.split()) >= n)
 
 
+@settings(max_examples=1000, deadline=None)
+@given(texts, st.integers(0, 12))
+def test_fits_words_counts_like_split(text: str, n: int) -> None:
+    assert normalize.fits_words(text, n) == (len(text.split()) <= n)
+
+
 @settings(max_examples=3000, deadline=None)
 @given(texts)
 @example("((((((((e.g. x")
@@ -102,11 +108,20 @@ def _plain_chunk_page(doc_id: str, page: Page, config: ChunkConfig) -> list[Chun
 
 
 _small = ChunkConfig(target_words=8, max_words=12, paragraph_words=3)
+_tiny = ChunkConfig(target_words=2, max_words=2)
+_one_line = st.lists(st.sampled_from([w for w in _TRICKY if "\n" not in w and "\x85" not in w]), max_size=30)
 
 
 @settings(max_examples=2000, deadline=None)
 @given(texts, st.sampled_from([ChunkConfig(), _small]))
 def test_chunk_page_is_the_plain_chunker(text: str, config: ChunkConfig) -> None:
+    page = Page(1, text)
+    assert chunk.chunk_page("d", page, config) == _plain_chunk_page("d", page, config)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_one_line.map("".join), st.sampled_from([ChunkConfig(), _small, _tiny]))
+def test_a_one_line_page_chunks_as_the_plain_chunker(text: str, config: ChunkConfig) -> None:
     page = Page(1, text)
     assert chunk.chunk_page("d", page, config) == _plain_chunk_page("d", page, config)
 

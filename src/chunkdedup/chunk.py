@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 
 from chunkdedup.config import ChunkConfig
+from chunkdedup.normalize import fits_words
 from chunkdedup.types import Chunk, Page
 
 # Lowercased, without the final period.
@@ -241,6 +242,14 @@ def _pieces(text: str, config: ChunkConfig) -> Iterator[tuple[int, int, int]]:
 def chunk_page(doc_id: str, page: Page, config: ChunkConfig) -> list[Chunk]:
     """Pack a page's sentences into chunks of about ``target_words`` words."""
     text = page.text
+    if "\n" not in text and fits_words(text, config.target_words):
+        # No paragraph break to end a chunk at, and every word fits one (max_words >= target_words):
+        # the one chunk runs from the first sentence's start to the last's end, the text stripped.
+        stripped = text.strip()
+        if not stripped:
+            return []
+        start = len(text) - len(text.lstrip())
+        return [Chunk(doc_id, page.number, start, start + len(stripped), stripped)]
     chunks: list[Chunk] = []
     start = end = -1
     words = 0
