@@ -71,6 +71,14 @@ def test_sentence_spans_with_prefilters_are_the_plain_spans(text: str) -> None:
     assert chunk.sentence_spans(text) == chunk._sentence_spans(text)
 
 
+@settings(max_examples=1000, deadline=None)
+@given(texts)
+def test_single_spaced_means_only_single_spaces_and_new_lines(text: str) -> None:
+    """Exact on ASCII; elsewhere it may say no (then words are split), never a wrong yes."""
+    truth = "  " not in text and not {c for c in text if c.isspace()} - {" ", "\n"}
+    assert chunk._single_spaced(text) == truth or (not text.isascii() and not chunk._single_spaced(text))
+
+
 def _plain_pieces(text: str, config: ChunkConfig) -> Iterator[tuple[int, int, int]]:
     """The pieces as they were made before the fast paths (split per sentence)."""
     for s, e in chunk._sentence_spans(text):

@@ -108,6 +108,7 @@ _PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
 # The line after a Markdown heading starts a new sentence too.
 _HEADING_END = re.compile(r"^#{1,6}[ \t][^\n]*(?P<ws>\n)", re.MULTILINE)
 _WORD = re.compile(r"\S+")
+_ASCII_SPACE_BUT_SPACE_AND_NEW_LINE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"
 
 
 def _is_abbreviation(text: str, dot: int) -> bool:
@@ -222,11 +223,20 @@ def _word_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in _WORD.finditer(text, start, end)]
 
 
+def _single_spaced(text: str) -> bool:
+    """True when the only whitespace in ``text`` is single spaces and new lines."""
+    if "  " in text:
+        return False
+    if text.isascii():  # a few scans for the other ASCII whitespace beat isprintable's 4x
+        return not any(c in text for c in _ASCII_SPACE_BUT_SPACE_AND_NEW_LINE)
+    return text.isprintable() or text.replace("\n", "").isprintable()  # whitespace but " " is unprintable
+
+
 def _pieces(text: str, config: ChunkConfig) -> Iterator[tuple[int, int, int]]:
     """Sentences as (start, end, words); an over-long sentence becomes several word-bounded pieces."""
-    # A text whose only whitespace is single spaces and new lines (any other whitespace character is
-    # not printable): a sentence without a new line has one word more than spaces, counted in place.
-    single = "  " not in text and (text.isprintable() or text.replace("\n", "").isprintable())
+    # In a text whose only whitespace is single spaces and new lines, a sentence without a new line
+    # has one word more than spaces, counted in place.
+    single = _single_spaced(text)
     for s, e in sentence_spans(text):
         # s and e are trimmed (no space at either end); str.split's words are _WORD's (\S+)
         n = text.count(" ", s, e) + 1 if single and text.find("\n", s, e) < 0 else len(text[s:e].split())
