@@ -59,11 +59,16 @@ class _Block(NamedTuple):
 
 def _page_blocks(page: Page, config: BoilerplateConfig) -> list[_Block]:
     """Split a page into blocks of consecutive non-blank lines, marking edge lines."""
-    raw = page.text.split("\n")
+    limit = config.max_block_chars
+    text = page.text
+    if "\n" not in text:  # one line (a record): one block, on the edge, unless it is blank
+        if not text or text.isspace():
+            return []
+        return [_block([_Line(0, text, boilerplate_key(text) if len(text) <= limit else "", True)], config)]
+    raw = text.split("\n")
     nonblank = [i for i, line in enumerate(raw) if line and not line.isspace()]  # line.strip(), uncopied
     n = config.edge_lines
     edge = set(nonblank[:n]) | set(nonblank[-n:])
-    limit = config.max_block_chars
     blocks: list[_Block] = []
     current: list[_Line] = []
     for i in nonblank:
