@@ -41,6 +41,7 @@ _FOLD = bytes(
 )
 _HEX_MARKS = bytes(ord("x") if chr(i) in "0123456789abcdef" else ord(".") for i in range(256))
 _HEX8 = b"x" * 8
+_SPACES = re.compile(rb"  +")
 _DIGIT_MARK = ord("0")
 _DIGIT_MARKS = bytes(_DIGIT_MARK if chr(i) in _ASCII_DIGITS else ord(".") for i in range(256))
 
@@ -175,7 +176,7 @@ def _fold(t: str, reject: re.Pattern[str]) -> bytes | None:
 
 def _squeeze(folded: bytes) -> bytes:
     """``b" ".join(folded.split())`` for a text whose only whitespace is b" "."""
-    return folded.strip() if b"  " not in folded else b" ".join(folded.split())
+    return (folded if b"  " not in folded else _SPACES.sub(b" ", folded)).strip()  # sub: 3x a split
 
 
 def _collapse(t: str) -> str:
