@@ -23,11 +23,12 @@ import math
 import re
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import xxhash
 
 from chunkdedup.config import BoilerplateConfig
-from chunkdedup.normalize import boilerplate_key, has_letters, word_count
+from chunkdedup.normalize import boilerplate_key, has_letters, has_words
 from chunkdedup.types import Page, StrippedLine
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
@@ -38,16 +39,19 @@ def key_id(key: str) -> int:
     return xxhash.xxh3_64_intdigest(key.encode("utf-8")) - (1 << 63)
 
 
-@dataclass(frozen=True, slots=True)
-class _Line:
-    index: int
+class _Line(NamedTuple):
+    """A non-blank line of a page (a named tuple: one is built per line, and a frozen dataclass's
+    ``__init__`` costs several times more)."""
+
+    at: int  # its index in the page's lines
     text: str
     key: str
     edge: bool
 
 
-@dataclass(frozen=True, slots=True)
-class _Block:
+class _Block(NamedTuple):
+    """Consecutive non-blank lines, with the block's key and whether the corpus counts it."""
+
     lines: tuple[_Line, ...]
     key: str
     counted: bool
@@ -55,32 +59,40 @@ class _Block:
 
 def _page_blocks(page: Page, config: BoilerplateConfig) -> list[_Block]:
     """Split a page into blocks of consecutive non-blank lines, marking edge lines."""
-    raw = page.text.split("\n")
-    nonblank = [i for i, line in enumerate(raw) if line.strip()]
+    limit = config.max_block_chars
+    text = page.text
+    if "\n" not in text:  # one line (a record): one block, on the edge, unless it is blank
+        if not text or text.isspace():
+            return []
+        return [_block([_Line(0, text, boilerplate_key(text) if len(text) <= limit else "", True)], config)]
+    raw = text.split("\n")
+    nonblank = [i for i, line in enumerate(raw) if line and not line.isspace()]  # line.strip(), uncopied
     n = config.edge_lines
     edge = set(nonblank[:n]) | set(nonblank[-n:])
     blocks: list[_Block] = []
     current: list[_Line] = []
-
-    limit = config.max_block_chars
-
-    def close() -> None:
-        if current:
-            text = " ".join(ln.text for ln in current)
-            # Boilerplate is short: a longer block gets no key (and is never counted or stripped).
-            # A one-line block's text is its line's: the line's key is the block's.
-            key = current[0].key if len(current) == 1 else boilerplate_key(text) if len(text) <= limit else ""
-            counted = bool(key) and word_count(text) >= config.min_block_words and has_letters(key)
-            blocks.append(_Block(tuple(current), key, counted))
-            current.clear()
-
-    for i, line in enumerate(raw):
-        if line.strip():
-            current.append(_Line(i, line, boilerplate_key(line) if len(line) <= limit else "", i in edge))
-        else:
-            close()
-    close()
+    for i in nonblank:
+        if current and current[-1].at != i - 1:
+            blocks.append(_block(current, config))
+            current = []
+        line = raw[i]
+        current.append(_Line(i, line, boilerplate_key(line) if len(line) <= limit else "", i in edge))
+    if current:
+        blocks.append(_block(current, config))
     return blocks
+
+
+def _block(lines: list[_Line], config: BoilerplateConfig) -> _Block:
+    """The block of consecutive non-blank ``lines``."""
+    if len(lines) == 1:  # a one-line block's text is its line's: the line's key is the block's
+        text = lines[0].text
+        key = lines[0].key
+    else:
+        text = " ".join(ln.text for ln in lines)
+        # Boilerplate is short: a longer block gets no key (and is never counted or stripped).
+        key = boilerplate_key(text) if len(text) <= config.max_block_chars else ""
+    counted = bool(key) and has_words(text, config.min_block_words) and has_letters(key)
+    return _Block(tuple(lines), key, counted)
 
 
 def _layout(pages: Sequence[Page], config: BoilerplateConfig) -> list[list[_Block]]:
@@ -193,17 +205,19 @@ def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateCon
         for block in blocks:
             if (block.counted and is_chrome_key(block.key)) or block.key in forced:
                 for ln in block.lines:
-                    drop[ln.index] = StrippedLine(page.number, ln.text, block.key, "chrome")
+                    drop[ln.at] = StrippedLine(page.number, ln.text, block.key, "chrome")
                 continue
             for ln in block.lines:
                 if ln.key in forced or (ln.edge and has_letters(ln.key) and is_chrome_key(ln.key)):
-                    drop[ln.index] = StrippedLine(page.number, ln.text, ln.key, "chrome")
+                    drop[ln.at] = StrippedLine(page.number, ln.text, ln.key, "chrome")
                 elif ln.edge and ln.key in running:
-                    drop[ln.index] = StrippedLine(page.number, ln.text, ln.key, "running")
+                    drop[ln.at] = StrippedLine(page.number, ln.text, ln.key, "running")
         if drop:
             lines = page.text.split("\n")
             text = "\n".join(line for i, line in enumerate(lines) if i not in drop)
-            text = _BLANK_RUNS.sub("\n\n", text).strip("\n")
+            if "\n\n\n" in text:
+                text = _BLANK_RUNS.sub("\n\n", text)
+            text = text.strip("\n")
             out_pages.append(Page(page.number, text, page.has_text_layer))
             stripped.extend(drop[i] for i in sorted(drop))
         else:

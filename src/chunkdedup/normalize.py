@@ -31,6 +31,19 @@ _ID_TOKEN = re.compile(
 _HEX_RUN = re.compile(r"[0-9a-f]{8}")
 _HEX_DIGIT = re.compile(r"[0-9]")
 _HEX_LETTER = re.compile(r"[a-f]")
+_SPACE_OR_DIGIT = re.compile(r"[\s\d]")
+# Bytes tables of the fast paths (see _fold): ASCII lowered, ASCII whitespace made b" "; hex and
+# digit marks. Every non-ASCII byte maps to itself (_FOLD) or to a byte no mark uses.
+_ASCII = bytes(range(128))
+_WHITESPACE = "".join(chr(i) for i in range(128) if chr(i).isspace())
+_FOLD = bytes(
+    ord(" ") if chr(i) in _WHITESPACE else ord(chr(i).lower()) if i < 128 else i for i in range(256)
+)
+_HEX_MARKS = bytes(ord("x") if chr(i) in "0123456789abcdef" else ord(".") for i in range(256))
+_HEX8 = b"x" * 8
+_SPACES = re.compile(rb"  +")
+_DIGIT_MARK = ord("0")
+_DIGIT_MARKS = bytes(_DIGIT_MARK if chr(i) in _ASCII_DIGITS else ord(".") for i in range(256))
 
 
 def _drop_id(m: re.Match[str]) -> str:
@@ -55,6 +68,15 @@ def exact_key(text: str) -> str:
         >>> exact_key("Refunds  within\\n30 days. Ref 123e4567-e89b-12d3-a456-426614174000")
         'refunds within 30 days. ref'
     """
+    t = text if text.isascii() else unicodedata.normalize("NFKC", text)  # NFKC of ASCII is ASCII
+    folded = _fold(t, _SPACE)
+    if folded is None or _HEX8 in folded.translate(_HEX_MARKS):
+        return _exact_key(t)  # NFKC is idempotent: t gives text's key
+    return _squeeze(folded).decode()
+
+
+def _exact_key(text: str) -> str:
+    """:func:`exact_key` on str alone: the definition its bytes path must equal."""
     t = unicodedata.normalize("NFKC", text).casefold()
     if _HEX_RUN.search(t) is not None:
         t = _ID_TOKEN.sub(_drop_id, t)
@@ -71,6 +93,40 @@ def boilerplate_key(text: str) -> str:
         >>> boilerplate_key("Page 2 of 4 NYC08CA055") == boilerplate_key("Page 1 of 4")
         True
     """
+    t = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    folded = _fold(t, _SPACE_OR_DIGIT)
+    if folded is None:
+        return _boilerplate_key(t)
+    digits = folded.translate(_DIGIT_MARKS)
+    d = digits.find(_DIGIT_MARK)
+    if d < 0:
+        return _squeeze(folded).decode()
+    # as in _boilerplate_key, with a gap between two masked runs collapsed whole: in a text without a
+    # double space (the only whitespace left is b" ") that is stripping it, not splitting it into words
+    squeeze = bytes.strip if b"  " not in folded else _squeeze
+    parts: list[bytes] = []
+    prev = 0
+    n = len(folded)
+    while d >= 0:
+        space = folded.rfind(b" ", prev, d)
+        start = prev if space < 0 else space + 1
+        space = folded.find(b" ", d)
+        end = n if space < 0 else space
+        gap = squeeze(folded[prev:start])
+        if gap or prev == 0:
+            if gap:
+                parts.append(gap)
+            parts.append(b"#")
+        prev = end
+        d = digits.find(_DIGIT_MARK, end)
+    tail = squeeze(folded[prev:])
+    if tail:
+        parts.append(tail)
+    return b" ".join(parts).decode()
+
+
+def _boilerplate_key(text: str) -> str:
+    """:func:`boilerplate_key` on str alone: the definition its bytes path must equal."""
     t = unicodedata.normalize("NFKC", text).casefold()
     # the first digit: in a long ASCII text, ten substring searches beat the regex 4x
     if len(t) > 160 and t.isascii():
@@ -99,6 +155,28 @@ def boilerplate_key(text: str) -> str:
         m = _DIGIT.search(t, end)
     words.extend(t[prev:].split())
     return " ".join(words)
+
+
+def _fold(t: str, reject: re.Pattern[str]) -> bytes | None:
+    """``t.casefold()`` in UTF-8 with each whitespace character made one ASCII space, when bytes give
+    exactly that: every non-ASCII character of ``t`` is its own casefold and ``reject`` finds none of
+    them (else ``None``; the caller takes the str path).
+
+    Casefolding maps each character on its own, so with the non-ASCII ones fixed it is the ASCII
+    lowering of the bytes. ASCII whitespace (str's, with \\x1c-\\x1f, which ``bytes.split`` would
+    keep) becomes b" ", so ``bytes.split`` and ``find(b" ")`` see str's words.
+    """
+    data = t.encode()
+    if not t.isascii():
+        rest = data.translate(None, _ASCII).decode()  # the non-ASCII characters, in order
+        if rest.casefold() != rest or reject.search(rest) is not None:
+            return None
+    return data.translate(_FOLD)
+
+
+def _squeeze(folded: bytes) -> bytes:
+    """``b" ".join(folded.split())`` for a text whose only whitespace is b" "."""
+    return (folded if b"  " not in folded else _SPACES.sub(b" ", folded)).strip()  # sub: 3x a split
 
 
 def _collapse(t: str) -> str:
@@ -143,7 +221,28 @@ def has_letters(text: str) -> bool:
 
 
 def word_count(text: str) -> int:
+    """The number of whitespace-separated words."""
     return len(text.split())
+
+
+def has_words(text: str, n: int) -> bool:
+    """``word_count(text) >= n``, without splitting past the ``n``-th word (``split(None, k)`` gives
+    min(words, k + 1) parts)."""
+    return n <= 0 or len(text.split(None, n - 1)) >= n
+
+
+def fits_words(text: str, n: int) -> bool:
+    """``word_count(text) <= n``; settled by counting spaces when the text has few enough.
+
+    Each word but the first follows a whitespace character, so with every whitespace character an
+    ASCII one (made a space by ``_FOLD``) the spaces plus one bound the words from above.
+    """
+    data = text.encode()
+    if (text.isascii() or _SPACE.search(data.translate(None, _ASCII).decode()) is None) and data.translate(
+        _FOLD
+    ).count(b" ") < n:
+        return True
+    return len(text.split()) <= n
 
 
 def key_hash(key: str) -> str:
