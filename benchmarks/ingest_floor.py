@@ -228,7 +228,11 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
         chrome_ids = frozenset(chrome)
 
     with clock("chunk_pages"):
-        keyed_docs: list[KeyedDocument] = [chunk_pages(d.doc_id, d.pages, chrome_ids, cfg) for d in docs]
+        # each document with the chrome keys it holds, as the ingest's chunk jobs carry them
+        keyed_docs: list[KeyedDocument] = [
+            chunk_pages(d.doc_id, d.pages, chrome_ids & {boilerplate.key_id(k) for k in dk.strippable}, cfg)
+            for d, dk in zip(docs, doc_keys, strict=True)
+        ]
 
     with clock("exact_groups"):
         members: dict[str, list[KeyedChunk]] = {}

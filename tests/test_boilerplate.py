@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chunkdedup import BoilerplateConfig, Index, Page, boilerplate_key, candidate_keys, running_keys, strip
-from chunkdedup.boilerplate import is_chrome, key_id
+from chunkdedup.boilerplate import document_keys, is_chrome, key_id
 from chunkdedup.store.schema import CLEAN_TEXT, RAW_TEXT
 from conftest import chunk_texts, clean_pages
 
@@ -168,3 +168,23 @@ def test_no_chrome_and_few_pages_strip_as_an_unrelated_chrome_key_does(texts: li
     cfg = BoilerplateConfig(always_strip=("Confidential notice for staff",)) if force else CFG
     pages = [Page(i + 1, t) for i, t in enumerate(texts)]
     assert strip(pages, set(), cfg) == strip(pages, {key_id("never in these pages")}, cfg)
+
+
+_MANY_PAGES = st.lists(st.lists(_LINES, max_size=9).map("\n".join), min_size=3, max_size=6)
+
+
+@given(_MANY_PAGES, st.booleans())
+def test_no_chrome_strips_running_lines_as_the_full_pass_does(texts: list[str], header: bool) -> None:
+    """With no chrome and nothing forced only running lines can go: keying the edge lines alone gives
+    what the full pass (every line and block keyed) gives."""
+    pages = [Page(i + 1, ("Acme Corp Handbook\n" if header else "") + t) for i, t in enumerate(texts)]
+    assert strip(pages, set(), CFG) == strip(pages, {key_id("never in these pages")}, CFG)
+
+
+@given(_MANY_PAGES | _FEW_PAGES, st.sets(_LINES))
+def test_a_documents_own_chrome_strips_as_the_corpus_chrome_does(texts: list[str], chrome: set[str]) -> None:
+    """The chunk jobs give each document the chrome keys among its strippable ones: the same strip."""
+    pages = [Page(i + 1, t) for i, t in enumerate(texts)]
+    corpus = {key_id(boilerplate_key(line)) for line in chrome} | {key_id("elsewhere only")}
+    own = corpus & {key_id(k) for k in document_keys(pages, CFG).strippable}
+    assert strip(pages, own, CFG) == strip(pages, corpus, CFG)

@@ -57,8 +57,9 @@ class _Block(NamedTuple):
     counted: bool
 
 
-def _page_blocks(page: Page, config: BoilerplateConfig) -> list[_Block]:
-    """Split a page into blocks of consecutive non-blank lines, marking edge lines."""
+def _page_blocks(page: Page, config: BoilerplateConfig, *, edges: bool = False) -> list[_Block]:
+    """Split a page into blocks of consecutive non-blank lines, marking edge lines; ``edges``: key only
+    the edge lines (every other line and block gets the empty key, as a line too long for one does)."""
     limit = config.max_block_chars
     text = page.text
     if "\n" not in text:  # one line (a record): one block, on the edge, unless it is blank
@@ -76,27 +77,29 @@ def _page_blocks(page: Page, config: BoilerplateConfig) -> list[_Block]:
             blocks.append(_block(current, config))
             current = []
         line = raw[i]
-        current.append(_Line(i, line, boilerplate_key(line) if len(line) <= limit else "", i in edge))
+        on_edge = i in edge
+        keyed = len(line) <= limit and (on_edge or not edges)
+        current.append(_Line(i, line, boilerplate_key(line) if keyed else "", on_edge))
     if current:
-        blocks.append(_block(current, config))
+        blocks.append(_block(current, config, edges=edges))
     return blocks
 
 
-def _block(lines: list[_Line], config: BoilerplateConfig) -> _Block:
-    """The block of consecutive non-blank ``lines``."""
+def _block(lines: list[_Line], config: BoilerplateConfig, *, edges: bool = False) -> _Block:
+    """The block of consecutive non-blank ``lines`` (``edges``: a block of several lines is not keyed)."""
     if len(lines) == 1:  # a one-line block's text is its line's: the line's key is the block's
         text = lines[0].text
         key = lines[0].key
     else:
         text = " ".join(ln.text for ln in lines)
         # Boilerplate is short: a longer block gets no key (and is never counted or stripped).
-        key = boilerplate_key(text) if len(text) <= config.max_block_chars else ""
+        key = boilerplate_key(text) if len(text) <= config.max_block_chars and not edges else ""
     counted = bool(key) and has_words(text, config.min_block_words) and has_letters(key)
     return _Block(tuple(lines), key, counted)
 
 
-def _layout(pages: Sequence[Page], config: BoilerplateConfig) -> list[list[_Block]]:
-    return [_page_blocks(page, config) for page in pages]
+def _layout(pages: Sequence[Page], config: BoilerplateConfig, *, edges: bool = False) -> list[list[_Block]]:
+    return [_page_blocks(page, config, edges=edges) for page in pages]
 
 
 def _edge_lines(blocks: Sequence[_Block]) -> Iterator[_Line]:
@@ -182,18 +185,23 @@ class StripResult:
 def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateConfig) -> StripResult:
     """Remove running lines and chrome from one document's pages.
 
-    ``chrome`` holds the :func:`key_id` of each corpus-chrome key. ``always_keep`` keys are never
-    stripped; lines and blocks of ``always_strip`` keys are removed wherever they stand.
+    ``chrome`` holds the :func:`key_id` of each corpus-chrome key (or only those of the document's
+    :class:`DocumentKeys` ``strippable``: the only ones it can match, so the same result). ``always_keep``
+    keys are never stripped; lines and blocks of ``always_strip`` keys are removed wherever they stand.
     """
     keep = {boilerplate_key(k) for k in config.always_keep}
     forced = {boilerplate_key(k) for k in config.always_strip} - keep
-    if not forced and len(pages) < config.running_min_pages and not set(chrome) - {key_id(k) for k in keep}:
-        # no chrome, nothing forced, too few pages for a running line: nothing can go
-        return StripResult(tuple(pages), ())
-    layout = _layout(pages, config)
-    running = _running(layout, config) - keep
     keep_ids = {key_id(k) for k in keep}
     chrome_ids = set(chrome) - keep_ids
+    if not forced and not chrome_ids:
+        if len(pages) < config.running_min_pages:
+            # no chrome, nothing forced, too few pages for a running line: nothing can go
+            return StripResult(tuple(pages), ())
+        # only running lines can go, and they are edge lines: no other line or block needs its key
+        layout = _layout(pages, config, edges=True)
+    else:
+        layout = _layout(pages, config)
+    running = _running(layout, config) - keep
 
     def is_chrome_key(key: str) -> bool:
         return key_id(key) in chrome_ids

@@ -433,7 +433,6 @@ def _chunk_phase(
     differences need them), and these need not be computed again. Returns (documents chunked, groups
     signed)."""
     todo = store.docs_to_chunk(fingerprint)
-    chrome = frozenset(store.chrome_ids())
     hashing = near_hashing(cfg.near) if cfg.near.enabled else None
 
     # a chunk job holds a quarter of a transaction's documents and text, so several workers share a
@@ -454,7 +453,10 @@ def _chunk_phase(
                 chars += sum(len(p.text) for p in pages)
                 i += 1
             loaded += chars
-            yield ChunkJob(tuple(docs), chrome, cfg, compiled=loaded > NUMPY_CHARS)
+            chrome = store.doc_chrome_ids([doc_id for doc_id, _ in docs])
+            yield ChunkJob(
+                tuple(docs), tuple(chrome.get(d, _NONE) for d, _ in docs), cfg, compiled=loaded > NUMPY_CHARS
+            )
 
     signed = done = 0
     held: list[ChunkedBatch] = []
@@ -490,6 +492,8 @@ def _chunk_phase(
     refresh_contexts(store, cfg, run_id)
     return len(todo), signed
 
+
+_NONE: frozenset[int] = frozenset()
 
 #: documents whose context is written per transaction (a context is a short text)
 CONTEXT_BATCH = 2_048

@@ -47,12 +47,14 @@ class ParsedInput:
 
 @dataclass(frozen=True, slots=True)
 class ChunkJob:
-    """Documents to chunk, ``(doc_id, pages)``, with the corpus chrome keys to strip; ``compiled``:
+    """Documents to chunk, ``(doc_id, pages)``, each with the corpus chrome keys it holds (its
+    strippable keys that are chrome: the only ones :func:`~chunkdedup.boilerplate.strip` can match in
+    it, so a document holding none is stripped of running lines alone, or left as it is); ``compiled``:
     sign with the numba kernels (else the NumPy paths, the same band keys: a small run never loads
     numba; see :class:`~chunkdedup.dedup.minhash.MinHasher`)."""
 
     documents: tuple[tuple[str, tuple[Page, ...]], ...]
-    chrome: frozenset[int]
+    chrome: tuple[frozenset[int], ...]
     config: Config
     compiled: bool = True
 
@@ -132,7 +134,10 @@ def _unique(k: KeyedChunk) -> KeyedChunk:
 def chunk_documents(job: ChunkJob) -> ChunkedBatch:
     """:func:`chunk_pages` over a job's documents, then the band keys of each group they hold."""
     cfg = job.config
-    docs = tuple(chunk_pages(doc_id, pages, job.chrome, cfg) for doc_id, pages in job.documents)
+    docs = tuple(
+        chunk_pages(doc_id, pages, chrome, cfg)
+        for (doc_id, pages), chrome in zip(job.documents, job.chrome, strict=True)
+    )
     if not cfg.near.enabled:
         return ChunkedBatch(docs, ())
     first: dict[str, str] = {}

@@ -536,6 +536,15 @@ class Store:
         stale): then deciding it again, a pass over every key, would give it again."""
         return self.meta(_CHROME_STALE) is None and self.meta(_CHROME_SETTINGS) == settings
 
+    def doc_chrome_ids(self, doc_ids: Sequence[str]) -> dict[str, frozenset[int]]:
+        """The chrome keys each of ``doc_ids`` holds among its strippable keys (a document holding
+        none is left out)."""
+        found: dict[str, set[int]] = {}
+        sql = "SELECT k.doc_id, k.khash FROM doc_keys k JOIN chrome USING(khash) WHERE k.doc_id IN ({})"
+        for doc_id, khash in rows_for_ids(self.conn, sql, sorted(set(doc_ids))):
+            found.setdefault(doc_id, set()).add(khash)
+        return {doc_id: frozenset(ids) for doc_id, ids in found.items()}
+
     def chrome_ids(self) -> set[int]:
         return {r[0] for r in self.conn.execute("SELECT khash FROM chrome")}
 
