@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chunkdedup import ChunkConfig, Config, Index, ingest, remove_documents
 from chunkdedup.config import NearConfig, SemanticConfig
 from chunkdedup.dedup.guard import guard_diff
+from chunkdedup.dedup.near import word_diff
 from chunkdedup.embed import HashEmbedder
 from chunkdedup.errors import ConfigError
 from chunkdedup.normalize import exact_key
@@ -213,3 +217,37 @@ def test_components_are_the_same_from_any_candidate_order() -> None:
     assert edges[("g00", "g39")] == ("semantic", 1.0)  # a cosine is capped at 1
     assert all(kind == "near" for p, (kind, _) in edges.items() if p in verified)
 
+
+
+def _counted_word_diff(member: str, leader: str) -> tuple[str, ...]:
+    """word_diff's definition: every word of both texts counted."""
+    a, b = Counter(member.split()), Counter(leader.split())
+    out = [f"-{w}" for w in sorted((b - a).elements())] + [f"+{w}" for w in sorted((a - b).elements())]
+    return tuple(out[:20])
+
+
+_WORDS = st.lists(st.sampled_from(["net", "sales", "30", "days", "ab", "abc", "b", "\u00e9t\u00e9"]),
+                  max_size=30)
+_SPACES = st.sampled_from([" ", "  ", "\n", "\t", "\u2009", "\x1c"])
+# a word's prefix ("ab" of "abc") or suffix ("b" of "ab") must not pass for a shared end
+_EDITS = st.sampled_from(["", "edited", "net", "3", "abcd", "b", "bc"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(_WORDS, st.lists(st.tuples(st.integers(0, 30), _EDITS), max_size=4), _SPACES, st.booleans())
+def test_word_diff_counts_only_the_stretch_between_shared_ends_as_all_words_would(
+    words: list[str], edits: list[tuple[int, str]], space: str, pad: bool
+) -> None:
+    """A near copy: some words replaced, dropped or glued on; the diff of the trimmed stretch is the
+    diff of every word."""
+    other = list(words)
+    for at, word in edits:
+        if other and at < len(other):
+            other[at] = word  # "" drops the word (the join below leaves a double space)
+        else:
+            other.append(word)
+    member = (" " if pad else "") + " ".join(words)
+    leader = space.join(other) + (space if pad else "")
+    assert word_diff(member, leader) == _counted_word_diff(member, leader)
+    assert word_diff(leader, member) == _counted_word_diff(leader, member)
+    assert word_diff(member, member) == ()
