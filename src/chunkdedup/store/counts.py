@@ -13,7 +13,8 @@ warm), so the end of each write stores them and a reader reads that row instead.
   run: an older chunkdedup writes without deleting the row, but each of its writes begins a run.
 
 A reader without a usable row (an index of an older version, or one being written) counts the tables as
-before; reading never writes.
+before; reading never writes. A write that bypasses ``Store.transaction`` (raw SQL on the file) is not
+seen: such a writer deletes the row itself (:func:`forget`).
 """
 
 from __future__ import annotations
