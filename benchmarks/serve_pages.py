@@ -6,7 +6,9 @@ index read-only, builds the page record and renders it. Ids and filter values ar
 (a document, a boilerplate key, the canonical with the most sources, the first families), questions are
 2-4 words of the first groups' texts (``query_filters.py``'s, seeded). The first request of the
 overview and boilerplate pages computes whole-index aggregates the app then keeps while the index is
-unchanged: that request is timed apart (``first``), on a fresh app, before the warm requests.
+unchanged: that request is timed apart (``first``), on a fresh app, before the warm requests. With
+``--cold`` the OS page cache of the index file (and its ``-wal``) is evicted just before it
+(``posix_fadvise(DONTNEED)``: no root needed), as after a reboot.
 
 The index is opened read-only and never written (an index that needs a migration is refused: open it
 once with ``chunkdedup stats`` first).
@@ -14,6 +16,7 @@ once with ``chunkdedup stats`` first).
 Example:
     python benchmarks/serve_pages.py --index /tmp/qf-big-tantivy.sqlite
     python benchmarks/serve_pages.py --index /tmp/qf-big.sqlite --repeat 10 --out /tmp/fts5-pages.json
+    python benchmarks/serve_pages.py --index /tmp/m3.sqlite --repeat 1 --questions 1 --cold
 """
 
 from __future__ import annotations
@@ -109,8 +112,22 @@ def routes(index: Path, n_questions: int) -> list[Route]:
     return out
 
 
-def measure(index: Path, rows: list[Route], repeat: int, as_json: bool) -> list[dict[str, Any]]:
-    """Time every route: the first request on a fresh app where asked, then ``repeat`` passes."""
+def evict(index: Path) -> None:
+    """Drop the OS page cache of the index file and its WAL (the pages are clean: nothing is lost)."""
+    for p in (index, index.with_name(index.name + "-wal")):
+        if p.exists():
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def measure(
+    index: Path, rows: list[Route], repeat: int, as_json: bool, cold: bool = False
+) -> list[dict[str, Any]]:
+    """Time every route: the first request on a fresh app where asked (``cold``: on an evicted OS
+    cache), then ``repeat`` passes."""
     from starlette.testclient import TestClient
 
     from chunkdedup.web import create_app
@@ -128,6 +145,8 @@ def measure(index: Path, rows: list[Route], repeat: int, as_json: bool) -> list[
     out: list[dict[str, Any]] = []
     firsts: dict[str, float] = {}
     with TestClient(create_app(index)) as fresh:
+        if cold:
+            evict(index)
         for row in rows:
             if row.first:
                 firsts[row.name] = get(fresh, row.urls[0])
@@ -157,6 +176,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="passes over each route's URLs")
     ap.add_argument("--questions", type=int, default=10, help="questions per /query row")
     ap.add_argument("--json", action="store_true", help="request ?format=json instead of HTML")
+    ap.add_argument("--cold", action="store_true", help="evict the OS cache before the first requests")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args()
 
@@ -168,7 +188,7 @@ def main() -> None:
     with Store.open(args.index, readonly=True) as store:  # refuses an index that needs a migration
         engine = textindex.engine(store)
     rows = routes(args.index, args.questions)
-    measured = measure(args.index, rows, args.repeat, args.json)
+    measured = measure(args.index, rows, args.repeat, args.json, args.cold)
     commit = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
@@ -184,6 +204,7 @@ def main() -> None:
         "format": "json" if args.json else "html",
         "repeat": args.repeat,
         "questions": args.questions,
+        "cold": args.cold,
         "rows": measured,
     }
     table = Table(

@@ -426,21 +426,16 @@ def test_pages_answer_while_a_writer_holds_the_index(served: tuple[Path, Path], 
     with TestClient(create_app(copy)) as c:
         before = get_json(c, "/")
         keys = get_json(c, "/boilerplate")["keys"]["total"]
-        writer = Store.open(copy)
-        try:
-            writer.conn.execute("BEGIN IMMEDIATE")
-            writer.conn.execute("INSERT INTO files(path, content_hash, status, reason, run_id)"
-                                " VALUES ('/new.pdf', 'h', 'failed', 'half written', 1)")
-            writer.conn.execute("INSERT INTO pages(doc_id, page, has_text, raw_text)"
-                                " VALUES ('new', 1, 0, '')")
-            writer.conn.execute("INSERT INTO bp_keys(khash, key) VALUES (7, 'new key')")
-            writer.conn.execute("INSERT INTO stripped(doc_id, khash, scope, pages, lines, example)"
-                                " VALUES ('new', 7, 'running', 1, 1, 'New key')")
+        # a write transaction as an ingest's (Store.transaction: it also deletes the stored counts)
+        with Store.open(copy) as writer, writer.transaction() as conn:
+            conn.execute("INSERT INTO files(path, content_hash, status, reason, run_id)"
+                         " VALUES ('/new.pdf', 'h', 'failed', 'half written', 1)")
+            conn.execute("INSERT INTO pages(doc_id, page, has_text, raw_text) VALUES ('new', 1, 0, '')")
+            conn.execute("INSERT INTO bp_keys(khash, key) VALUES (7, 'new key')")
+            conn.execute("INSERT INTO stripped(doc_id, khash, scope, pages, lines, example)"
+                         " VALUES ('new', 7, 'running', 1, 1, 'New key')")
             assert get_json(c, "/") == before  # not committed: not shown, not blocked
             assert c.get("/query?q=logs").status_code == 200
-            writer.conn.execute("COMMIT")
-        finally:
-            writer.close()
         after = get_json(c, "/")
         assert {s["status"]: s["count"] for s in after["files"]}["failed"] == 2
         assert "half written" in c.get("/").text

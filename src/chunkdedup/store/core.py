@@ -4,7 +4,8 @@ chunks with their sources, ingest runs, and an FTS5 table kept in sync by trigge
 Readers work while an ingest runs (WAL). Writers take an exclusive ``flock`` on the index file for
 the whole run: a second writer waits up to ``lock_timeout`` seconds, then fails with a clear message.
 Every write happens inside :meth:`Store.transaction`, so a run killed at any moment leaves the last
-committed state, and re-running completes it.
+committed state, and re-running completes it. Each write transaction also deletes the stored whole-index
+counts, and the successful end of a writer stores them again (:mod:`~chunkdedup.store.counts`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from chunkdedup.config import Config
 from chunkdedup.context import ContextSource, running_lines
 from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
+from chunkdedup.store import counts
 from chunkdedup.store.chunk_tables import ChunkTables, rows_for_ids, staged_rows
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
@@ -62,6 +64,8 @@ class Store:
         self._lock_fd = lock_fd
         self._locked = False
         self._open_run: int | None = None  # begun, not finished: marked 'failed' if the writer leaves
+        self._has_meta = True  # False while the migrations of a new file have not made `meta` yet
+        self._wrote = False  # a write transaction began while this writer held the lock
         self.codec = PageCodec({}, self._read_dict)
         # every read of page text goes through page_text() (schema.RAW_TEXT, CLEAN_TEXT)
         conn.create_function("page_text", 1, self._decode, deterministic=True)
@@ -112,6 +116,7 @@ class Store:
 
     def _migrate(self, readonly: bool) -> None:
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        self._has_meta = "meta" in tables
         if tables and "migrations" not in tables:
             raise SchemaError(
                 f"{self.path} is an SQLite file but not a chunkdedup index: give another --index path"
@@ -143,6 +148,7 @@ class Store:
                 for statement in _statements(sql):
                     self.conn.execute(statement)
                 self.conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, _now()))
+            self._has_meta = True  # the first migration makes it
         if not tables:  # a new index: nothing in it was written in an older format
             with self.transaction():
                 self.set_meta("doc_keys_format", DOC_KEYS_FORMAT)
@@ -220,10 +226,13 @@ class Store:
                     ) from None
                 time.sleep(0.05)
         self._locked = True
+        self._wrote = False
         page_bytes = int(self.conn.execute("PRAGMA page_size").fetchone()[0])
         self.conn.execute(f"PRAGMA wal_autocheckpoint = {WRITER_AUTOCHECKPOINT_BYTES // page_bytes}")
         try:
             yield
+            if self._wrote and not self.conn.in_transaction:
+                self._keep_counts()
         finally:
             try:
                 self._abandon_run()
@@ -234,11 +243,35 @@ class Store:
                 self._locked = False
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
+    def keep_counts(self) -> None:
+        """Count the tables and store the whole-index counts :meth:`Index.stats` reads, under the
+        writer lock. The end of every writer that wrote does it; an index last written by an older
+        chunkdedup has none until then (its readers count the tables).
+
+        Example:
+            >>> with Store.open("index.sqlite") as store:  # doctest: +SKIP
+            ...     store.keep_counts()
+        """
+        with self.writer():
+            with self.transaction() as c:
+                counts.keep(c)
+            self._wrote = False  # these are the counts of what the writer wrote
+
+    def _keep_counts(self) -> None:
+        """After a writer's writes. A failure leaves the counts deleted (each write deleted them), which
+        readers take as "count the tables": the writes themselves stand."""
+        with contextlib.suppress(*SQLITE_FAILURES):
+            self.keep_counts()
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. Its first statement deletes the
+        stored whole-index counts: no committed state holds counts its tables may have left behind."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            self._wrote = True
+            if self._has_meta:
+                counts.forget(self.conn)
             yield self.conn
         except BaseException:
             # SQLite may have rolled back already (a full disk does): a failing ROLLBACK must not

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chunkdedup.errors import ChunkdedupError, MigrationPendingError
-from chunkdedup.store import Store
+from chunkdedup.store import Store, counts
 from chunkdedup.store.schema import CANONICAL_TEXT
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef
 
@@ -74,30 +74,23 @@ class Index:
 
         return query(self, text, **options)
 
-    def _one(self, sql: str, *args: Any) -> Any:
-        return self.store.conn.execute(sql, args).fetchone()[0]
-
     def stats(self) -> dict[str, Any]:
-        """Counts a person can act on: documents, pages, stripped lines, chunks before and after dedup."""
-        raw = int(self._one("SELECT COUNT(*) FROM sources"))
-        groups = int(self._one("SELECT COUNT(*) FROM groups"))
-        canonical = int(self._one("SELECT COUNT(*) FROM canonicals"))
-        stripped = dict(
-            self.store.conn.execute("SELECT scope, SUM(lines) FROM stripped GROUP BY scope").fetchall()
-        )
-        pages = int(self._one("SELECT COUNT(*) FROM pages"))
+        """Counts a person can act on: documents, pages, stripped lines, chunks before and after dedup.
+
+        The whole-index counts come from the row the last write stored (:mod:`~chunkdedup.store.counts`),
+        or from the tables when there is none to use (an index of an older version, one being written).
+        """
+        c = counts.stored(self.store.conn) or counts.count(self.store.conn)
+        raw, groups, canonical = c.sources, c.groups, c.canonicals
         # the newest *finished* run: the watermark for `export --changes-since`
         last_run = self.store.conn.execute("SELECT MAX(id) FROM runs WHERE status='done'").fetchone()[0]
         return {
-            "documents": int(self._one("SELECT COUNT(*) FROM documents")),
-            "pending_documents": int(self._one("SELECT COUNT(*) FROM documents WHERE state='pending'")),
-            "pages": pages,
-            "pages_without_text": int(self._one("SELECT COUNT(*) FROM pages WHERE has_text=0")),
-            "lines_stripped": {
-                "running": int(stripped.get("running") or 0),
-                "chrome": int(stripped.get("chrome") or 0),
-            },
-            "boilerplate_keys": int(self._one("SELECT COUNT(DISTINCT khash) FROM stripped")),
+            "documents": c.documents,
+            "pending_documents": c.pending_documents,
+            "pages": c.pages,
+            "pages_without_text": c.pages_without_text,
+            "lines_stripped": {"running": c.lines_running, "chrome": c.lines_chrome},
+            "boilerplate_keys": c.boilerplate_keys,
             "raw_chunks": raw,
             "after_exact": groups,
             "canonical_chunks": canonical,
@@ -105,7 +98,7 @@ class Index:
             "near_merged": groups - canonical,
             "exact_share_removed": round((raw - groups) / raw, 6) if raw else 0.0,
             "near_share_removed": round((groups - canonical) / raw, 6) if raw else 0.0,
-            "variant_pairs": int(self._one("SELECT COUNT(*) FROM variants")),
+            "variant_pairs": c.variants,
             "index_bytes": self.store.path.stat().st_size + _wal_size(self.store.path),
             "last_run": last_run,
             "text_engine": self._text_engine(),

@@ -108,7 +108,8 @@ class OverviewPage:
 def overview_page(
     ix: Index, *, limit: int, offset: int, stats: Mapping[str, Any] | None = None
 ) -> OverviewPage:
-    """``stats``: :meth:`Index.stats` of this index, when the caller keeps it (it counts whole tables)."""
+    """``stats``: :meth:`Index.stats` of this index, when the caller keeps it (without the counts the
+    last write stored, it counts whole tables)."""
     stats = ix.stats() if stats is None else stats
     views = IndexViews(ix.store)
     engine = stats["text_engine"]
