@@ -625,3 +625,31 @@ def test_files_of_an_index_with_fingerprints_of_the_older_form_stay_unchanged(tm
         assert all("." not in r[0] for r in c.execute("SELECT content_hash FROM files"))
     report = ingest([corpus], index)
     assert {str(f.status) for f in report.files} == {"unchanged"}
+
+
+def test_a_leader_chunk_moving_to_a_new_document_in_one_run_keeps_its_near_copies(tmp_path: Path) -> None:
+    """The leader's document loses the chunk and a new document holds it, in one run: the group is made
+    again under the id its near copies still cite, so its canonical must count their sources too (a
+    made group's rows are taken from the batch only when no other source cites it)."""
+    words = " ".join(f"term{i}" for i in range(60))
+    leader = f"Refunds are issued within thirty days of the request. {words} final clause."
+    near = f"Refunds are issued within thirty days of the claim. {words} final clause."
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text(leader + "\n", encoding="utf-8")
+    (corpus / "b.md").write_text(near + "\n", encoding="utf-8")
+    (corpus / "c.md").write_text("An unrelated note about parking permits and renewals.\n", encoding="utf-8")
+    index = tmp_path / "index.sqlite"
+    ingest([corpus], index)
+    with Index.open(index) as ix:
+        assert ix.stats()["near_merged"] == 1  # b's chunk is a near copy of a's
+    (corpus / "a.md").write_text("This document now says something else, about lockers.\n", encoding="utf-8")
+    (corpus / "0.md").write_text(leader + "\n", encoding="utf-8")  # first in order: still the leader
+    ingest([corpus], index)
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh)
+    assert snapshot(index) == snapshot(fresh)
+    with Index.open(index) as ix:
+        counted = dict(ix.store.conn.execute("SELECT id, n_sources FROM canonicals").fetchall())
+        assert counted == {r["id"]: len(r["sources"]) for r in ix.export()}
+        assert sorted(counted.values()) == [1, 1, 2]  # 0.md's chunk leads b's near copy

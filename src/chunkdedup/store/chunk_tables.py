@@ -39,11 +39,18 @@ _GROUP_STATE = (
 )
 _CANONICAL_STATE = "SELECT id, signature, updated_run FROM canonicals WHERE id IN ({})"
 _TOMBSTONES = "SELECT canonical_id, run_id, signature, updated_run FROM tombstones WHERE canonical_id IN ({})"
+_CANONICAL_COUNTS = (
+    "SELECT canonical_id, COUNT(*) FROM sources WHERE canonical_id IN ({}) GROUP BY canonical_id"
+)
 _CANONICAL_SOURCES = (
     'SELECT canonical_id, doc_id, page, start, "end", relation, similarity, group_id FROM sources'
     " WHERE canonical_id IN ({}) ORDER BY canonical_id, doc_id, page, start"
 )
 
+
+#: Groups a batch makes, with their source rows (doc_id, page, start, end, relation, similarity), sorted.
+Born = Mapping[str, Sequence[tuple[Any, ...]]]
+_NONE_BORN: Born = {}
 
 #: Clean page texts at hand, by (doc_id, page): a batch's own pages, so its spans are sliced in memory.
 Pages = Mapping[tuple[str, int], str]
@@ -170,11 +177,21 @@ class ChunkTables:
                 for k in chunks
             ],
         )
+        # A group this batch makes (none of that id existed) has these chunks for all its sources, and
+        # is its own canonical: its rows are known here, not read back (most groups of a first ingest)
+        born: dict[str, list[tuple[Any, ...]]] = {}
+        for k in chunks:
+            if k.canonical_id not in current:
+                ch = k.chunk
+                row = (ch.doc_id, ch.page, ch.start, ch.end, "exact", 1.0)
+                born.setdefault(k.canonical_id, []).append(row)
+        for rows in born.values():
+            rows.sort()  # by (doc_id, page, start): the order of the sources' key
         old_canonicals = {r[1] for r in old}
-        lost = self.refresh_groups(sorted({r[0] for r in old} | set(new_groups)), pages)
-        self._copy_group_relation(new_groups)
+        lost = self.refresh_groups(sorted({r[0] for r in old} | set(new_groups)), pages, born)
+        self._copy_group_relation([g for g in new_groups if g in current])  # a born group is exact
         canonicals = old_canonicals | set(current.values()) | lost | set(new_groups)
-        self.refresh_canonicals(sorted(canonicals), run_id, pages)
+        self.refresh_canonicals(sorted(canonicals), run_id, pages, born)
         return len(old_canonicals)
 
     def _copy_group_relation(self, group_ids: Sequence[str]) -> None:
@@ -186,18 +203,23 @@ class ChunkTables:
         )
 
     # -- groups --------------------------------------------------------------------------------
-    def refresh_groups(self, ids: Sequence[str], pages: Pages = _NO_PAGES) -> set[str]:
+    def refresh_groups(
+        self, ids: Sequence[str], pages: Pages = _NO_PAGES, born: Born = _NONE_BORN
+    ) -> set[str]:
         """Re-derive groups from their sources; mark new, moved or emptied ones dirty.
 
         Returns the canonical ids that lost a group (their cluster must be refreshed too). Reads are
         batched (each group's first source in one query, its text sliced from its page, see
         :meth:`span_texts`), and a group whose text, count and first source are unchanged is not written.
+        ``born``: groups not in the index yet, with every source row they have (sorted), not read.
         """
         c = self.conn
-        rows = list(self._batched(_FIRST_SOURCES, ids))
+        stored = [g for g in ids if g not in born]
+        rows = list(self._batched(_FIRST_SOURCES, stored))
+        rows.extend((g, *born[g][0][:3], len(born[g]), born[g][0][3]) for g in ids if g in born)
         texts = self.span_texts([(r[1], r[2], r[3], r[5]) for r in rows], pages)
         first = {r[0]: (*r[1:5], text) for r, text in zip(rows, texts, strict=True)}
-        old = {r[0]: r[1:] for r in self._batched(_GROUP_STATE, ids)}
+        old = {r[0]: r[1:] for r in self._batched(_GROUP_STATE, stored)}
         lost: set[str] = set()
         gone: list[tuple[str, str]] = []
         inserts: list[tuple[object, ...]] = []
@@ -559,16 +581,32 @@ class ChunkTables:
         c.executemany("DELETE FROM dirty WHERE group_id=?", [(g,) for g in ids])
         self.refresh_canonicals(sorted(touched), run_id)
 
-    def refresh_canonicals(self, ids: Sequence[str], run_id: int, pages: Pages = _NO_PAGES) -> None:
+    def refresh_canonicals(
+        self,
+        ids: Sequence[str],
+        run_id: int,
+        pages: Pages = _NO_PAGES,
+        born: Born = _NONE_BORN,
+    ) -> None:
         """Re-derive each canonical from its sources: representative text, count, signature.
 
         A canonical that changes gets ``updated_run = run_id``; one deleted and re-made unchanged within
         the run (its tombstone of this run has the same signature) keeps its last-change run.
+        ``born``: groups just made, with their source rows; such a canonical whose sources are only its
+        own group's (an index-only count says so) is not read back.
         """
         c = self.conn
         sources: dict[str, list[tuple[Any, ...]]] = {}
         leader_first: set[str] = set()  # canonicals whose first source is their leader group's
-        for r in self._batched(_CANONICAL_SOURCES, ids):
+        # a group stored before under the id of a canonical, and gone, may have left members citing it
+        own = [cid for cid in ids if cid in born]
+        counted = dict(self._batched(_CANONICAL_COUNTS, own))
+        for cid in own:
+            if counted.get(cid) == len(born[cid]):
+                sources[cid] = list(born[cid])
+                leader_first.add(cid)
+        read = [cid for cid in ids if cid not in sources]
+        for r in self._batched(_CANONICAL_SOURCES, read):
             rows_of = sources.setdefault(r[0], [])
             if not rows_of and r[7] == r[0]:
                 leader_first.add(r[0])
