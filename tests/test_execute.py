@@ -131,3 +131,12 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
     except OSError:
         return "Z"
+
+
+def test_the_default_leaves_the_writer_a_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver writes the index: by default the workers take the other cores (none on two)."""
+    from chunkdedup import execute
+
+    for cores, workers in ((1, 1), (2, 1), (4, 3), (16, 8), (None, 1)):
+        monkeypatch.setattr(execute.os, "cpu_count", lambda c=cores: c)
+        assert LocalExecutor(None).workers == workers

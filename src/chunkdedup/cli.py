@@ -104,8 +104,8 @@ def main() -> None:
 @click.option(
     "--parallelism",
     type=click.IntRange(min=1),
-    help="Worker processes for the per-document stages (local; default: one per core, at most 8), or "
-    "CPUs for a local Ray (ray). 1 runs them in this process.",
+    help="Worker processes for the per-document stages (local; default: one per core but the writer's, "
+    "at most 8), or CPUs for a local Ray (ray). 1 runs them in this process.",
 )
 @click.option(
     "--text-index",

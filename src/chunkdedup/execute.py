@@ -149,9 +149,17 @@ def _exit_with_driver(driver: int) -> None:
     threading.Thread(target=watch, name="chunkdedup-driver-watch", daemon=True).start()
 
 
+def default_workers() -> int:
+    """Worker processes when none are asked for: one per core but the driver's, at most 8 (1: the
+    stages run in the driver). The driver is the index's only writer and the longer path: on 2 cores
+    two workers beside it were slower than none (50k records 31.5 vs 28.1 s, a 100k-chunk corpus of
+    multi-page documents 29.6 vs 26.2 s, ``benchmarks/README.md``)."""
+    return max(1, min(8, (os.cpu_count() or 1) - 1))
+
+
 class LocalExecutor(Executor):
-    """Jobs in this process (``workers=1``) or in ``workers`` worker processes (``None``: one per
-    core, at most 8). The pool starts at the first map with more than one job (a run with a single
+    """Jobs in this process (``workers=1``) or in ``workers`` worker processes (``None``:
+    :func:`default_workers`). The pool starts at the first map with more than one job (a run with a single
     job runs it here, paying no start-up) and stops when the executor is left.
 
     Workers are forked from a fork server (POSIX; spawned elsewhere), so they hold none of the
@@ -163,7 +171,7 @@ class LocalExecutor(Executor):
     def __init__(self, workers: int | None = 1) -> None:
         if workers is not None and workers < 1:
             raise ConfigError(f"workers must be at least 1, got {workers}")
-        self.workers = workers if workers is not None else max(1, min(8, os.cpu_count() or 1))
+        self.workers = workers if workers is not None else default_workers()
         self._pool: ProcessPoolExecutor | None = None
         self._depth = 0
 
@@ -208,4 +216,12 @@ class LocalExecutor(Executor):
         return {"name": self.name, "workers": self.workers}
 
 
-__all__ = ["IN_FLIGHT_PER_WORKER", "MAX_IN_FLIGHT", "Executor", "LocalExecutor", "StageClock", "in_order"]
+__all__ = [
+    "IN_FLIGHT_PER_WORKER",
+    "MAX_IN_FLIGHT",
+    "Executor",
+    "LocalExecutor",
+    "StageClock",
+    "default_workers",
+    "in_order",
+]

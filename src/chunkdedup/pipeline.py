@@ -148,9 +148,9 @@ def ingest(
 ) -> IngestReport:
     """Ingest files into an index; with ``dry_run`` nothing is written to ``index``.
 
-    The keywords are those of :class:`IngestOptions`; ``workers`` > 1 (``None``: one per core) runs the
-    per-document stages in that many processes (:class:`~chunkdedup.execute.LocalExecutor`), with the
-    same result.
+    The keywords are those of :class:`IngestOptions`; ``workers`` > 1 (``None``: one per core but the
+    writer's) runs the per-document stages in that many processes
+    (:class:`~chunkdedup.execute.LocalExecutor`), with the same result.
 
     Example:
         >>> report = ingest(["docs/"], "index.sqlite", manifest="docs/manifest.jsonl")  # doctest: +SKIP
