@@ -77,6 +77,7 @@ _GROUP_STAGE = (
     " canonical_id TEXT",
 )
 _ID_STAGE = ("id_stage", "id TEXT")
+_WANTED_STAGE = ("wanted_groups", "id TEXT")  # band_neighbour_map's: a repeated id is one (DISTINCT)
 
 
 @contextmanager
@@ -486,20 +487,15 @@ class ChunkTables:
         (one query per group cost more than the join it ran)."""
         c = self.conn
         out: dict[str, list[str]] = {gid: [] for gid in ids}
-        c.execute("CREATE TEMP TABLE IF NOT EXISTS wanted_groups(id TEXT PRIMARY KEY) WITHOUT ROWID")
-        c.execute("DELETE FROM temp.wanted_groups")
-        try:
-            c.executemany("INSERT OR IGNORE INTO temp.wanted_groups(id) VALUES (?)", [(g,) for g in ids])
+        with staged_rows(c, _WANTED_STAGE, [(g,) for g in ids]) as stage:
             rows = c.execute(
                 # CROSS JOIN keeps this order: without it SQLite scans every band row (b2) first
-                "SELECT DISTINCT w.id, g2.id FROM temp.wanted_groups w CROSS JOIN groups g1 ON g1.id = w.id"
+                f"SELECT DISTINCT w.id, g2.id FROM {stage} w CROSS JOIN groups g1 ON g1.id = w.id"
                 " CROSS JOIN bands b1 ON b1.gid = g1.gid CROSS JOIN bands b2 ON b2.band_key = b1.band_key"
                 " AND b2.gid != b1.gid CROSS JOIN groups g2 ON g2.gid = b2.gid ORDER BY 1, 2"
             )
             for a, b in rows:
                 out[a].append(b)
-        finally:
-            c.execute("DELETE FROM temp.wanted_groups")
         return out
 
     def all_band_neighbours(self) -> dict[str, list[str]]:
