@@ -395,10 +395,7 @@ def test_one_edited_record_of_a_jsonl_file_is_the_only_one_redone(tmp_path: Path
     records = [
         {"id": f"r{i}", "text": p.read_text(encoding="utf-8"), "team": "a"} for i, p in enumerate(texts)
     ]
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    shard = corpus / "records.jsonl"
-    shard.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    corpus, shard = _write_shard(tmp_path, records)
     index = tmp_path / "i.sqlite"
     first = ingest([corpus], index)
     assert first.totals["documents_chunked"] == 40
@@ -484,16 +481,22 @@ def _jsonl_records(n: int) -> list[dict[str, Any]]:
     ]
 
 
+def _write_shard(tmp_path: Path, records: list[dict[str, Any]]) -> tuple[Path, Path]:
+    """A corpus folder holding one JSONL shard of ``records``: (corpus, shard)."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shard = corpus / "records.jsonl"
+    shard.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return corpus, shard
+
+
 def test_unchanged_jsonl_records_are_known_by_their_bytes_and_place_and_not_built_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A record whose line bytes the index holds, at a place giving the same id, is not decoded again:
     a given id anywhere, a line-numbered one only on its line. The index equals a fresh one."""
     records = _jsonl_records(30)
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    shard = corpus / "records.jsonl"
-    shard.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    corpus, shard = _write_shard(tmp_path, records)
     index = tmp_path / "i.sqlite"
     ingest([corpus], index)
     records[4]["text"] = records[4]["text"].replace("GitHub", "GitLab", 1)
@@ -521,10 +524,7 @@ def test_a_changed_manifest_entry_builds_every_record_again(
     """A JSONL file's manifest metadata goes into every record: when it changes, no record is known by
     its bytes (each is built and compared), so the index still equals a fresh one."""
     records = _jsonl_records(12)
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    shard = corpus / "records.jsonl"
-    shard.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    corpus, _ = _write_shard(tmp_path, records)
     manifest = tmp_path / "manifest.jsonl"
     manifest.write_text(json.dumps({"path": "corpus/records.jsonl", "department": "hr"}) + "\n")
     index = tmp_path / "i.sqlite"
