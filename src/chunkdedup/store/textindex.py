@@ -35,6 +35,7 @@ from typing import Any
 
 from chunkdedup.errors import ConfigError, MissingExtraError
 from chunkdedup.store import Store
+from chunkdedup.store.topk import fts5_totals
 
 ENGINES = ("fts5", "tantivy")
 #: From about this many texts (exact-key groups) FTS5's p95 per question passes ~200 ms on 2 cores:
@@ -80,13 +81,8 @@ def tantivy_command(index: str | Path) -> str:
 
 def fts5_rows(store: Store) -> int:
     """How many texts ``groups_fts`` holds, from FTS5's own totals record (one row read, no count)."""
-    row = store.conn.execute("SELECT block FROM groups_fts_data WHERE id = 1").fetchone()
-    value = 0
-    for byte in row[0] if row is not None else b"":  # SQLite varint: 7 bits a byte, high bit: more
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            return value
-    return 0
+    totals = fts5_totals(store.conn)
+    return totals[0] if totals else 0
 
 
 def pending(store: Store) -> int:

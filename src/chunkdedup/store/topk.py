@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -96,6 +97,13 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
+def fts5_totals(conn: sqlite3.Connection) -> list[int]:
+    """FTS5's totals record of ``groups_fts``: its rows, then its tokens per column (empty when the
+    table holds none yet)."""
+    block = conn.execute("SELECT block FROM groups_fts_data WHERE id = 1").fetchone()
+    return _varints(block[0]) if block is not None else []
+
+
 def _quote(term: str) -> str:
     return '"' + term + '"'
 
@@ -132,8 +140,7 @@ def top_groups(
 
 def _top(store: Store, terms: Sequence[str], limit: int, split: Split) -> tuple[Bm25Row, ...] | None:
     conn = store.conn
-    block = conn.execute("SELECT block FROM groups_fts_data WHERE id = 1").fetchone()
-    totals = _varints(block[0]) if block is not None else []
+    totals = fts5_totals(conn)
     if len(totals) < 2 or totals[0] <= 0:
         return None
     rows, tokens = totals[0], totals[1]
