@@ -374,9 +374,9 @@ def test_rewriting_a_documents_unchanged_chunks_keeps_its_groups_and_canonicals(
         tombstones = store.conn.execute("SELECT * FROM tombstones ORDER BY canonical_id").fetchall()
         docs = store.doc_ids()[:25]
         run_id = store.begin_run([str(POLICY)], None, Config().to_dict())
-        chrome = store.chrome_ids()
+        chrome = store.doc_chrome_ids(docs)  # as the chunk jobs carry it
         with store.transaction():
-            keyed = [chunk_pages(d, store.load_pages(d), chrome, Config()) for d in docs]
+            keyed = [chunk_pages(d, store.load_pages(d), chrome.get(d, frozenset()), Config()) for d in docs]
             store.replace_chunks(keyed, "same", run_id)
         assert sum(len(k.keyed) for k in keyed) > 100
         after = store.conn.execute(

@@ -578,9 +578,6 @@ class Store:
             found.setdefault(doc_id, set()).add(khash)
         return {doc_id: frozenset(ids) for doc_id, ids in found.items()}
 
-    def chrome_ids(self) -> set[int]:
-        return {r[0] for r in self.conn.execute("SELECT khash FROM chrome")}
-
     def docs_to_chunk(self, config_hash: str) -> list[str]:
         """Pending documents, documents chunked under another config, and documents whose chrome
         keys (their strippable keys that are chrome now, counted or not) differ from those they were
