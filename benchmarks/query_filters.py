@@ -8,7 +8,8 @@ groups' texts (seeded), so they hit posting lists of the corpus's own shape. Eve
 same questions; ``--base COMMIT`` runs the identical measurement in a second process on that
 commit's ``src`` (``git archive``), so before and after are measured in one run on one index, and
 each case's results (``repr`` of every ``QueryResult``: hits, order, scores at full precision,
-citations, drops) are hashed in both processes and compared.
+citations, drops) are hashed in both processes and compared; ``hits`` counts the hits the case's
+questions returned in all (k of each at most).
 
 Example:
     python benchmarks/query_filters.py --chunks 1000000 --workdir /tmp/qf --base 719486a
@@ -110,6 +111,7 @@ def measure(index: Path, n_questions: int, repeat: int) -> dict[str, Any]:
         for case in cases(index):
             times: list[float] = []
             digest = hashlib.sha256()
+            hits = 0
             for _ in range(repeat):
                 for q in qs:
                     asked = f"{q} {case['append']}" if case.get("append") else q
@@ -119,6 +121,7 @@ def measure(index: Path, n_questions: int, repeat: int) -> dict[str, Any]:
                     )
                     times.append(time.perf_counter() - start)
                     digest.update(repr(result).encode())
+                    hits += len(result.hits)
             ms = sorted(t * 1000 for t in times)
             rows.append(
                 {
@@ -128,6 +131,7 @@ def measure(index: Path, n_questions: int, repeat: int) -> dict[str, Any]:
                     "p95_ms": ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))],
                     "max_ms": ms[-1],
                     "results_sha256": digest.hexdigest(),
+                    "hits": hits,
                 }
             )
             print(
@@ -230,7 +234,7 @@ def main() -> None:
     title = (
         f"search() latency, {sizes['sources']:,} sources / {sizes['canonicals']:,} canonicals (k=5, pool 40)"
     )
-    cols = ["filter", "versions", "net", "p50 ms", "p95 ms"]
+    cols = ["filter", "versions", "net", "p50 ms", "p95 ms", "hits"]
     if base:
         cols = [
             "filter",
@@ -240,6 +244,8 @@ def main() -> None:
             "before p95",
             "after p50",
             "after p95",
+            "hits before",
+            "hits after",
             "same results",
         ]
     table = Table(*cols, title=title)
@@ -249,6 +255,9 @@ def main() -> None:
             old = base["rows"][i]
             cells += [f"{old['p50_ms']:.1f}", f"{old['p95_ms']:.1f}"]
         cells += [f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}"]
+        if base:
+            cells.append(str(old.get("hits", "-")))
+        cells.append(str(row["hits"]))
         if base:
             cells.append("yes" if old["results_sha256"] == row["results_sha256"] else "NO")
         table.add_row(*cells)

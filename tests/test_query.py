@@ -647,22 +647,27 @@ def test_near_copies_are_found_only_through_sources_that_pass(
 def test_screened_groups_answer_as_every_group_checked(
     policy_index: Path, conditions: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``Eligibility.visible`` (the documents a ``family=``/``doc=`` filter names, or each group's
-    own sources) only skips groups the full check would skip: every hit, score, citation and drop is
-    what checking every retrieved group gives, and so is screening without the named documents."""
+    """``Eligibility.visible`` (each group's own sources) only skips groups the full check would
+    skip: every hit, score, citation and drop is what checking every retrieved group gives. The
+    documents a ``family=``/``doc=`` filter names are ranked on their own (``Screening.among``), which
+    answers the same while no depth cuts the scope short and no context boost applies (with one, the
+    scope's ranking also boosts groups the whole-index passes never reach: tests/test_query_scope.py)."""
+    from chunkdedup.config import QueryConfig
     from chunkdedup.query import eligible
 
-    def answers() -> list[str]:
+    def answers(config: QueryConfig | None = None) -> list[str]:
         with Index.open(policy_index) as ix:
             return [
-                repr(search(ix, q, where=conditions, versions=policy, safety_net=net))  # type: ignore[arg-type]
+                repr(search(ix, q, where=conditions, versions=policy, safety_net=net, config=config))  # type: ignore[arg-type]
                 for q in QUESTIONS
                 for policy in ("latest", "label", "all")
                 for net in (True, False)
             ]
 
-    screened = answers()
+    plain = QueryConfig(context_weight=0)
+    named = answers(plain)
     monkeypatch.setattr(eligible, "MAX_NAMED_DOCUMENTS", 0)  # every group screened through its sources
-    assert answers() == screened
+    assert answers(plain) == named
+    screened = answers()
     monkeypatch.setattr(eligible.Eligibility, "visible", lambda self, scored: list(scored))
     assert answers() == screened

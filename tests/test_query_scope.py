@@ -1,20 +1,29 @@
-"""Retrieval kept to a scope (a filter that names its documents): ``Screening.among`` answers exactly
-as the whole ranking kept to the scope, on both text engines, at every depth, and ``search`` gives
-the same results, byte for byte, with and without it."""
+"""Retrieval kept to a scope (a filter that names its documents): ``Screening.among`` is the best
+``limit`` of the scope's groups, ranked as the whole index ranks them, on both text engines, with
+document context, and fused; and ``search`` answers with it exactly as screening every retrieved
+group does, whenever the retrieval depth does not cut the scope short (when it does, the scope's
+groups the whole-index passes never reach are still found)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from chunkdedup import Index, ingest
 from chunkdedup.config import QueryConfig
 from chunkdedup.query import eligible, retrieve, search
-from chunkdedup.query.context import ContextRanked
+from chunkdedup.query.context import ContextRanked, DocumentContexts
 from chunkdedup.query.eligible import Eligibility
-from chunkdedup.query.retrieve import Fts5Retriever, Scored, Screen, Screening, TantivyRetriever, screened
+from chunkdedup.query.retrieve import (
+    ReciprocalRankFusion,
+    Retriever,
+    Scored,
+    Screening,
+    TantivyRetriever,
+    kept,
+)
 from chunkdedup.query.run import bm25_retriever
 from chunkdedup.query.where import Filter
 from chunkdedup.store import fulltext
@@ -28,9 +37,12 @@ FILTERS = [
     ["doc=LICENSE.md"],
     ["family=none-such"],
 ]
-#: a small pool and depth cap: the passes go 16, 128, 300 deep on this corpus
-SMALL = QueryConfig(k=2, pool=2, max_candidates=300)
+#: a small pool and depth cap (the passes go 16, 128, 300 deep), without document context (whose
+#: best documents' own pass reaches past any depth)
+SMALL_PLAIN = QueryConfig(k=2, pool=2, max_candidates=300, context_weight=0)
 MORE = ["data", "github", "the account", "policy content users", "copilot", "github privacy statement data"]
+LIMITS = (1, 3, 16, 128, 300, 5000)
+EVERY = 1_000_000  # deeper than the corpus: the whole ranking
 
 
 @pytest.fixture(scope="module", params=["fts5", "tantivy"])
@@ -42,57 +54,114 @@ def index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     return path
 
 
+def _eligibility(ix: Index, conditions: list[str]) -> Eligibility:
+    return Eligibility(ix.store, Filter.parse(conditions), "all")
+
+
 def _scope(ix: Index, conditions: list[str]) -> frozenset[str]:
-    named = Eligibility(ix.store, Filter.parse(conditions), "all").named()
+    named = _eligibility(ix, conditions).named()
     assert named is not None
     return named
 
 
-def test_among_is_the_ranking_kept_to_the_scope(index: Path) -> None:
+def _best_of(r: Retriever, q: str, limit: int, scope: frozenset[str]) -> list[Scored]:
+    """The oracle: the whole index's ranking, kept to the scope, cut at ``limit`` within it."""
+    return kept(r, q, EVERY, scope)[:limit]
+
+
+class _ScopeOnly:
+    """A retriever over the scope alone, made of the whole ranking (the oracle base of a boost)."""
+
+    def __init__(self, base: Retriever, scope: frozenset[str]) -> None:
+        self.base, self.scope = base, scope
+
+    def retrieve(self, text: str, limit: int) -> list[Scored]:
+        return _best_of(self.base, text, limit, self.scope)
+
+    def within(self, text: str, limit: int, groups: Sequence[str]) -> Sequence[Scored]:
+        return self.base.within(text, limit, [g for g in groups if g in self.scope])  # type: ignore[attr-defined]
+
+
+def test_among_is_the_best_of_the_scope(index: Path) -> None:
     with Index.open(index) as ix:
         base = bm25_retriever(ix)
         assert isinstance(base, Screening)
         assert isinstance(base, TantivyRetriever) == (ix.text_handle() is not None)
+        cut = 0  # cases where the whole-index top ``limit`` would have held fewer of the scope
         for conditions in FILTERS:
             scope = _scope(ix, conditions)
             for q in QUESTIONS + MORE:
-                depths = (1, 3, 16, 128, 300, 5000)
-                for limit in depths:
-                    got = base.among(q, limit, scope, depths)
-                    whole = list(base.retrieve(q, limit))
-                    assert got.depth == len(whole), (conditions, q, limit)
-                    assert list(got.hits) == [s for s in whole if s.id in scope]
-                    if got.outside is not None:
-                        assert list(got.outside) == [s.score for s in whole if s.id not in scope]
+                for limit in LIMITS:
+                    got = list(base.among(q, limit, scope))
+                    assert got == _best_of(base, q, limit, scope), (conditions, q, limit)
+                    cut += len(kept(base, q, limit, scope)) < len(got)
+        assert cut > 0  # the scope's depth is its own: the tests reach cases the old one cut
 
 
-def test_search_is_the_same_with_and_without_the_scope(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_boosted_among_is_the_boosted_ranking_of_the_scope(index: Path) -> None:
+    """With document context, the scope's best is what the same boost ranks over the scope alone."""
+    with Index.open(index) as ix:
+        base = bm25_retriever(ix)
+        boosted = 0
+        for conditions in FILTERS:
+            scope = _scope(ix, conditions)
+            contexts = DocumentContexts(ix.store, _eligibility(ix, conditions))
+            ranked = ContextRanked(base, contexts, 1.0, 2)
+            oracle = ContextRanked(_ScopeOnly(base, scope), contexts, 1.0, 2)
+            for q in QUESTIONS + MORE + ["GitHub Privacy Statement: what data is collected"]:
+                boosted += bool(contexts.scores(q))
+                for limit in LIMITS:
+                    assert ranked.among(q, limit, scope) == oracle.retrieve(q, limit), (conditions, q, limit)
+        assert boosted > 0
+
+
+class _Listed:
+    """A retriever answering from a fixed ranking (no ``among``: kept to a scope by the fallback)."""
+
+    def __init__(self, ids: list[str]) -> None:
+        self.ids = ids
+
+    def retrieve(self, text: str, limit: int) -> list[Scored]:
+        return [Scored(g, 1.0 / (i + 1)) for i, g in enumerate(self.ids[:limit])]
+
+
+def test_fusion_ranks_within_the_scope(index: Path) -> None:
+    """Fused among a scope, each part's ranks are its ranks within the scope (a screening part's
+    own best; a part without ``among`` kept to the scope), so no outside group shifts a rank."""
+    with Index.open(index) as ix:
+        base = bm25_retriever(ix)
+        scope = _scope(ix, FILTERS[1])
+        q = QUESTIONS[0]
+        every = [s.id for s in base.retrieve(q, EVERY)]
+        other = _Listed(list(reversed(every)))
+        fused = ReciprocalRankFusion([base, other])
+        for limit in (1, 5, 40):
+            mine: dict[str, float] = {}
+            for part in ([s.id for s in _best_of(base, q, 2 * limit, scope)],
+                         [g for g in other.ids[: 2 * limit] if g in scope]):
+                for rank, g in enumerate(part, start=1):
+                    mine[g] = mine.get(g, 0.0) + 1.0 / (60 + rank)
+            expect = sorted(mine.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+            assert fused.among(q, limit, scope) == [Scored(g, s) for g, s in expect]
+
+
+def test_search_with_the_scope_is_screening_every_group(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a depth cut (the default cap is deeper than the corpus) and without context (whose
+    whole-index passes boost only the groups they reach), ``search`` answers the same, byte for
+    byte, with the scope and with every retrieved group screened."""
+    plain = QueryConfig(context_weight=0)
+
     def answers() -> list[str]:
         with Index.open(index) as ix:
             return [
-                repr(search(ix, q, where=conditions, versions=policy, safety_net=net, config=cfg))
+                repr(search(ix, q, where=conditions, versions=policy, safety_net=net, config=plain))
                 for conditions in FILTERS
                 for q in QUESTIONS + MORE
                 for policy in ("latest", "all")
                 for net in (True, False)
-                for cfg in (SMALL, None)
             ]
 
-    boosted: list[int] = []  # the passes that ranked with a document context, within a scope
-    ranked, placed = ContextRanked._ranked, ContextRanked._placed
-
-    def spy(self: ContextRanked, text: str, limit: int, scope: frozenset[str] | None) -> list[Scored]:
-        boosted.extend([limit] if scope is not None else [])
-        return ranked(self, text, limit, scope)
-
-    def spy_placed(self: ContextRanked, text: str, limit: int, *rest: Any) -> Screen | None:
-        boosted.append(limit)
-        return placed(self, text, limit, *rest)
-
-    monkeypatch.setattr(ContextRanked, "_ranked", spy)
-    monkeypatch.setattr(ContextRanked, "_placed", spy_placed)
     scoped = answers()
-    assert len(set(boosted)) > 1  # several depths: questions naming the documents' context are in
     monkeypatch.setattr(Eligibility, "named", lambda self: None)  # every retrieved group read
     assert answers() == scoped
     monkeypatch.undo()
@@ -100,32 +169,25 @@ def test_search_is_the_same_with_and_without_the_scope(index: Path, monkeypatch:
     assert answers() == scoped
 
 
-def test_a_folder_or_table_not_in_step_is_read_in_full(
-    index: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The scope's shortcuts count on every key the engine holds being a group's: when tantivy has
-    changes to replay, or FTS5 is deferred, the whole ranking is read and kept to the scope."""
-    calls: list[str] = []
-    real = retrieve.screened
-
-    def spy(r: object, text: str, limit: int, groups: frozenset[str]) -> retrieve.Screen:
-        calls.append(text)
-        return real(r, text, limit, groups)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(retrieve, "screened", spy)
-    monkeypatch.setattr(fulltext, "folder_in_step", lambda store: False)
+def test_a_scope_past_the_depth_cap_is_still_found(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a depth cap of 300 groups, a question whose scope's matches all rank below the whole
+    index's first 300 finds nothing when each retrieved group is screened; ranked within the scope,
+    the filter's documents answer."""
     with Index.open(index) as ix:
         base = bm25_retriever(ix)
-        assert isinstance(base, Screening)
-        scope = _scope(ix, FILTERS[0])
-        if isinstance(base, Fts5Retriever):
-            deferred = lambda self, key: "1" if key == "fts_deferred" else None  # noqa: E731
-            monkeypatch.setattr(type(ix.store), "meta", deferred)
-        got = base.among(QUESTIONS[0], 40, scope, (40, 300))
-        monkeypatch.undo()
-        assert calls == [QUESTIONS[0]]
-        assert got == screened(base, QUESTIONS[0], 40, scope)
-        assert got.outside is None
+        found = 0
+        for conditions in FILTERS[:4]:
+            scope = _scope(ix, conditions)
+            for q in QUESTIONS + MORE:
+                hits = search(ix, q, where=conditions, versions="all", config=SMALL_PLAIN).hits
+                mine = _best_of(base, q, 1, scope)
+                if mine and not kept(base, q, SMALL_PLAIN.max_candidates, scope):
+                    assert hits, (conditions, q)  # past the cap, still answered
+                    monkeypatch.setattr(Eligibility, "named", lambda self: None)
+                    assert not search(ix, q, where=conditions, versions="all", config=SMALL_PLAIN).hits
+                    monkeypatch.undo()
+                    found += 1
+        assert found > 0
 
 
 def test_search_groups_orders_as_scoring_every_match(index: Path) -> None:
@@ -147,43 +209,42 @@ def test_search_groups_orders_as_scoring_every_match(index: Path) -> None:
                 assert [(r.group_id, r.bm25) for r in rows] == [tuple(r) for r in every]
 
 
-def test_placed_groups_stand_where_the_ranking_puts_them(index: Path) -> None:
+def test_search_gids_orders_as_joining_the_scope_by_id(index: Path) -> None:
+    """Walking the matches for the scope's keys gives the rows, scores and (bm25, id) order of
+    filtering the joined rows by group id."""
     with Index.open(index) as ix:
         for conditions in FILTERS:
-            scope = _scope(ix, conditions)
+            scope = sorted(_scope(ix, conditions))
+            gids = fulltext.group_gids(ix.store, scope)
             for q in QUESTIONS + MORE:
                 match = retrieve.fts_query(q)
                 assert match is not None
-                every = fulltext.search_groups(ix.store, match, 100_000)
-                for depths in ((1, 5, 40, 100_000), (2,), (3, 7)):
-                    placed = fulltext.place_groups(ix.store, match, sorted(scope), depths)
-                    assert placed.found == len(every)
-                    expect = [
-                        (r.group_id, r.bm25, min(d for d in depths if d >= i))
-                        for i, r in enumerate(every, 1)
-                        if r.group_id in scope and i <= max(depths)
-                    ]
-                    assert [(p.group_id, p.bm25, p.reached) for p in placed.rows] == expect
+                for limit in (1, 7, 40, 100_000):
+                    assert fulltext.search_gids(ix.store, match, limit, gids) == fulltext.search_groups(
+                        ix.store, match, limit, scope
+                    )
 
 
-def test_tied_scores_are_placed_by_id(tmp_path: Path) -> None:
-    """Many groups with one BM25 score (same length, one term each): their places follow their ids."""
+@pytest.mark.parametrize("engine", ["fts5", "tantivy"])
+def test_tied_scores_are_cut_by_id(tmp_path: Path, engine: str) -> None:
+    """Many groups with one BM25 score (same length, one term each): the ``limit``-th place of a
+    tie goes by id, on both engines (tantivy orders a tie its own way: the tie is read in full)."""
+    if engine == "tantivy":
+        pytest.importorskip("tantivy", reason="needs the extra: pip install 'chunkdedup[tantivy]'")
     corpus = tmp_path / "c"
     corpus.mkdir()
     for i in range(30):
         name = "q" + chr(97 + i // 26) + chr(97 + i % 26)  # no digits: a boilerplate key masks them
         (corpus / f"d{i:02}.txt").write_text(f"Zebra {name} crosses the road.\n", encoding="utf-8")
-    index = tmp_path / "i.sqlite"
-    ingest([corpus], index)
-    with Index.open(index) as ix:
-        every = fulltext.search_groups(ix.store, '"zebra"', 100)
-        assert len(every) == 30 and len({r.bm25 for r in every}) < 30
-        scope = sorted({every[i].group_id for i in (0, 4, 17, 29)})
-        for depths in ((18,), (1, 5, 18), (4, 5, 29, 30)):
-            placed = fulltext.place_groups(ix.store, '"zebra"', scope, depths)
-            expect = [
-                (r.group_id, min(d for d in depths if d >= i))
-                for i, r in enumerate(every, 1)
-                if r.group_id in scope and i <= max(depths)
-            ]
-            assert [(p.group_id, p.reached) for p in placed.rows] == expect
+    path = tmp_path / "i.sqlite"
+    ingest([corpus], path, text_engine=engine)
+    with Index.open(path) as ix:
+        base = bm25_retriever(ix)
+        assert isinstance(base, Screening)
+        every = list(base.retrieve("zebra", 100))
+        assert len(every) == 30 and len({s.score for s in every}) == 1
+        assert [s.id for s in every] == sorted(s.id for s in every)
+        scope = frozenset(every[i].id for i in (0, 4, 17, 29))
+        for limit in (1, 2, 3, 4, 30):
+            assert [s.id for s in base.retrieve("zebra", limit)] == [s.id for s in every[:limit]]
+            assert base.among("zebra", limit, scope) == [s for s in every if s.id in scope][:limit]

@@ -131,6 +131,28 @@ def test_hybrid_fuses_bm25_and_vector_ranks(embedded: Path) -> None:
     assert {s.id for s in vec} - {s.id for s in bm25}
 
 
+def test_vector_and_hybrid_rank_a_scope_on_its_own(embedded: Path) -> None:
+    """``among`` (a filter naming its documents): the vector side scores the scope's vectors only,
+    as the whole ranking scores them, and the hybrid fuses each side's ranks within the scope."""
+    q = "encrypted laptops and the front desk"
+    with Index.open(embedded) as ix:
+        vector = VectorRetriever.for_index(ix.store)
+        bm25 = Fts5Retriever(ix.store)
+        every = vector.retrieve(q, 1000)
+        scope = frozenset(s.id for s in every[1::2])
+        fused = ReciprocalRankFusion([bm25, vector])
+        for limit in (1, 2, 5, 1000):
+            assert vector.among(q, limit, scope) == [s for s in every if s.id in scope][:limit]
+            expected: dict[str, float] = {}
+            for side in (bm25, vector):
+                mine = [s for s in side.retrieve(q, 1000) if s.id in scope][: 2 * limit]
+                for rank, s in enumerate(mine, start=1):
+                    expected[s.id] = expected.get(s.id, 0.0) + 1.0 / (60 + rank)
+            best = sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+            assert fused.among(q, limit, scope) == [Scored(i, v) for i, v in best]
+        assert vector.among(q, 5, frozenset()) == [] and vector.among("", 5, scope) == []
+
+
 def test_first_pass_is_deeper_than_the_pool(embedded: Path) -> None:
     calls: list[int] = []
 

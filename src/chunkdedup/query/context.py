@@ -20,7 +20,6 @@ A term found only in the contexts of documents outside the filter neither finds 
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,15 +28,7 @@ from typing import Protocol, runtime_checkable
 
 from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.records import ContextMatch
-from chunkdedup.query.retrieve import (
-    Retriever,
-    Scored,
-    Screen,
-    Screening,
-    content_terms,
-    quote_terms,
-    screened,
-)
+from chunkdedup.query.retrieve import Retriever, Scored, content_terms, quote_terms, ranked_among
 from chunkdedup.store import Store, fulltext
 
 #: a question term held by more contexts than this says nothing about which document: it is skipped
@@ -139,62 +130,27 @@ class ContextRanked:
         self.relative = relative
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
-        return self._ranked(text, limit, None)
+        return self._ranked(text, limit)
 
-    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen:
-        """:meth:`retrieve` kept to ``groups`` (:class:`~chunkdedup.query.retrieve.Screening`). With
-        nothing to boost the list is the base's, so the base's own screening answers. Else every
-        boosted group competes for the ``limit`` places and the list is made in full, but only the
-        scope's groups are boosted: a group outside it has no source in a passing document, so no
-        context to add (reading the sources and documents of 20,000 groups to learn that cost seconds
-        at 1M chunks). When the base's screen has the outside groups' scores, the scope's boosted
-        groups are placed among them by score alone (:meth:`_placed`), no outside id read."""
+    def among(self, text: str, limit: int, groups: frozenset[str]) -> list[Scored]:
+        """The best ``limit`` of ``groups`` on text and context
+        (:class:`~chunkdedup.query.retrieve.Screening`): :meth:`retrieve`'s ranking made of the
+        scope alone, the base's best of the scope plus the best documents' own candidates (every
+        best document passes the filter, so its groups are the scope's). With nothing to boost it
+        is the base's best of the scope."""
         priors = self.contexts.scores(text)
         if self.weight <= 0 or limit <= 0 or not priors:
-            if isinstance(self.base, Screening):
-                return self.base.among(text, limit, groups, depths)
-            return screened(self, text, limit, groups)
-        if isinstance(self.base, Screening):
-            screen = self.base.among(text, limit, groups, depths)
-            if screen.outside is not None:
-                placed = self._placed(text, limit, groups, screen, priors)
-                if placed is not None:
-                    return placed
-        ranked = self._ranked(text, limit, groups)
-        return Screen(tuple(s for s in ranked if s.id in groups), len(ranked))
-
-    def _placed(
-        self, text: str, limit: int, groups: frozenset[str], screen: Screen, priors: dict[str, float]
-    ) -> Screen | None:
-        """The boosted list kept to the scope, from the base's screen: a group outside the scope keeps
-        its base score (no passing document), so only its score is needed to count it above or below
-        a boosted one. None when an outside score equals a boosted one (their ids would decide)."""
-        if screen.outside is None:
-            return None
-        found = {s.id: s.score for s in screen.hits}
-        depth = screen.depth
+            return ranked_among(self.base, text, limit, groups)
+        found = {s.id: s.score for s in ranked_among(self.base, text, limit, groups)}
         best = self.contexts.best(text, self.docs)
         if best and isinstance(self.base, Scoped):
-            for s in self.base.within(text, limit, self.contexts.groups_of([m.doc for m in best])):
-                if s.id not in found:  # a best document's group below the base's list
-                    if s.id not in groups:
-                        return None
-                    found[s.id] = s.score
-                    depth += 1
-        boosted = self._boosted(found, list(found), priors)
-        below = sorted(-x for x in screen.outside)  # negated: ascending
-        hits: list[Scored] = []
-        for i, (g, score) in enumerate(sorted(boosted.items(), key=lambda kv: (-kv[1], kv[0]))):
-            above = bisect.bisect_left(below, -score)  # outside groups scoring higher
-            if bisect.bisect_right(below, -score) != above:
-                return None
-            if above + i < limit:
-                hits.append(Scored(g, score))
-        return Screen(tuple(hits), min(limit, depth))
+            mine = [g for g in self.contexts.groups_of([m.doc for m in best]) if g in groups]
+            for s in self.base.within(text, limit, mine):
+                found.setdefault(s.id, s.score)
+        return _ordered(self._boosted(found, list(found), priors), limit)
 
-    def _ranked(self, text: str, limit: int, scope: frozenset[str] | None) -> list[Scored]:
-        """The ranked list; ``scope``: every group with a source in a passing document (the others
-        are not looked up for a boost: they have none)."""
+    def _ranked(self, text: str, limit: int) -> list[Scored]:
+        """The ranked list of the whole index."""
         base = list(self.base.retrieve(text, limit))
         found = {s.id: s.score for s in base}
         priors = self.contexts.scores(text)
@@ -207,8 +163,7 @@ class ContextRanked:
             groups = self.contexts.groups_of([m.doc for m in best])
             for s in self.base.within(text, limit, groups):
                 found.setdefault(s.id, s.score)
-        looked = list(found) if scope is None else [g for g in found if g in scope]
-        return _ordered(self._boosted(found, looked, priors), limit)
+        return _ordered(self._boosted(found, list(found), priors), limit)
 
     def _boosted(
         self, found: dict[str, float], looked: list[str], priors: dict[str, float]

@@ -9,7 +9,7 @@ text can never be read as FTS5 syntax) and ORs them; BM25 ranks chunks holding m
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -45,18 +45,6 @@ class Scored:
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class Screen:
-    """What a retrieval of the best ``limit`` groups holds of a scope: those groups, in the order
-    the retrieval gives them, and how many groups the retrieval returned in all (``depth``)."""
-
-    hits: tuple[Scored, ...]
-    depth: int
-    #: the scores of the list's groups outside the scope, when the retriever has them without their
-    #: ids (a context boost can then place the scope's groups among them); else None
-    outside: tuple[float, ...] | None = None
-
-
 class Retriever(Protocol):
     """The one extension point of retrieval: the best ``limit`` groups for a question, best first.
 
@@ -69,25 +57,33 @@ class Retriever(Protocol):
 
 @runtime_checkable
 class Screening(Protocol):
-    """A retriever that can answer for a scope of groups only (a filter that names its documents).
+    """A retriever that can rank a scope of groups on its own (a filter that names its documents).
 
-    ``among(text, limit, groups, depths)`` is exactly what ``retrieve(text, limit)`` would give,
-    kept to ``groups``, with the length of the whole list as ``depth``; ``depths`` are every limit
-    the caller's passes may ask (``limit`` among them). ``groups`` is every group with a source in
-    a document the query's filter passes (:meth:`~chunkdedup.query.eligible.Eligibility.named`): a
-    retriever may count on a group outside it having none. It only skips the work the groups outside
-    the scope cost (reading their ids or their documents, or ranking every match again each pass).
+    ``among(text, limit, groups)`` is the best ``limit`` of ``groups`` for the question, best first,
+    with the scores ``retrieve`` gives them (the whole index's statistics): the ranking of the whole
+    index kept to the scope and cut at ``limit`` *within* it. So a group outside the scope neither
+    shows nor takes a place: however many outside groups outscore it, a scope's group is found.
+    ``groups`` is every group with a source in a document the query's filter passes
+    (:meth:`~chunkdedup.query.eligible.Eligibility.named`).
     """
 
     def retrieve(self, text: str, limit: int) -> Sequence[Scored]: ...
 
-    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen: ...
+    def among(self, text: str, limit: int, groups: frozenset[str]) -> Sequence[Scored]: ...
 
 
-def screened(retriever: Retriever, text: str, limit: int, groups: frozenset[str]) -> Screen:
-    """What any retriever's ``retrieve(text, limit)`` holds of a scope, read in full (the fallback)."""
-    scored = list(retriever.retrieve(text, limit))
-    return Screen(tuple(s for s in scored if s.id in groups), len(scored))
+def kept(retriever: Retriever, text: str, limit: int, groups: frozenset[str]) -> list[Scored]:
+    """What ``retriever.retrieve(text, limit)`` holds of a scope: the fallback for a retriever that
+    cannot rank a scope on its own (its ``limit`` places count outside groups too)."""
+    return [s for s in retriever.retrieve(text, limit) if s.id in groups]
+
+
+def ranked_among(retriever: Retriever, text: str, limit: int, groups: frozenset[str]) -> list[Scored]:
+    """The best ``limit`` of a scope: the retriever's own :meth:`Screening.among` when it has one,
+    else :func:`kept`."""
+    if isinstance(retriever, Screening):
+        return list(retriever.among(text, limit, groups))
+    return kept(retriever, text, limit, groups)
 
 
 def content_terms(text: str, parts: bool = True) -> list[str]:
@@ -125,6 +121,19 @@ def fts_query(text: str, parts: bool = True) -> str | None:
     return quote_terms(terms) if terms else None
 
 
+class _ScopeKeys:
+    """The ``groups.gid`` keys of the last scope asked (one query asks for one scope, pass after
+    pass: its keys are read once)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[frozenset[str], tuple[int, ...]] | None = None
+
+    def gids(self, store: Store, groups: frozenset[str]) -> tuple[int, ...]:
+        if self._last is None or self._last[0] is not groups:
+            self._last = (groups, tuple(sorted(fulltext.group_gids(store, sorted(groups)))))
+        return self._last[1]
+
+
 class Fts5Retriever:
     """BM25 through ``groups_fts``. SQLite's ``bm25()`` is lower-is-better; the score here is its
     negation, so higher is better and no precision is lost.
@@ -142,7 +151,7 @@ class Fts5Retriever:
         self.store = store
         self.parts = parts
         self.split = split
-        self._placed: tuple[str, frozenset[str], tuple[int, ...], fulltext.Placed] | None = None
+        self._scope = _ScopeKeys()
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
         terms = content_terms(text, self.parts)
@@ -154,21 +163,10 @@ class Fts5Retriever:
                 return [Scored(r.group_id, -float(r.bm25)) for r in rows]
         return self.search(quote_terms(terms), limit)
 
-    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen:
-        """:meth:`retrieve` kept to ``groups`` (see :class:`Screening`): every match is scored once
-        for all the ``depths`` (:func:`~chunkdedup.store.fulltext.place_groups`), not once a pass,
-        and only the scope's ids are read."""
-        match = fts_query(text, self.parts)
-        if match is None or limit <= 0 or limit not in depths or self.store.meta("fts_deferred") is not None:
-            return screened(self, text, limit, groups)  # a deferred table may lack groups: read in full
-        asked = tuple(depths)
-        cached = self._placed
-        if cached is None or cached[0] != match or cached[1] is not groups or cached[2] != asked:
-            placed = fulltext.place_groups(self.store, match, sorted(groups), asked)
-            cached = self._placed = (match, groups, asked, placed)
-        placed = cached[3]
-        hits = tuple(Scored(r.group_id, -float(r.bm25)) for r in placed.rows if r.reached <= limit)
-        return Screen(hits, min(limit, placed.found))
+    def among(self, text: str, limit: int, groups: frozenset[str]) -> list[Scored]:
+        """The best ``limit`` of ``groups`` (:class:`Screening`): :meth:`within`, the scope's keys
+        read once for every pass of a query."""
+        return self._best(text, limit, groups, lambda: self._scope.gids(self.store, groups))
 
     def search(self, match: str, limit: int, groups: Sequence[str] | None = None) -> list[Scored]:
         """The best ``limit`` groups for an FTS5 MATCH expression (the caller formulates it), among
@@ -177,11 +175,21 @@ class Fts5Retriever:
         return [Scored(r.group_id, -float(r.bm25)) for r in rows]
 
     def within(self, text: str, limit: int, groups: Sequence[str]) -> list[Scored]:
-        """The best ``limit`` of these groups for a question (scores as :meth:`retrieve` gives them)."""
+        """The best ``limit`` of these groups for a question (scores as :meth:`retrieve` gives them):
+        the question's matches walked and only these groups' rows scored
+        (:func:`~chunkdedup.store.fulltext.search_gids`)."""
+        return self._best(text, limit, groups, lambda: sorted(fulltext.group_gids(self.store, groups)))
+
+    def _best(
+        self, text: str, limit: int, groups: Collection[str], gids: Callable[[], Sequence[int]]
+    ) -> list[Scored]:
         match = fts_query(text, self.parts)
         if match is None or limit <= 0 or not groups:
             return []
-        return self.search(match, limit, groups)
+        if self.store.meta("fts_deferred") is not None:  # the table may lack rows: joined by id
+            return self.search(match, limit, sorted(groups))
+        rows = fulltext.search_gids(self.store, match, limit, gids())
+        return [Scored(r.group_id, -float(r.bm25)) for r in rows]
 
 
 class TantivyRetriever:
@@ -198,35 +206,17 @@ class TantivyRetriever:
         self.store = store
         self.handle = handle
         self.parts = parts
-        self._scope: tuple[frozenset[str], frozenset[int]] | None = None
+        self._scope = _ScopeKeys()
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
         return self._search(text, limit, None)
 
-    def among(self, text: str, limit: int, groups: frozenset[str], depths: Sequence[int]) -> Screen:
-        """:meth:`retrieve` kept to ``groups`` (see :class:`Screening`): the same ranking, but ids
-        are read only for hits in the scope (a selective filter's 20,000-deep pass read 20,000)."""
-        terms = content_terms(text, self.parts)
-        if not terms or limit <= 0 or not fulltext.folder_in_step(self.store):
-            return screened(self, text, limit, groups)  # keys of removed groups may remain: read in full
-        if self._scope is None or self._scope[0] is not groups:
-            self._scope = (groups, frozenset(fulltext.group_gids(self.store, sorted(groups))))
-        self.handle.reload()
-        searcher = self.handle.searcher()
-        hits = searcher.search(self._query(terms), limit, count=False).hits
-        if not hits:
-            return Screen((), 0, ())
-        gids = searcher.fast_field_values("gid", [address for _, address in hits])
-        scope = self._scope[1]
-        mine = [(float(score), g) for (score, _), g in zip(hits, gids, strict=True) if g in scope]
-        ids = dict(fulltext.gid_group_ids(self.store, sorted(g for _, g in mine)))
-        scored = sorted(
-            (Scored(ids[g], score) for score, g in mine if g in ids), key=lambda s: (-s.score, s.id)
-        )
-        # in step, every key tantivy holds is a group's: the whole list is every hit with a key
-        pairs = zip(hits, gids, strict=True)
-        outside = tuple(float(score) for (score, _), g in pairs if g is not None and g not in scope)
-        return Screen(tuple(scored), sum(1 for g in gids if g is not None), outside)
+    def among(self, text: str, limit: int, groups: frozenset[str]) -> list[Scored]:
+        """The best ``limit`` of ``groups`` (:class:`Screening`): the question ANDed with the scope's
+        ``gid`` keys as a zero-score term set, so the scores stay the question's."""
+        if not groups:
+            return []
+        return self._search(text, limit, self._scope.gids(self.store, groups))
 
     def within(self, text: str, limit: int, groups: Sequence[str]) -> list[Scored]:
         """The best ``limit`` of these groups for a question (scores as :meth:`retrieve` gives them)."""
@@ -234,7 +224,11 @@ class TantivyRetriever:
             return []
         return self._search(text, limit, list(fulltext.group_gids(self.store, groups)))
 
-    def _search(self, text: str, limit: int, gids: list[int] | None) -> list[Scored]:
+    def _search(self, text: str, limit: int, gids: Sequence[int] | None) -> list[Scored]:
+        """The best ``limit`` by (-score, id), among ``gids`` when given. tantivy breaks a tie by
+        its own document order, so a tie across the ``limit``-th place is read in full: hits are
+        asked for past ``limit`` (twice as many each time) until the score after the last place
+        differs from the last place's."""
         terms = content_terms(text, self.parts)
         if not terms or limit <= 0:
             return []
@@ -242,21 +236,30 @@ class TantivyRetriever:
 
         query = self._query(terms)
         if gids is not None:  # the same scores, among these groups only
+            if not gids:
+                return []
             scope = tantivy.Query.const_score_query(
-                tantivy.Query.term_set_query(self.handle.schema, "gid", gids), 0.0
+                tantivy.Query.term_set_query(self.handle.schema, "gid", list(gids)), 0.0
             )
             query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.Must, scope)])
         self.handle.reload()
         searcher = self.handle.searcher()
-        hits = searcher.search(query, limit, count=False).hits
+        asked = limit + 1
+        while True:
+            hits = searcher.search(query, asked, count=False).hits
+            if len(hits) < asked or hits[-1][0] != hits[limit - 1][0]:
+                break
+            asked *= 2
+        if len(hits) > limit:  # the hits past the last place's score are not needed
+            last = hits[limit - 1][0]
+            hits = hits[:limit] + [h for h in hits[limit:] if h[0] == last]
         if not hits:
             return []
-        gids = searcher.fast_field_values("gid", [address for _, address in hits])
+        keys = searcher.fast_field_values("gid", [address for _, address in hits])
         # keys read in key order: neighbouring rows share pages (20,000 keys: ~90 -> ~57 ms at 1M)
-        ids = dict(fulltext.gid_group_ids(self.store, sorted(g for g in gids if g is not None)))
-        scored = [Scored(ids[g], float(score)) for (score, _), g in zip(hits, gids, strict=True) if g in ids]
-        return sorted(scored, key=lambda s: (-s.score, s.id))
-
+        ids = dict(fulltext.gid_group_ids(self.store, sorted(g for g in keys if g is not None)))
+        scored = [Scored(ids[g], float(score)) for (score, _), g in zip(hits, keys, strict=True) if g in ids]
+        return sorted(scored, key=lambda s: (-s.score, s.id))[:limit]
 
     def _query(self, terms: Sequence[str]) -> Any:
         """The question's terms OR-ed, each quoted: user text is never read as query syntax."""
@@ -287,9 +290,18 @@ class ReciprocalRankFusion:
         self.depth = depth
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
+        return self._fused([r.retrieve(text, self.depth * limit) for r in self.retrievers], limit)
+
+    def among(self, text: str, limit: int, groups: frozenset[str]) -> list[Scored]:
+        """The best ``limit`` of ``groups`` (:class:`Screening`): each retriever's best of the scope,
+        fused by their ranks within it (so no outside group shifts a rank)."""
+        lists = [ranked_among(r, text, self.depth * limit, groups) for r in self.retrievers]
+        return self._fused(lists, limit)
+
+    def _fused(self, lists: Sequence[Sequence[Scored]], limit: int) -> list[Scored]:
         fused: dict[str, float] = {}
-        for r in self.retrievers:
-            for rank, s in enumerate(r.retrieve(text, self.depth * limit), start=1):
+        for scored in lists:
+            for rank, s in enumerate(scored, start=1):
                 fused[s.id] = fused.get(s.id, 0.0) + 1.0 / (self.k0 + rank)
         ordered = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         return [Scored(i, s) for i, s in ordered[:limit]]

@@ -180,20 +180,22 @@ def _pool(
     them in order (:func:`_checked`), stopping once the pool is full, so the extra depth costs only
     when filters or versions drop candidates. When even that is not enough, retrieval goes deeper (x8
     each round, up to ``max_candidates``) until the pool is full or the retriever has nothing more.
+    A filter naming its documents is a scope the retriever ranks on its own (:class:`Screening`):
+    each pass is the scope's best ``limit``, so an outside group never takes a scope's group's place.
     """
     found: list[Candidate] = []
     dropped: list[Dropped] = []
     seen: set[str] = set()
     depths = pass_depths(pool, cfg.max_candidates)
-    # a filter naming its documents: only their groups can pass, so only they are read
+    # a filter naming its documents: only their groups can pass, so only they are ranked (the
+    # passes' depths count the scope's groups: no outside group takes a place)
     scope = eligibility.named() if isinstance(retriever, Screening) else None
     for limit in depths:
         if scope is None or not isinstance(retriever, Screening):
             scored = list(retriever.retrieve(text, limit))
-            depth = len(scored)
         else:
-            screen = retriever.among(text, limit, scope, depths)
-            scored, depth = list(screen.hits), screen.depth
+            scored = list(retriever.among(text, limit, scope))
+        depth = len(scored)
         fresh = [s for s in scored if s.id not in seen]
         seen.update(s.id for s in fresh)
         for item in _checked(eligibility, fresh, pool):

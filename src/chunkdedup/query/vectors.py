@@ -243,6 +243,16 @@ class VectorRetriever:
         ranked = sorted(((i, float(stored[i] @ q64)) for i in best_ids), key=lambda p: (-p[1], p[0]))
         return [Scored(i, s) for i, s in ranked]
 
+    def among(self, text: str, limit: int, groups: frozenset[str]) -> list[Scored]:
+        """The best ``limit`` of ``groups`` (:class:`~chunkdedup.query.retrieve.Screening`): the
+        scope's stored vectors only, scored as :meth:`retrieve` scores its choice (float64 cosines)."""
+        if limit <= 0 or not text.strip() or not groups:
+            return []
+        q64 = _normalise64(self.embed_query(text).astype(np.float64))[0]
+        stored = self.vectors(sorted(groups))
+        ranked = sorted(((i, float(v @ q64)) for i, v in stored.items()), key=lambda p: (-p[1], p[0]))
+        return [Scored(i, s) for i, s in ranked[:limit]]
+
 
 class EmbeddingSimilarity:
     """MMR similarity: cosine of the candidates' stored vectors, clipped to [0, 1].

@@ -8,7 +8,6 @@ reads. Id lists are sent ``_BATCH`` at a time, well under SQLite's variable limi
 
 from __future__ import annotations
 
-import bisect
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,25 +49,6 @@ def _marks(part: Sequence[object]) -> str:
     return ",".join("?" * len(part))
 
 
-@dataclass(frozen=True, slots=True)
-class PlacedRow:
-    """A group FTS5 found, its ``bm25()``, and the first of the asked depths whose top (in the (bm25,
-    id) order of every group the MATCH expression finds) holds it."""
-
-    group_id: str
-    bm25: float
-    reached: int
-
-
-@dataclass(frozen=True, slots=True)
-class Placed:
-    """The groups of a scope within the deepest asked top of an FTS5 MATCH expression, in (bm25, id)
-    order, and how many groups it finds in all (:func:`place_groups`)."""
-
-    rows: tuple[PlacedRow, ...]
-    found: int
-
-
 # -- groups_fts ------------------------------------------------------------------------------------
 #: the matching rows and their scores, computed once per statement (FTS5 scores each row it yields)
 _SCORED = (
@@ -102,54 +82,23 @@ def search_groups(
     return tuple(Bm25Row(r[0], r[1]) for r in rows)
 
 
-def place_groups(store: Store, match: str, groups: Sequence[str], depths: Sequence[int]) -> Placed:
-    """Where the groups of a scope stand among every group an FTS5 MATCH expression finds, for each
-    of ``depths`` (increasing): a scoped group within the first ``depth`` in (bm25, id) order is
-    returned with the first such depth, so one scoring answers :func:`search_groups` kept to the
-    scope for every one of them (the same groups, order and scores).
+def search_gids(store: Store, match: str, limit: int, gids: Sequence[int]) -> tuple[Bm25Row, ...]:
+    """The best ``limit`` of these groups (by ``groups.gid``, the ``groups_fts`` rowid) for an FTS5
+    MATCH expression, ordered by (bm25, id); the scores stay those of the whole index.
 
-    The scores are counted by level (one ``bm25`` value), not fetched: a group's level says how many
-    groups stand above it, and only a level that straddles a depth is joined to ``groups`` to place
-    its tied rows by id. The count is of the FTS5 rows: every one has its group while FTS5 is not
-    deferred (``textindex.defer_fts``).
+    The matches are walked and only the given rows scored ("+": a filter on the yielded rows; as a
+    rowid constraint FTS5 parses and runs the MATCH again per id, ~1 ms each for a few OR-ed terms at
+    1M chunks, against ~0.2 us a row walked).
     """
-    marks = json.dumps(sorted(set(depths)))
+    if limit <= 0 or not gids:
+        return ()
     rows = store.conn.execute(
-        f"{_SCORED},"
-        " h AS MATERIALIZED (SELECT b, COUNT(*) AS n,"
-        " SUM(COUNT(*)) OVER (ORDER BY b ROWS UNBOUNDED PRECEDING) - COUNT(*) AS above FROM f GROUP BY b),"
-        " s AS MATERIALIZED (SELECT f.r, f.b FROM f"
-        " WHERE f.r IN (SELECT gid FROM groups WHERE id IN (SELECT value FROM json_each(?2)))),"
-        " t AS MATERIALIZED (SELECT DISTINCT s.b FROM s JOIN h ON h.b = s.b"
-        " WHERE EXISTS (SELECT 1 FROM json_each(?3) d WHERE h.above < d.value AND d.value < h.above + h.n))"
-        " SELECT 1, g.id, s.b, h.above, h.n FROM s JOIN h ON h.b = s.b JOIN groups g ON g.gid = s.r"
-        " WHERE h.above < ?4"
-        " UNION ALL SELECT 2, g.id, f.b, NULL, NULL FROM f JOIN groups g ON g.gid = f.r"
-        " WHERE f.b IN (SELECT b FROM t)"
-        " UNION ALL SELECT 3, NULL, NULL, COUNT(*), NULL FROM f",
-        (match, json.dumps(list(groups)), marks, max(depths)),
-    ).fetchall()
-    tied: dict[float, list[str]] = {}  # the ids of each straddling level, sorted
-    found = 0
-    for kind, gid, b, above, _ in rows:
-        if kind == 2:
-            tied.setdefault(b, []).append(gid)
-        elif kind == 3:
-            found = int(above)
-    for ids in tied.values():
-        ids.sort()
-    placed: list[PlacedRow] = []
-    for kind, gid, b, above, n in rows:
-        if kind != 1:
-            continue
-        for depth in sorted(set(depths)):
-            if above >= depth:
-                continue
-            if above + n <= depth or above + bisect.bisect_left(tied[b], gid) + 1 <= depth:
-                placed.append(PlacedRow(gid, b, depth))
-                break
-    placed.sort(key=lambda p: (p.bm25, p.group_id))  # SQLite's order: ids are ASCII
-    return Placed(tuple(placed), found)
+        "SELECT g.id, f.b FROM (SELECT rowid AS r, bm25(groups_fts) AS b FROM groups_fts"
+        " WHERE groups_fts MATCH ?1 AND +rowid IN (SELECT value FROM json_each(?2))) f"
+        " JOIN groups g ON g.gid = f.r ORDER BY f.b, g.id LIMIT ?3",
+        (match, json.dumps(list(gids)), limit),
+    )
+    return tuple(Bm25Row(r[0], r[1]) for r in rows)
 
 
 # -- the tantivy folder's keys -----------------------------------------------------------------------
@@ -161,14 +110,6 @@ def group_gids(store: Store, ids: Sequence[str]) -> tuple[int, ...]:
         rows = store.conn.execute(f"SELECT gid FROM groups WHERE id IN ({_marks(part)})", part)
         gids.extend(int(r[0]) for r in rows)
     return tuple(gids)
-
-
-def folder_in_step(store: Store) -> bool:
-    """Whether the tantivy folder holds exactly the index's groups: built, and no change of a group's
-    text logged since its last sync (``textindex.sync`` trims the log once the folder has them)."""
-    if store.meta("text_built") != "1":
-        return False
-    return store.conn.execute("SELECT 1 FROM text_log LIMIT 1").fetchone() is None
 
 
 def gid_group_ids(store: Store, gids: Sequence[int]) -> tuple[tuple[int, str], ...]:
