@@ -35,6 +35,8 @@ FILTERS = [
     ["family=github-general-privacy-statement", "family=github-acceptable-use-policies"],
     ["family=github-acceptable-use-policies", "version=current"],
     ["doc=LICENSE.md"],
+    ["department=security-policies"],
+    ["department=privacy-policies", "effective_date>=2024-01-01"],
     ["family=none-such"],
 ]
 #: a small pool and depth cap (the passes go 16, 128, 300 deep), without document context (whose
@@ -248,3 +250,23 @@ def test_tied_scores_are_cut_by_id(tmp_path: Path, engine: str) -> None:
         for limit in (1, 2, 3, 4, 30):
             assert [s.id for s in base.retrieve("zebra", limit)] == [s.id for s in every[:limit]]
             assert base.among("zebra", limit, scope) == [s for s in every if s.id in scope][:limit]
+
+
+def test_a_key_naming_too_many_documents_gives_way_to_another(
+    index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When one naming key holds more than MAX_NAMED_DOCUMENTS documents, another key of the filter
+    that names fewer still makes the scope; with none, groups are screened one by one."""
+    conditions = ["department=acceptable-use-policies", "family=github-acceptable-use-policies"]
+    with Index.open(index) as ix:
+        whole = _scope(ix, conditions)
+        docs = ix.store.conn.execute(
+            "SELECT COUNT(*) FROM documents WHERE department = 'acceptable-use-policies'"
+        ).fetchone()[0]
+        family = ix.store.conn.execute(
+            "SELECT COUNT(*) FROM documents WHERE family = 'github-acceptable-use-policies'"
+        ).fetchone()[0]
+        assert family < docs
+        monkeypatch.setattr(eligible, "MAX_NAMED_DOCUMENTS", family)  # the department names too many
+        assert _eligibility(ix, conditions).named() == whole
+        assert _eligibility(ix, conditions[:1]).named() is None

@@ -221,8 +221,8 @@ class QueryConfig:
     ``cap_per_doc``: at most this many hits per source document (0: no cap). ``mmr_lambda``: 1 is
     pure relevance, 0 pure diversity. ``shingle_words``: shingle size of the MMR similarity.
     ``max_candidates``: how deep retrieval may go to fill the pool when filters drop candidates; a
-    filter naming its documents (``doc``/``family`` equality) ranks their groups alone, so the depth
-    counts their groups only.
+    filter naming its documents (``doc``/``family``/``department`` equality) ranks their groups
+    alone, so the depth counts their groups only.
     ``retriever``: ``bm25`` (FTS5), ``vector`` (the index's stored embeddings), ``hybrid`` (both, by
     reciprocal rank fusion) or ``auto`` (hybrid when the index has embeddings, else bm25).
     ``context_weight``: how much a match in a cited document's context adds to a chunk's score (its

@@ -77,16 +77,16 @@ class Eligibility:
 
     def _named_groups(self) -> frozenset[str] | Literal[False]:
         """Every group with a source in a passing document, when the filter names its documents by
-        ``doc`` or ``family`` equality (indexed: a passing document is among those read here) and
-        they are at most :data:`MAX_NAMED_DOCUMENTS`; else False (the caller screens each group)."""
+        ``doc``, ``family`` or ``department`` equality (indexed: a passing document is among those read
+        here) and one such key names at most :data:`MAX_NAMED_DOCUMENTS`; else False (the caller
+        screens each group)."""
         for key, conds in self.filter.groups:
-            if key not in ("doc", "family") or any(c.op != "=" for c in conds):
+            if key not in reads.NAMING_COLUMNS or any(c.op != "=" for c in conds):
                 continue
             values = sorted({c.value for c in conds})
-            read = reads.documents if key == "doc" else reads.family_documents
-            rows = read(self.store, values)
+            rows = reads.documents_by(self.store, key, values, MAX_NAMED_DOCUMENTS + 1)
             if len(rows) > MAX_NAMED_DOCUMENTS:
-                return False
+                continue  # another key may name fewer
             self._add_docs(rows)
             return reads.document_groups(self.store, [r.doc_id for r in rows if self.passes(r.doc_id)])
         return False
@@ -112,9 +112,9 @@ class Eligibility:
 
     # -- the step ----------------------------------------------------------------------------
     def named(self) -> frozenset[str] | None:
-        """Every group :meth:`visible` can let through, when the filter names its documents (``doc``
-        or ``family`` equality, at most :data:`MAX_NAMED_DOCUMENTS`); else None (groups are screened
-        one by one)."""
+        """Every group :meth:`visible` can let through, when the filter names its documents (``doc``,
+        ``family`` or ``department`` equality, at most :data:`MAX_NAMED_DOCUMENTS`); else None (groups
+        are screened one by one)."""
         if not self.filter:
             return None
         if self._named is None:
@@ -260,7 +260,8 @@ class Eligibility:
         return max(newer) if newer and len(newer) == len(dates) else None
 
 
-#: A filter naming at most this many documents (``doc=``, ``family=``) has their groups read up front
+#: A filter naming at most this many documents (``doc=``, ``family=``, ``department=``) has their
+#: groups read up front
 MAX_NAMED_DOCUMENTS = 2_000
 #: The fields a document has as columns (every other filter key is a metadata key)
 _COLUMNS = frozenset({"doc", "department", "family", "effective_date"})

@@ -136,6 +136,27 @@ def family_documents(store: Store, families: Sequence[str]) -> tuple[DocumentFie
     return tuple(out)
 
 
+#: the document columns a filter can name its documents by (each indexed): key -> column
+NAMING_COLUMNS = {"doc": "doc_id", "family": "family", "department": "department"}
+
+
+def documents_by(store: Store, key: str, values: Sequence[str], limit: int) -> tuple[DocumentFields, ...]:
+    """The fields of the documents whose ``key`` (one of :data:`NAMING_COLUMNS`) is one of ``values``,
+    at most ``limit`` of them (a caller that finds ``limit`` knows there may be more)."""
+    column = NAMING_COLUMNS[key]  # a fixed name, never user input
+    out: list[DocumentFields] = []
+    for part in _batches(values):
+        rows = store.conn.execute(
+            "SELECT doc_id, metadata, department, family, effective_date FROM documents"
+            f" WHERE {column} IN ({_marks(part)}) LIMIT ?",
+            [*part, limit - len(out)],
+        ).fetchall()
+        out.extend(_fields(rows))
+        if len(out) >= limit:
+            break
+    return tuple(out)
+
+
 def metadata_keys(store: Store) -> frozenset[str]:
     """Every metadata key some document has."""
     rows = store.conn.execute("SELECT DISTINCT j.key FROM documents, json_each(documents.metadata) AS j")

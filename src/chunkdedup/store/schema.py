@@ -338,4 +338,12 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX pages_without_text ON pages(doc_id) WHERE has_text = 0;
         """,
     ),
+    (
+        "0016_documents_department",
+        # A department= filter names its documents like doc= and family= do (their groups are ranked
+        # on their own): found through an index, not a scan of every document row.
+        """
+        CREATE INDEX documents_department ON documents(department);
+        """,
+    ),
 )
