@@ -79,8 +79,9 @@ def parse_input(inp: InputFile, known: KnownFile, config: Config) -> ParsedInput
     if h is not None and known.content_hash in (h, h.partition(".")[0]):
         return ParsedInput(inp, h, None)
     pf = parse_file(inp, config.parse, _keep(inp, known, h))
+    stored = known.document_hashes()
     keys = tuple(
-        None if d.content_hash in known.documents else boilerplate.document_keys(d.pages, config.boilerplate)
+        None if d.content_hash in stored else boilerplate.document_keys(d.pages, config.boilerplate)
         for d in pf.documents
     )
     return ParsedInput(inp, h, pf, keys)
@@ -92,16 +93,40 @@ def _keep(inp: InputFile, known: KnownFile, fingerprint: str | None) -> Keep | N
     line for a line-numbered one), in a file whose id and manifest metadata are unchanged (else
     ``None``: every record is built and compared)."""
     context = input_context(fingerprint)
-    if not known.records or context is None or context != input_context(known.content_hash):
+    if context is None or context != input_context(known.content_hash):
         return None
     prefix = record_prefix(inp)
+    cut = len(prefix)
+    # content hash -> the record id of the file's single-page stored record with it (a record split
+    # into pages left notes: it is built again to give them), when the first in doc id order is a
+    # given id: that one, whatever the line (most records); else the ids to try, in that order (a
+    # line-numbered one is the record on its own line only)
+    given: dict[str, str] = {}
+    tried: dict[str, list[str]] = {}
+    single = False
+    for h, doc_id, n_pages in known.documents:
+        if n_pages != 1:
+            continue
+        single = True
+        if h in given or not doc_id.startswith(prefix):
+            continue
+        rid = doc_id[cut:]
+        if h in tried:
+            tried[h].append(rid)
+        elif line_numbered(rid):
+            tried[h] = [rid]
+        else:
+            given[h] = rid
+    if not single:
+        return None
 
     def keep(content_hash: str, number: int) -> str | None:
-        for doc_id in known.records.get(content_hash, ()):
-            if doc_id.startswith(prefix):
-                rid = doc_id[len(prefix) :]
-                if not line_numbered(rid) or rid == f"{NUMBER_MARK}{number}":
-                    return rid
+        rid = given.get(content_hash)
+        if rid is not None:
+            return rid
+        for rid in tried.get(content_hash, ()):
+            if not line_numbered(rid) or rid == f"{NUMBER_MARK}{number}":
+                return rid
         return None
 
     return keep

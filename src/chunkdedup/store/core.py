@@ -380,17 +380,12 @@ class Store:
         self.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
 
     def known_file(self, path: str) -> KnownFile:
-        """What the index holds of a file: its content hash while it has documents, their hashes, and
-        the ids of its single-page documents by hash."""
+        """What the index holds of a file: its content hash while it has documents, and its documents'
+        ``(content hash, doc id, pages)`` rows (as read: an unchanged file needs none of them)."""
         rows = self.conn.execute(
             "SELECT content_hash, doc_id, n_pages FROM documents WHERE file_path=? ORDER BY doc_id", (path,)
         ).fetchall()
-        hashes = frozenset(r[0] for r in rows)
-        records: dict[str, tuple[str, ...]] = {}
-        for content_hash, doc_id, n_pages in rows:
-            if n_pages == 1:  # a record split into pages left notes: it is built again to give them
-                records[content_hash] = (*records.get(content_hash, ()), doc_id)
-        return KnownFile(self.file_hash(path) if hashes else None, hashes, records)
+        return KnownFile(self.file_hash(path) if rows else None, tuple(rows))
 
     def docs_of_file(self, path: str) -> list[str]:
         rows = self.conn.execute("SELECT doc_id FROM documents WHERE file_path=? ORDER BY doc_id", (path,))
