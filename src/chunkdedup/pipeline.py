@@ -409,12 +409,12 @@ def decide_chrome(store: Store, cfg: Config) -> None:
     settings = key_hash(json.dumps(cfg.to_dict()["boilerplate"], sort_keys=True))
     if store.chrome_decided(settings):
         return
-    chrome: dict[int, int] = {}
-    if bp.enabled:
-        total = store.unit_total()
-        counts = store.key_unit_counts(bp.min_units)
-        chrome = {k: n for k, n in counts.items() if boilerplate.is_chrome(n, total, bp)}
     with store.transaction():
+        chrome: dict[int, int] = {}
+        if bp.enabled:
+            total = store.unit_total()
+            counts = store.kept_key_unit_counts(bp.min_units, settings)  # the changed keys recounted
+            chrome = {k: n for k, n in counts.items() if boilerplate.is_chrome(n, total, bp)}
         store.set_chrome(chrome, settings)
 
 
