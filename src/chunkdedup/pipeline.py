@@ -37,7 +37,16 @@ from chunkdedup.execute import Executor, LocalExecutor, StageClock
 from chunkdedup.normalize import key_hash
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
-from chunkdedup.stages import ChunkedBatch, ChunkJob, ParsedInput, ParseJob, chunk_documents, parse_inputs
+from chunkdedup.stages import (
+    ChunkedBatch,
+    ChunkJob,
+    ParsedInput,
+    ParseJob,
+    chunk_documents,
+    fingerprint_inputs,
+    is_unchanged,
+    parse_inputs,
+)
 from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
 from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
@@ -302,26 +311,37 @@ def _parse_phase(
                 )
         pending.clear()
 
+    # The files are hashed first (on the executor) and only the changed ones parsed: what the index
+    # knows of a file's documents (a read of every row of its own) is then read for those alone, not
+    # for the unchanged shards that are most of an incremental run's files.
+    hashes: list[str | None] = [None] * len(inputs)
+    if same_parse and inputs:
+        parts = (tuple(inputs[i : i + PARSE_JOB_FILES]) for i in range(0, len(inputs), PARSE_JOB_FILES))
+        hashes = [h for part in executor.map(fingerprint_inputs, parts) for h in part]
+    unchanged = [is_unchanged(h, store.known_hash(str(i.path))) for i, h in zip(inputs, hashes, strict=True)]
+    todo = [i for i in range(len(inputs)) if not unchanged[i]]
+
     def known(inp: InputFile) -> KnownFile:
         return store.known_file(str(inp.path)) if same_parse else KnownFile()
 
     def jobs() -> Iterator[ParseJob]:
-        for i in range(0, len(inputs), PARSE_JOB_FILES):
-            part = inputs[i : i + PARSE_JOB_FILES]
-            yield ParseJob(tuple((inp, known(inp)) for inp in part), cfg)
+        for lo in range(0, len(todo), PARSE_JOB_FILES):
+            part = todo[lo : lo + PARSE_JOB_FILES]
+            files = tuple((inputs[i], known(inputs[i])) for i in part)
+            yield ParseJob(files, cfg, tuple(hashes[i] for i in part))
 
     tick("parse", 0, len(inputs))
-    done = 0
-    for batch in executor.map(parse_inputs, jobs()):
-        for p in batch:
-            pending.append(p)
-            if p.parsed is not None:
-                chars += sum(len(pg.text) for d in p.parsed.documents for pg in d.pages)
-            if len(pending) >= STORE_BATCH or chars >= STORE_BATCH_CHARS:
-                flush()
-                chars = 0
-        done += len(batch)
-        tick("parse", done, len(inputs))
+    parsed = (p for batch in executor.map(parse_inputs, jobs()) for p in batch)
+    for done, (inp, h, same) in enumerate(zip(inputs, hashes, unchanged, strict=True), start=1):
+        p = ParsedInput(inp, h, None) if same else next(parsed)
+        pending.append(p)
+        if p.parsed is not None:
+            chars += sum(len(pg.text) for d in p.parsed.documents for pg in d.pages)
+        if len(pending) >= STORE_BATCH or chars >= STORE_BATCH_CHARS:
+            flush()
+            chars = 0
+        if done % PARSE_JOB_FILES == 0 or done == len(inputs):
+            tick("parse", done, len(inputs))
     if pending:
         flush()
     return results

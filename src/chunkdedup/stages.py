@@ -32,6 +32,9 @@ class ParseJob:
 
     files: tuple[tuple[InputFile, KnownFile], ...]
     config: Config
+    #: each file's input fingerprint, when the caller hashed the files already (``None`` or none
+    #: given: hashed here)
+    fingerprints: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,15 +71,37 @@ class ChunkedBatch:
     bands: tuple[tuple[str, list[int]], ...]
 
 
-def parse_input(inp: InputFile, known: KnownFile, config: Config) -> ParsedInput:
-    """Hash, parse and key one file (unchanged when its hash is the known one; a document whose
-    content hash is known gets no keys)."""
-    try:
-        h: str | None = input_fingerprint(inp)
-    except OSError as e:
-        return ParsedInput(inp, None, ParsedFile(str(inp.path), (), FileStatus.FAILED, f"cannot read: {e}"))
-    # an index written before fingerprints had their id-and-metadata part holds the first part alone
-    if h is not None and known.content_hash in (h, h.partition(".")[0]):
+def fingerprint_inputs(files: tuple[InputFile, ...]) -> tuple[str | None, ...]:
+    """Each file's input fingerprint (``None``: it cannot be read; its parse will say why)."""
+    out: list[str | None] = []
+    for inp in files:
+        try:
+            out.append(input_fingerprint(inp))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def is_unchanged(fingerprint: str | None, known_hash: str | None) -> bool:
+    """Whether a file whose input fingerprint is ``fingerprint`` is the one the index holds (its
+    ``KnownFile.content_hash``): an index written before fingerprints had their id-and-metadata part
+    holds the first part alone."""
+    return fingerprint is not None and known_hash in (fingerprint, fingerprint.partition(".")[0])
+
+
+def parse_input(
+    inp: InputFile, known: KnownFile, config: Config, fingerprint: str | None = None
+) -> ParsedInput:
+    """Hash (unless ``fingerprint`` is given), parse and key one file (unchanged when its hash is the
+    known one; a document whose content hash is known gets no keys)."""
+    h: str | None = fingerprint
+    if h is None:
+        try:
+            h = input_fingerprint(inp)
+        except OSError as e:
+            failed = ParsedFile(str(inp.path), (), FileStatus.FAILED, f"cannot read: {e}")
+            return ParsedInput(inp, None, failed)
+    if is_unchanged(h, known.content_hash):
         return ParsedInput(inp, h, None)
     pf = parse_file(inp, config.parse, _keep(inp, known, h))
     stored = known.document_hashes()
@@ -134,7 +159,10 @@ def _keep(inp: InputFile, known: KnownFile, fingerprint: str | None) -> Keep | N
 
 def parse_inputs(job: ParseJob) -> tuple[ParsedInput, ...]:
     """:func:`parse_input` over a job's files, in order."""
-    return tuple(parse_input(inp, known, job.config) for inp, known in job.files)
+    hashed = job.fingerprints or (None,) * len(job.files)
+    return tuple(
+        parse_input(inp, known, job.config, h) for (inp, known), h in zip(job.files, hashed, strict=True)
+    )
 
 
 def chunk_pages(doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config) -> KeyedDocument:
@@ -185,6 +213,8 @@ __all__ = [
     "ParsedInput",
     "chunk_documents",
     "chunk_pages",
+    "fingerprint_inputs",
+    "is_unchanged",
     "parse_input",
     "parse_inputs",
 ]

@@ -387,6 +387,11 @@ class Store:
         ).fetchall()
         return KnownFile(self.file_hash(path) if rows else None, tuple(rows))
 
+    def known_hash(self, path: str) -> str | None:
+        """:meth:`known_file`'s content hash alone (two index lookups): enough to tell an unchanged file."""
+        has = self.conn.execute("SELECT 1 FROM documents WHERE file_path=? LIMIT 1", (path,)).fetchone()
+        return self.file_hash(path) if has is not None else None
+
     def docs_of_file(self, path: str) -> list[str]:
         rows = self.conn.execute("SELECT doc_id FROM documents WHERE file_path=? ORDER BY doc_id", (path,))
         return [r[0] for r in rows]
