@@ -303,11 +303,16 @@ def _parse_phase(
     last = store.last_config()
     same_parse = last is None or last.to_dict()["parse"] == cfg.to_dict()["parse"]
 
+    # the stored doc ids of each changed file, from what the parse job was given (a file's documents
+    # change only when that file is stored: the same ids at its flush), so they are not read again
+    stored: dict[str, tuple[str, ...]] = {}
+
     def flush() -> None:
         with store.transaction():
             for p in pending:
+                ids = stored.pop(str(p.input.path), None)
                 results.append(
-                    store_file(store, p.input, p.content_hash, p.parsed, cfg, run_id, p.keys, same_parse)
+                    store_file(store, p.input, p.content_hash, p.parsed, cfg, run_id, p.keys, same_parse, ids)
                 )
         pending.clear()
 
@@ -322,7 +327,11 @@ def _parse_phase(
     todo = [i for i in range(len(inputs)) if not unchanged[i]]
 
     def known(inp: InputFile) -> KnownFile:
-        return store.known_file(str(inp.path)) if same_parse else KnownFile()
+        if not same_parse:
+            return KnownFile()
+        held = store.known_file(str(inp.path))
+        stored[str(inp.path)] = tuple(row[1] for row in held.documents)
+        return held
 
     def jobs() -> Iterator[ParseJob]:
         for lo in range(0, len(todo), PARSE_JOB_FILES):
@@ -356,10 +365,12 @@ def store_file(
     run_id: int,
     keys: Sequence[boilerplate.DocumentKeys | None] = (),
     keep_unchanged: bool = True,
+    stored: Sequence[str] | None = None,
 ) -> FileResult:
     """Write one file's outcome; its new and changed documents go in pending chunking, with their
     boilerplate candidate keys (``keys[i]`` for ``pf.documents[i]`` when the parse stage computed them,
-    else computed here)."""
+    else computed here). ``stored``: the file's stored doc ids (``Store.docs_of_file``), when the caller
+    has them."""
     path = str(inp.path)
     if pf is None:
         return FileResult(path, FileStatus.UNCHANGED, tuple(store.docs_of_file(path)))
@@ -381,7 +392,7 @@ def store_file(
             store.put_file(path, None, str(FileStatus.FAILED), taken, run_id)
             return FileResult(path, FileStatus.FAILED, (), taken)
     new_ids = {d.doc_id for d in pf.documents} | set(pf.kept)
-    for old in store.docs_of_file(path):
+    for old in stored if stored is not None else store.docs_of_file(path):
         if old not in new_ids:
             store.remove_document(old, run_id)
     # a record stored exactly as it is parsed now (of a JSONL or Parquet file changed elsewhere) is
