@@ -13,8 +13,10 @@ CLI's), on a copy of the index the fresh row wrote:
 * ``1% new, one shard``: 1% new records in a new shard;
 * ``1% edited + 1% new``: both.
 
-Printed: seconds, the share of the fresh row, documents chunked, and whether the export equals a
-fresh ingest of the same final corpus (checked for every row but the fresh one).
+Printed: wall seconds and CPU seconds (the process's user + system) with their shares of the fresh
+row's, documents chunked, and whether the export equals a fresh ingest of the same final corpus
+(checked for every row but the fresh one). Before each timed run the copied index is synced to disk,
+so the run's checkpoint does not wait for the copy's write-back.
 
 Example:
     python benchmarks/incremental.py --records 50000
@@ -27,6 +29,7 @@ import json
 import os
 import platform
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -77,15 +80,19 @@ def _add(corpus: Path, share: float, seed: int) -> int:
     return len(out)
 
 
-def _ingest(corpus: Path, index: Path, extra: list[str]) -> tuple[float, dict[str, Any]]:
+def _ingest(corpus: Path, index: Path, extra: list[str]) -> tuple[float, float, dict[str, Any]]:
+    """One ``chunkdedup ingest`` process: its wall seconds, its CPU seconds (user + system), its totals."""
     chunkdedup = str(Path(sys.executable).with_name("chunkdedup"))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         [chunkdedup, "ingest", str(corpus), "--index", str(index), "--json", *extra],
         check=True, capture_output=True, text=True,
     )
     seconds = time.perf_counter() - start
-    return seconds, json.loads(done.stdout)["totals"]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, cpu, json.loads(done.stdout)["totals"]
 
 
 def _export(index: Path) -> list[Any]:
@@ -114,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         counts = write_corpus(pristine, args.records)
         shutil.copytree(pristine, corpus)
         fresh_index = Path(tmp) / "fresh.sqlite"
-        fresh_s, totals = _ingest(corpus, fresh_index, extra)
+        fresh_s, fresh_cpu, totals = _ingest(corpus, fresh_index, extra)
         chunked = totals["documents_chunked"]
-        rows.append({"row": "fresh", "seconds": fresh_s, "chunked": chunked, "same": None})
+        rows.append({"row": "fresh", "seconds": fresh_s, "cpu": fresh_cpu, "chunked": chunked, "same": None})
         changes: list[tuple[str, Callable[[Path], int]]] = [
             ("no change", lambda c: 0),
             ("1% edited, every shard", lambda c: _edit(c, 0.01, 1)),
@@ -133,19 +140,25 @@ def main(argv: list[str] | None = None) -> int:
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
             shutil.copy(fresh_index, index)
             changed = change(corpus)
-            seconds, totals = _ingest(corpus, index, extra)
+            # the copy's and the corpus's dirty pages are written back now, not during the timed run
+            # (whose checkpoint's fsync would wait for the whole copied index: about a second)
+            os.sync()
+            seconds, cpu, totals = _ingest(corpus, index, extra)
             _ingest(corpus, reference, extra)
             rows.append({
-                "row": name, "records_changed": changed, "seconds": seconds,
+                "row": name, "records_changed": changed, "seconds": seconds, "cpu": cpu,
                 "chunked": totals["documents_chunked"], "same": _export(index) == _export(reference),
             })
     table = Table(title=f"{counts['records']:,} one-chunk JSONL records; chunkdedup ingest {' '.join(extra)}")
-    for col in ("row", "seconds", "share of fresh", "documents chunked", "export = fresh ingest"):
+    columns = (
+        "row", "seconds", "share of fresh", "CPU s", "CPU share", "documents chunked", "export = fresh ingest"
+    )
+    for col in columns:
         table.add_column(col, justify="left" if col == "row" else "right")
     for r in rows:
         table.add_row(
-            r["row"], f"{r['seconds']:.1f}", f"{r['seconds'] / fresh_s:.1%}", f"{r['chunked']:,}",
-            "" if r["same"] is None else str(r["same"]),
+            r["row"], f"{r['seconds']:.2f}", f"{r['seconds'] / fresh_s:.1%}", f"{r['cpu']:.2f}",
+            f"{r['cpu'] / fresh_cpu:.1%}", f"{r['chunked']:,}", "" if r["same"] is None else str(r["same"]),
         )
     Console(width=130).print(table)
     result = {

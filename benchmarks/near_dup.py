@@ -72,8 +72,12 @@ from chunkdedup.dedup.lsh import (
     leader_cluster_checked,
     verified_edges_flat,
 )
-from chunkdedup.dedup.minhash import MinHasher, fmix64
+from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.normalize import exact_key
+
+# the library's kernels are built on first call (chunkdedup.dedup.jit); this module's own njit
+# functions call fmix64 as a global, so they take its dispatcher (numba types that one from the start)
+fmix64 = minhash.fmix64.dispatcher()  # type: ignore[attr-defined]
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"

@@ -564,8 +564,10 @@ def test_the_chrome_is_counted_again_only_after_a_documents_keys_changed(
     index = tmp_path / "i.sqlite"
     ingest([corpus], index, config=cfg)
     counted: list[int] = []
-    real = Store.key_unit_counts
-    monkeypatch.setattr(Store, "key_unit_counts", lambda self, m: counted.append(m) or real(self, m))
+    real = Store.kept_key_unit_counts
+    monkeypatch.setattr(
+        Store, "kept_key_unit_counts", lambda self, m, stamp: counted.append(m) or real(self, m, stamp)
+    )
     ingest([corpus], index, config=cfg)
     assert counted == []
     _write_corpus(corpus, 1, footer_in=set())  # doc000 loses the footer: 3 of 10, not chrome
@@ -582,6 +584,54 @@ def test_the_chrome_is_counted_again_only_after_a_documents_keys_changed(
     assert counted == [3, 4, 4, 3]
     fresh = tmp_path / "fresh.sqlite"
     ingest([corpus], fresh, config=cfg)
+    assert snapshot(index) == snapshot(fresh)
+
+
+def test_kept_key_unit_counts_equal_a_full_count_after_every_kind_of_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deciding the chrome recounts only the keys a run changed (store/keyunits.py), never all of
+    them: after a key gained and lost, documents added, a unit (family) change, a removal and a prune,
+    the kept counts equal a full count of the tables, and the index equals a fresh ingest."""
+    from chunkdedup.store import keyunits
+
+    cfg = Config(boilerplate=BoilerplateConfig(min_units=2))
+    corpus = tmp_path / "c"
+    _write_corpus(corpus, 10, footer_in={0, 1, 2, 3})
+    manifest = tmp_path / "manifest.jsonl"
+
+    def families(of: dict[int, str]) -> None:
+        manifest.write_text(
+            "".join(json.dumps({"path": f"c/doc{i:03d}.md", "family": f}) + "\n" for i, f in of.items())
+        )
+
+    def run(**kw: Any) -> None:
+        ingest([corpus], index, config=cfg, manifest=manifest, **kw)
+        with Store.open(index) as store:
+            kept = dict(store.conn.execute("SELECT khash, units FROM key_units").fetchall())
+            assert kept == store.key_unit_counts(2) and kept  # the footer, at least
+            assert store.conn.execute("SELECT COUNT(*) FROM stale_keys").fetchone()[0] == 0
+
+    families({0: "f", 1: "f"})
+    index = tmp_path / "i.sqlite"
+    run()
+    # from here on a full count fails: every decision below recounts the changed keys only
+    with monkeypatch.context() as m:
+        m.setattr(keyunits, "_COUNT_ALL", "SELECT no_such_column FROM doc_keys")
+        _write_corpus(corpus, 1, footer_in={4}, start=4)  # doc004 gains the footer
+        run()
+        _write_corpus(corpus, 1, footer_in=set(), start=2)  # doc002 loses it (a unit of its own)
+        run()
+        _write_corpus(corpus, 2, footer_in={10, 11}, start=10)  # new documents with it
+        run()
+        families({0: "f", 1: "f", 2: "f", 3: "f"})  # doc002 and doc003 join family f: fewer units
+        run()
+        remove_documents(index, ["c/doc004.md"])
+        (corpus / "doc004.md").unlink()
+        (corpus / "doc011.md").unlink()
+        run(prune=True)
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh, config=cfg, manifest=manifest)
     assert snapshot(index) == snapshot(fresh)
 
 

@@ -11,6 +11,7 @@ import re
 import time
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fpdf import FPDF
@@ -434,3 +435,68 @@ def test_unreadable_manifest_is_an_input_error(tmp_path: Path) -> None:
 def test_file_hash_streams_to_the_bytes_hash(tmp_path: Path) -> None:
     data = random.Random(1).randbytes(3 * (1 << 20) + 17)
     assert file_hash(_write(tmp_path, "blob.bin", data)) == bytes_hash(data)
+
+
+_BOM = "\ufeff".encode()
+_LINE_BYTES = st.lists(
+    st.sampled_from(
+        [b"a", b" ", b"\n", b"\r", b"\x00", b"\t", "é".encode(), "\u3000".encode(), b"\xff", b"{}"]
+    ),
+    max_size=40,
+)
+
+
+@given(_LINE_BYTES.map(b"".join), st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_plain_utf8_lines_are_the_decoded_texts_lines(body: bytes, bom: bool) -> None:
+    """Where plain_utf8 holds, the byte lines decode to decode_text's lines one for one (so a line's
+    bytes hash is the hash of its text's UTF-8, and a kept line's place is its place in the text)."""
+    from chunkdedup.parse.text import decode_text, line_views, plain_utf8
+
+    data = (_BOM if bom else b"") + body
+    views = [bytes(v) for v in line_views(data)]
+    assert views == data.split(b"\n")
+    if plain_utf8(data):
+        assert [v.decode("utf-8") for v in views] == decode_text(data).split("\n")
+
+
+def test_a_changed_shard_that_is_not_plain_utf8_keeps_its_known_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shard with CRLF line ends, a BOM or cp1252 bytes is read as text (not as byte lines): its
+    unchanged records are still known, and the re-run equals a fresh ingest; a line of Unicode
+    whitespace alone is blank on both paths."""
+    from chunkdedup import ingest
+    from test_ingest import _count_built_records, snapshot
+
+    records = [
+        {"id": f"r{i}", "text": f"Record {i} says refunds take {i} days. Café rules."} for i in range(6)
+    ]
+    for name, encode in (
+        ("crlf", lambda t: t.replace("\n", "\r\n").encode("utf-8")),
+        ("bom", lambda t: "\ufeff".encode() + t.encode("utf-8")),
+        ("cp1252", lambda t: t.encode("cp1252")),
+        ("plain", lambda t: t.encode("utf-8")),
+    ):
+        corpus = tmp_path / name / "corpus"
+        corpus.mkdir(parents=True)
+        shard = corpus / "records.jsonl"
+
+        def write(recs: list[dict[str, str]], encode: Any = encode, shard: Path = shard) -> None:
+            lines = [json.dumps(r, ensure_ascii=False) for r in recs]
+            shard.write_bytes(encode("\n".join([lines[0], "\xa0 ", *lines[1:]]) + "\n"))
+
+        write(records)
+        index = tmp_path / name / "i.sqlite"
+        ingest([corpus], index)
+        edited = [*records[:2], {**records[2], "text": "Record 2 says refunds take 9 days."}, *records[3:]]
+        write(edited)
+        with monkeypatch.context() as m:
+            built = _count_built_records(m)
+            again = ingest([corpus], index)
+        assert built == [4], name  # the edited record's line (the blank line 2 is never built)
+        assert again.totals["documents_chunked"] == 1, name
+        fresh = tmp_path / name / "fresh.sqlite"
+        report = ingest([corpus], fresh)
+        assert again.files[0].doc_ids == report.files[0].doc_ids
+        assert snapshot(index) == snapshot(fresh), name

@@ -15,15 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.markup import escape as markup_escape
-from rich.table import Table
 
 from chunkdedup.cli_support import EXIT_FILES_FAILED, cli_errors, progress_bar, safe_block, safe_text
 from chunkdedup.config import Config
 from chunkdedup.store.index import Index
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from chunkdedup.pipeline import IngestReport
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -41,7 +40,22 @@ json_option = click.option(
 
 
 def _stdout() -> Console:
+    from rich.console import Console  # rich is loaded for human output only (not for --json)
+
     return Console(highlight=False, soft_wrap=True)
+
+
+def _table(*columns: str, **options: Any) -> Any:
+    from rich.table import Table
+
+    return Table(*columns, **options)
+
+
+def markup_escape(text: str) -> str:
+    """``rich.markup.escape``."""
+    from rich.markup import escape
+
+    return escape(text)
 
 
 #: The commands of ``cli_eval``, loaded with it (and the evaluation stack) only when one is run or listed.
@@ -199,7 +213,7 @@ def _print_report(report: IngestReport, index_path: Path) -> None:
         f"{t['variant_pairs']} version pairs kept apart by the number/date guard)"
     )
     if report.top_stripped:
-        table = Table(
+        table = _table(
             "docs", "pages", "scope", "example", title="top stripped boilerplate", title_justify="left"
         )
         for b in report.top_stripped[:5]:
@@ -372,7 +386,7 @@ def boilerplate_cmd(index_path: Path, limit: int, as_json: bool) -> None:
             "pages, and no block on enough documents (README: 'Boilerplate, statistically')"
         )
         return
-    table = Table("docs", "pages", "scope", "key", "example")
+    table = _table("docs", "pages", "scope", "key", "example")
     for k in keys:
         table.add_row(
             str(k.doc_count),

@@ -90,11 +90,14 @@ def _escape(c: str) -> str:
 @contextlib.contextmanager
 def progress_bar(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
     """A rich progress bar on a terminal (stderr), nothing otherwise."""
+    if not enabled:  # (--json): rich is not even loaded
+        yield None
+        return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     err = Console(stderr=True)
-    if not enabled or not err.is_terminal:
+    if not err.is_terminal:
         yield None
         return
     columns = (TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

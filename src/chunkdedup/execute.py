@@ -17,14 +17,12 @@ Example:
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -33,6 +31,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from chunkdedup.errors import ConfigError
 
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from chunkdedup.config import NearConfig
     from chunkdedup.store import Store
 
@@ -129,6 +129,8 @@ def _start_method() -> str:
     """A fork server where there is one (POSIX): a worker forked from it holds none of the driver's
     descriptors. A plain fork would hand every worker the index's writer lock (``flock`` on a file
     descriptor), and a worker left running after a killed driver would keep the index locked."""
+    import multiprocessing
+
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
@@ -188,6 +190,10 @@ class LocalExecutor(Executor):
             self._pool = None
 
     def _started(self) -> ProcessPoolExecutor:
+        # imported with the first pool: a run whose jobs all run here never loads multiprocessing
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 self.workers,
@@ -203,6 +209,8 @@ class LocalExecutor(Executor):
         if self.workers <= 1 or self._depth == 0 or len(first) < 2:
             yield from map(fn, itertools.chain(first, it))
             return
+        from concurrent.futures import Future
+
         pool = self._started()
         yield from in_order(
             lambda item: pool.submit(fn, item),

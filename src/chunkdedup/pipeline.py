@@ -37,7 +37,16 @@ from chunkdedup.execute import Executor, LocalExecutor, StageClock
 from chunkdedup.normalize import key_hash
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
-from chunkdedup.stages import ChunkedBatch, ChunkJob, ParsedInput, ParseJob, chunk_documents, parse_inputs
+from chunkdedup.stages import (
+    ChunkedBatch,
+    ChunkJob,
+    ParsedInput,
+    ParseJob,
+    chunk_documents,
+    fingerprint_inputs,
+    is_unchanged,
+    parse_inputs,
+)
 from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
 from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
@@ -294,34 +303,54 @@ def _parse_phase(
     last = store.last_config()
     same_parse = last is None or last.to_dict()["parse"] == cfg.to_dict()["parse"]
 
+    # the stored doc ids of each changed file, from what the parse job was given (a file's documents
+    # change only when that file is stored: the same ids at its flush), so they are not read again
+    stored: dict[str, tuple[str, ...]] = {}
+
     def flush() -> None:
         with store.transaction():
             for p in pending:
+                ids = stored.pop(str(p.input.path), None)
                 results.append(
-                    store_file(store, p.input, p.content_hash, p.parsed, cfg, run_id, p.keys, same_parse)
+                    store_file(store, p.input, p.content_hash, p.parsed, cfg, run_id, p.keys, same_parse, ids)
                 )
         pending.clear()
 
+    # The files are hashed first (on the executor) and only the changed ones parsed: what the index
+    # knows of a file's documents (a read of every row of its own) is then read for those alone, not
+    # for the unchanged shards that are most of an incremental run's files.
+    hashes: list[str | None] = [None] * len(inputs)
+    if same_parse and inputs:
+        parts = (tuple(inputs[i : i + PARSE_JOB_FILES]) for i in range(0, len(inputs), PARSE_JOB_FILES))
+        hashes = [h for part in executor.map(fingerprint_inputs, parts) for h in part]
+    unchanged = [is_unchanged(h, store.known_hash(str(i.path))) for i, h in zip(inputs, hashes, strict=True)]
+    todo = [i for i in range(len(inputs)) if not unchanged[i]]
+
     def known(inp: InputFile) -> KnownFile:
-        return store.known_file(str(inp.path)) if same_parse else KnownFile()
+        if not same_parse:
+            return KnownFile()
+        held = store.known_file(str(inp.path))
+        stored[str(inp.path)] = tuple(row[1] for row in held.documents)
+        return held
 
     def jobs() -> Iterator[ParseJob]:
-        for i in range(0, len(inputs), PARSE_JOB_FILES):
-            part = inputs[i : i + PARSE_JOB_FILES]
-            yield ParseJob(tuple((inp, known(inp)) for inp in part), cfg)
+        for lo in range(0, len(todo), PARSE_JOB_FILES):
+            part = todo[lo : lo + PARSE_JOB_FILES]
+            files = tuple((inputs[i], known(inputs[i])) for i in part)
+            yield ParseJob(files, cfg, tuple(hashes[i] for i in part))
 
     tick("parse", 0, len(inputs))
-    done = 0
-    for batch in executor.map(parse_inputs, jobs()):
-        for p in batch:
-            pending.append(p)
-            if p.parsed is not None:
-                chars += sum(len(pg.text) for d in p.parsed.documents for pg in d.pages)
-            if len(pending) >= STORE_BATCH or chars >= STORE_BATCH_CHARS:
-                flush()
-                chars = 0
-        done += len(batch)
-        tick("parse", done, len(inputs))
+    parsed = (p for batch in executor.map(parse_inputs, jobs()) for p in batch)
+    for done, (inp, h, same) in enumerate(zip(inputs, hashes, unchanged, strict=True), start=1):
+        p = ParsedInput(inp, h, None) if same else next(parsed)
+        pending.append(p)
+        if p.parsed is not None:
+            chars += sum(len(pg.text) for d in p.parsed.documents for pg in d.pages)
+        if len(pending) >= STORE_BATCH or chars >= STORE_BATCH_CHARS:
+            flush()
+            chars = 0
+        if done % PARSE_JOB_FILES == 0 or done == len(inputs):
+            tick("parse", done, len(inputs))
     if pending:
         flush()
     return results
@@ -336,10 +365,12 @@ def store_file(
     run_id: int,
     keys: Sequence[boilerplate.DocumentKeys | None] = (),
     keep_unchanged: bool = True,
+    stored: Sequence[str] | None = None,
 ) -> FileResult:
     """Write one file's outcome; its new and changed documents go in pending chunking, with their
     boilerplate candidate keys (``keys[i]`` for ``pf.documents[i]`` when the parse stage computed them,
-    else computed here)."""
+    else computed here). ``stored``: the file's stored doc ids (``Store.docs_of_file``), when the caller
+    has them."""
     path = str(inp.path)
     if pf is None:
         return FileResult(path, FileStatus.UNCHANGED, tuple(store.docs_of_file(path)))
@@ -361,7 +392,7 @@ def store_file(
             store.put_file(path, None, str(FileStatus.FAILED), taken, run_id)
             return FileResult(path, FileStatus.FAILED, (), taken)
     new_ids = {d.doc_id for d in pf.documents} | set(pf.kept)
-    for old in store.docs_of_file(path):
+    for old in stored if stored is not None else store.docs_of_file(path):
         if old not in new_ids:
             store.remove_document(old, run_id)
     # a record stored exactly as it is parsed now (of a JSONL or Parquet file changed elsewhere) is
@@ -409,12 +440,12 @@ def decide_chrome(store: Store, cfg: Config) -> None:
     settings = key_hash(json.dumps(cfg.to_dict()["boilerplate"], sort_keys=True))
     if store.chrome_decided(settings):
         return
-    chrome: dict[int, int] = {}
-    if bp.enabled:
-        total = store.unit_total()
-        counts = store.key_unit_counts(bp.min_units)
-        chrome = {k: n for k, n in counts.items() if boilerplate.is_chrome(n, total, bp)}
     with store.transaction():
+        chrome: dict[int, int] = {}
+        if bp.enabled:
+            total = store.unit_total()
+            counts = store.kept_key_unit_counts(bp.min_units, settings)  # the changed keys recounted
+            chrome = {k: n for k, n in counts.items() if boilerplate.is_chrome(n, total, bp)}
         store.set_chrome(chrome, settings)
 
 

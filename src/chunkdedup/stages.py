@@ -32,6 +32,9 @@ class ParseJob:
 
     files: tuple[tuple[InputFile, KnownFile], ...]
     config: Config
+    #: each file's input fingerprint, when the caller hashed the files already (``None`` or none
+    #: given: hashed here)
+    fingerprints: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,19 +71,42 @@ class ChunkedBatch:
     bands: tuple[tuple[str, list[int]], ...]
 
 
-def parse_input(inp: InputFile, known: KnownFile, config: Config) -> ParsedInput:
-    """Hash, parse and key one file (unchanged when its hash is the known one; a document whose
-    content hash is known gets no keys)."""
-    try:
-        h: str | None = input_fingerprint(inp)
-    except OSError as e:
-        return ParsedInput(inp, None, ParsedFile(str(inp.path), (), FileStatus.FAILED, f"cannot read: {e}"))
-    # an index written before fingerprints had their id-and-metadata part holds the first part alone
-    if h is not None and known.content_hash in (h, h.partition(".")[0]):
+def fingerprint_inputs(files: tuple[InputFile, ...]) -> tuple[str | None, ...]:
+    """Each file's input fingerprint (``None``: it cannot be read; its parse will say why)."""
+    out: list[str | None] = []
+    for inp in files:
+        try:
+            out.append(input_fingerprint(inp))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def is_unchanged(fingerprint: str | None, known_hash: str | None) -> bool:
+    """Whether a file whose input fingerprint is ``fingerprint`` is the one the index holds (its
+    ``KnownFile.content_hash``): an index written before fingerprints had their id-and-metadata part
+    holds the first part alone."""
+    return fingerprint is not None and known_hash in (fingerprint, fingerprint.partition(".")[0])
+
+
+def parse_input(
+    inp: InputFile, known: KnownFile, config: Config, fingerprint: str | None = None
+) -> ParsedInput:
+    """Hash (unless ``fingerprint`` is given), parse and key one file (unchanged when its hash is the
+    known one; a document whose content hash is known gets no keys)."""
+    h: str | None = fingerprint
+    if h is None:
+        try:
+            h = input_fingerprint(inp)
+        except OSError as e:
+            failed = ParsedFile(str(inp.path), (), FileStatus.FAILED, f"cannot read: {e}")
+            return ParsedInput(inp, None, failed)
+    if is_unchanged(h, known.content_hash):
         return ParsedInput(inp, h, None)
     pf = parse_file(inp, config.parse, _keep(inp, known, h))
+    stored = known.document_hashes()
     keys = tuple(
-        None if d.content_hash in known.documents else boilerplate.document_keys(d.pages, config.boilerplate)
+        None if d.content_hash in stored else boilerplate.document_keys(d.pages, config.boilerplate)
         for d in pf.documents
     )
     return ParsedInput(inp, h, pf, keys)
@@ -92,16 +118,40 @@ def _keep(inp: InputFile, known: KnownFile, fingerprint: str | None) -> Keep | N
     line for a line-numbered one), in a file whose id and manifest metadata are unchanged (else
     ``None``: every record is built and compared)."""
     context = input_context(fingerprint)
-    if not known.records or context is None or context != input_context(known.content_hash):
+    if context is None or context != input_context(known.content_hash):
         return None
     prefix = record_prefix(inp)
+    cut = len(prefix)
+    # content hash -> the record id of the file's single-page stored record with it (a record split
+    # into pages left notes: it is built again to give them), when the first in doc id order is a
+    # given id: that one, whatever the line (most records); else the ids to try, in that order (a
+    # line-numbered one is the record on its own line only)
+    given: dict[str, str] = {}
+    tried: dict[str, list[str]] = {}
+    single = False
+    for h, doc_id, n_pages in known.documents:
+        if n_pages != 1:
+            continue
+        single = True
+        if h in given or not doc_id.startswith(prefix):
+            continue
+        rid = doc_id[cut:]
+        if h in tried:
+            tried[h].append(rid)
+        elif line_numbered(rid):
+            tried[h] = [rid]
+        else:
+            given[h] = rid
+    if not single:
+        return None
 
     def keep(content_hash: str, number: int) -> str | None:
-        for doc_id in known.records.get(content_hash, ()):
-            if doc_id.startswith(prefix):
-                rid = doc_id[len(prefix) :]
-                if not line_numbered(rid) or rid == f"{NUMBER_MARK}{number}":
-                    return rid
+        rid = given.get(content_hash)
+        if rid is not None:
+            return rid
+        for rid in tried.get(content_hash, ()):
+            if not line_numbered(rid) or rid == f"{NUMBER_MARK}{number}":
+                return rid
         return None
 
     return keep
@@ -109,7 +159,10 @@ def _keep(inp: InputFile, known: KnownFile, fingerprint: str | None) -> Keep | N
 
 def parse_inputs(job: ParseJob) -> tuple[ParsedInput, ...]:
     """:func:`parse_input` over a job's files, in order."""
-    return tuple(parse_input(inp, known, job.config) for inp, known in job.files)
+    hashed = job.fingerprints or (None,) * len(job.files)
+    return tuple(
+        parse_input(inp, known, job.config, h) for (inp, known), h in zip(job.files, hashed, strict=True)
+    )
 
 
 def chunk_pages(doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config) -> KeyedDocument:
@@ -160,6 +213,8 @@ __all__ = [
     "ParsedInput",
     "chunk_documents",
     "chunk_pages",
+    "fingerprint_inputs",
+    "is_unchanged",
     "parse_input",
     "parse_inputs",
 ]

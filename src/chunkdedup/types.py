@@ -163,14 +163,21 @@ class CanonicalChunk:
 @dataclass(frozen=True, slots=True)
 class KnownFile:
     """What an index holds of an input file: its content hash (``None``: none), so an unchanged file
-    is only hashed, and its documents' content hashes, so a changed JSONL or Parquet file's unchanged
-    records are not keyed again (they are not stored again either)."""
+    is only hashed, and its documents, so a changed JSONL or Parquet file's unchanged records are not
+    keyed again (they are not stored again either).
+
+    ``documents`` holds ``(content hash, doc id, pages)`` of each of the file's documents, by doc id,
+    as the store reads them: what a changed file is compared with (:meth:`document_hashes`, the
+    records known by their bytes) is made from them for a changed file only, not for the unchanged
+    ones that are most of an incremental run's files.
+    """
 
     content_hash: str | None = None
-    documents: frozenset[str] = frozenset()
-    #: content hash -> the ids of the file's single-page documents with it: a record whose hash and
-    #: place match one is not parsed again (when the input's id and manifest metadata are unchanged)
-    records: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    documents: tuple[tuple[str, str, int], ...] = ()
+
+    def document_hashes(self) -> frozenset[str]:
+        """The content hashes of the file's documents."""
+        return frozenset(row[0] for row in self.documents)
 
 
 @dataclass(frozen=True, slots=True)

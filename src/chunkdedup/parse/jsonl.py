@@ -6,10 +6,12 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 
+from xxhash import xxh3_128_hexdigest
+
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
 from chunkdedup.parse.base import Extracted, Extraction, Keep, parse_date
-from chunkdedup.parse.text import decode_text
+from chunkdedup.parse.text import decode_text, line_views, plain_utf8
 from chunkdedup.types import Page
 
 #: Ids derived from a line (row) number start with this mark; an explicit id that starts with it gets it
@@ -93,7 +95,25 @@ class JsonlParser:
     def parse_known(self, data: bytes, keep: Keep) -> Extraction:
         """``parse``, but a line whose hash and number ``keep`` names a stored record by is only listed:
         hashing a line costs a small share of decoding and building it (an edit to 1% of a sharded
-        corpus's records re-reads every shard)."""
+        corpus's records re-reads every shard). A plain UTF-8 file's lines are hashed as the bytes
+        they are (:func:`~chunkdedup.parse.text.utf8_lines`), and only the others decoded."""
+        if not plain_utf8(data):
+            return self._parse_known_text(data, keep)
+        items: list[tuple[int, Callable[[], Extracted] | str]] = []
+        append = items.append
+        for number, line in enumerate(line_views(data), start=1):
+            h = xxh3_128_hexdigest(line)  # bytes_hash of the line's bytes, read in place
+            rid = keep(h, number)
+            if rid is not None:  # a stored record's line: not blank
+                append((number, rid))
+                continue
+            text = bytes(line).decode("utf-8")
+            if text.strip():  # else blank, as parse() skips it
+                append((number, partial(parse_record, text, number, h)))
+        return gather_records(items, noun="record", unit="line")
+
+    def _parse_known_text(self, data: bytes, keep: Keep) -> Extraction:
+        """``parse_known`` over the decoded text (a file that is not plain UTF-8)."""
         items: list[tuple[int, Callable[[], Extracted] | str]] = []
         for number, line in enumerate(decode_text(data).split("\n"), start=1):
             if not line.strip():
@@ -121,6 +141,7 @@ def gather_records(
     for number, build in items:
         if isinstance(build, str):
             rid = build
+            kept.append(rid)
         else:
             try:
                 record = build()
@@ -128,6 +149,7 @@ def gather_records(
                 notes.append(f"{unit} {number}: {e.reason}")
                 continue
             rid = record.record_id or ""
+            records.append(record)
         if rid in seen:
             raise ParseError(
                 f"record id {rid!r} is used on {unit}s {seen[rid]} and {number}: "
@@ -135,10 +157,6 @@ def gather_records(
             )
         seen[rid] = number
         order.append(rid)
-        if isinstance(build, str):
-            kept.append(rid)
-        else:
-            records.append(record)
     if not records and not kept:
         raise ParseError(f"no usable {noun}; first problem: {notes[0]}" if notes else f"no {noun}s")
     if not kept:

@@ -153,8 +153,9 @@ def parse_file(inp: InputFile, config: ParseConfig, keep: Keep | None = None) ->
             _document(inp, _split_long_pages(ex, config.max_page_chars, split_notes), whole)
             for ex in extraction.documents
         )
-        kept = tuple(_record_doc_id(inp, rid) for rid in extraction.kept)
-        order = tuple(_record_doc_id(inp, rid) for rid in extraction.order) if kept else ()
+        prefix = record_prefix(inp)  # _record_doc_id, for each of a file's (many) records
+        kept = tuple(prefix + rid for rid in extraction.kept)
+        order = tuple(prefix + rid for rid in extraction.order) if kept else ()
     except ParseError as e:
         return ParsedFile(path, (), FileStatus.SKIPPED if e.skipped else FileStatus.FAILED, e.reason)
     except RecursionError:

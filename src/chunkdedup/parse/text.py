@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+from collections.abc import Iterator
 
 from chunkdedup.errors import ParseError
 from chunkdedup.parse.base import Extracted, Extraction
@@ -47,6 +48,35 @@ def decode_noted(data: bytes) -> tuple[str, str | None]:
     """
     text, note = _decode(data)
     return text.replace("\r\n", "\n").replace("\r", "\n"), note
+
+
+def plain_utf8(data: bytes) -> bool:
+    """Whether :func:`decode_text` reads ``data`` as plain UTF-8 and changes nothing (no BOM, no
+    ``\\r``, no NUL): then line ``i`` of ``data.split(b"\\n")`` decoded is line ``i`` of
+    ``decode_text(data).split("\\n")``, and its bytes are that line's UTF-8 (a byte ``\\n`` never
+    occurs inside a UTF-8 sequence). A multi-record file's lines can then be hashed as the bytes they
+    are, and only the lines that need it decoded."""
+    if b"\r" in data or b"\x00" in data or data.startswith(codecs.BOM_UTF8):
+        return False
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def line_views(data: bytes) -> Iterator[memoryview]:
+    """The lines of ``data.split(b"\\n")``, as views of ``data`` (no copies: a shard's lines are
+    hashed, and most never read again)."""
+    view = memoryview(data)
+    find = data.find
+    start = 0
+    while (end := find(b"\n", start)) >= 0:
+        yield view[start:end]
+        start = end + 1
+    yield view[start:]
 
 
 def _decode(data: bytes) -> tuple[str, str | None]:

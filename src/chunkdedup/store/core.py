@@ -26,7 +26,7 @@ from chunkdedup.config import Config
 from chunkdedup.context import ContextSource, running_lines
 from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
-from chunkdedup.store import counts
+from chunkdedup.store import counts, keyunits
 from chunkdedup.store.chunk_tables import ChunkTables, rows_for_ids, staged_rows
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
@@ -380,17 +380,17 @@ class Store:
         self.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
 
     def known_file(self, path: str) -> KnownFile:
-        """What the index holds of a file: its content hash while it has documents, their hashes, and
-        the ids of its single-page documents by hash."""
+        """What the index holds of a file: its content hash while it has documents, and its documents'
+        ``(content hash, doc id, pages)`` rows (as read: an unchanged file needs none of them)."""
         rows = self.conn.execute(
             "SELECT content_hash, doc_id, n_pages FROM documents WHERE file_path=? ORDER BY doc_id", (path,)
         ).fetchall()
-        hashes = frozenset(r[0] for r in rows)
-        records: dict[str, tuple[str, ...]] = {}
-        for content_hash, doc_id, n_pages in rows:
-            if n_pages == 1:  # a record split into pages left notes: it is built again to give them
-                records[content_hash] = (*records.get(content_hash, ()), doc_id)
-        return KnownFile(self.file_hash(path) if hashes else None, hashes, records)
+        return KnownFile(self.file_hash(path) if rows else None, tuple(rows))
+
+    def known_hash(self, path: str) -> str | None:
+        """:meth:`known_file`'s content hash alone (two index lookups): enough to tell an unchanged file."""
+        has = self.conn.execute("SELECT 1 FROM documents WHERE file_path=? LIMIT 1", (path,)).fetchone()
+        return self.file_hash(path) if has is not None else None
 
     def docs_of_file(self, path: str) -> list[str]:
         rows = self.conn.execute("SELECT doc_id FROM documents WHERE file_path=? ORDER BY doc_id", (path,))
@@ -452,17 +452,20 @@ class Store:
         corpus chrome is to be decided again (:meth:`chrome_decided`)."""
         if items:
             self.set_meta(_CHROME_STALE, "1")
+        keyunits.mark_docs(self.conn, [doc_id for doc_id, _ in items])  # their units may change too
         self.conn.executemany("DELETE FROM doc_keys WHERE doc_id=?", [(doc_id,) for doc_id, _ in items])
         rows: list[tuple[int, str, int]] = []
         for doc_id, keys in items:
             hashes = {key_id(k): 0 for k in keys.strippable} | {key_id(k): 1 for k in keys.candidates}
             rows.extend((h, doc_id, counted) for h, counted in sorted(hashes.items()))
         self.conn.executemany("INSERT INTO doc_keys(khash, doc_id, counted) VALUES (?, ?, ?)", rows)
+        keyunits.mark_keys(self.conn, sorted({r[0] for r in rows if r[2] == 1}))
 
     def remove_document(self, doc_id: str, run_id: int) -> int:
         """Remove a document and only its sources; returns how many canonicals it touched."""
         touched = self.chunks.drop_doc_sources(doc_id, run_id)
         self.set_meta(_CHROME_STALE, "1")  # its units and keys no longer count
+        keyunits.mark_docs(self.conn, [doc_id])
         for table in ("pages", "doc_keys", "doc_chrome", "stripped", "contexts", "documents"):
             self.conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
         return touched
@@ -544,6 +547,12 @@ class Store:
     # -- boilerplate statistics ----------------------------------------------------------------
     def unit_total(self) -> int:
         return int(self.conn.execute("SELECT COUNT(DISTINCT unit) FROM documents").fetchone()[0])
+
+    def kept_key_unit_counts(self, min_units: int, settings: str) -> dict[int, int]:
+        """:meth:`key_unit_counts`, from the counts kept under the boilerplate ``settings`` with only
+        the keys changed since recounted (:mod:`~chunkdedup.store.keyunits`); stores them (call inside
+        a write transaction)."""
+        return keyunits.counts(self.conn, min_units, settings)
 
     def key_unit_counts(self, min_units: int) -> dict[int, int]:
         """Units (families or documents) per candidate key, for keys in at least ``min_units``."""

@@ -346,4 +346,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX documents_department ON documents(department);
         """,
     ),
+    (
+        "0017_key_units",
+        # Units per candidate key kept between runs, and the keys a run changed, so deciding the
+        # chrome recounts only those (store/keyunits.py); nothing is kept until the next decision.
+        """
+        CREATE TABLE key_units(khash INTEGER PRIMARY KEY, units INTEGER NOT NULL);
+        CREATE TABLE stale_keys(khash INTEGER PRIMARY KEY);
+        """,
+    ),
 )

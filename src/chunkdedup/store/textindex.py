@@ -35,7 +35,6 @@ from typing import Any
 
 from chunkdedup.errors import ConfigError, MissingExtraError
 from chunkdedup.store import Store
-from chunkdedup.store.topk import fts5_totals
 
 ENGINES = ("fts5", "tantivy")
 #: From about this many texts (exact-key groups) FTS5's p95 per question passes ~200 ms on 2 cores:
@@ -81,6 +80,8 @@ def tantivy_command(index: str | Path) -> str:
 
 def fts5_rows(store: Store) -> int:
     """How many texts ``groups_fts`` holds, from FTS5's own totals record (one row read, no count)."""
+    from chunkdedup.store.topk import fts5_totals  # the query-side reads, only when asked
+
     totals = fts5_totals(store.conn)
     return totals[0] if totals else 0
 
