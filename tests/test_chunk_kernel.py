@@ -62,6 +62,7 @@ ADVERSARIAL = [
     "((((((((no. X and ((((((((word. Y and abcdefg. Z",
     "# Title  \n\u00a0\nbody. Next\n\n- item. (e.g. More) \u2003\n",
     "p\x00. Next. e\x00g. Next. \x00. Next.",
+    "Lone \ud800. Next \udfff. X\ud83d. Y. Emoji 🙅. Next 🍾! Then 𝐀. B. 𝟙. item\n𝟙. x",
     "End!) Next. End?” Next. End.’ Next. End.] Next. End.)] Next. x.'.') Next",
     "Tab.\tNext. Vtab.\x0bNext. Many.   \n  \n  Next.",
     "- starts with item\n- and more.\n\n1. first. Second sentence here.\n2. next",

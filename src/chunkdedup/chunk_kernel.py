@@ -113,7 +113,7 @@ def proxy(text: str) -> U8Array:
     """One byte per character of ``text``: ASCII as itself, any other character as its class byte."""
     if text.isascii():
         return np.frombuffer(text.encode("ascii"), np.uint8)
-    points = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)  # a lone surrogate too
     out = points.astype(np.uint8)
     high = points >= 128
     chars, where = np.unique(points[high], return_inverse=True)
