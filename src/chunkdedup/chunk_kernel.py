@@ -109,16 +109,31 @@ _LONGEST = max(map(len, _ABBREVIATIONS))
 assert _LONGEST <= 7, "an abbreviation's code holds at most 7 characters"
 
 
+# The class byte of every character of the Basic Multilingual Plane (ASCII as itself).
+_BMP = np.array([i if i < 128 else _class_of(chr(i)) for i in range(1 << 16)], np.uint8)
+
+
 def proxy(text: str) -> U8Array:
     """One byte per character of ``text``: ASCII as itself, any other character as its class byte."""
     if text.isascii():
         return np.frombuffer(text.encode("ascii"), np.uint8)
-    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)  # a lone surrogate too
+    units = np.frombuffer(text.encode("utf-16-le", "surrogatepass"), np.uint16)  # a lone surrogate too
+    if units.size == len(text):  # no character beyond the BMP: one UTF-16 unit each
+        return _lookup(units, _BMP)
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
     out = points.astype(np.uint8)
     high = points >= 128
     chars, where = np.unique(points[high], return_inverse=True)
     classes = np.array([_class_of(chr(c)) for c in chars.tolist()], np.uint8)
     out[high] = classes[where]
+    return out
+
+
+@kernel
+def _lookup(units: npt.NDArray[np.uint16], table: U8Array) -> U8Array:  # pragma: no cover - compiled
+    out = np.empty(units.size, np.uint8)
+    for i in range(units.size):
+        out[i] = table[units[i]]
     return out
 
 
