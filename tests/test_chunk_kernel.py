@@ -4,6 +4,7 @@ of the rules' edge cases, and against the plain chunker the fast paths were firs
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,11 +12,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from chunkdedup import boilerplate
+from chunkdedup import boilerplate, pipeline
 from chunkdedup.chunk import chunk_document, chunk_page
 from chunkdedup.config import ChunkConfig, Config
 from chunkdedup.parse import discover, parse_file
 from chunkdedup.types import Document, FileStatus, Page
+from export_reference import REFERENCE, corpora, digests
 from test_text_fast_paths import _TRICKY, _plain_chunk_page, texts
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -119,3 +121,13 @@ def test_real_documents_chunk_as_the_regex_chunker(name: str) -> None:
             for config in _CONFIGS:
                 got = chunk_document(doc.doc_id, pages, config, compiled=True)
                 assert got == chunk_document(doc.doc_id, pages, config), (doc.doc_id, config)
+
+
+@pytest.mark.parametrize("name", sorted(json.loads(REFERENCE.read_text(encoding="utf-8"))))
+def test_an_ingest_with_every_chunk_job_compiled_writes_the_reference_index(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference corpora are small enough for the regex chunker; here every job chunks compiled."""
+    monkeypatch.setattr(pipeline, "NUMPY_CHARS", -1)
+    index = corpora()[name](tmp_path / "index.sqlite")
+    assert digests(index) == json.loads(REFERENCE.read_text(encoding="utf-8"))[name]
