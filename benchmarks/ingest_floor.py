@@ -15,7 +15,7 @@ stage table, no reads of text the process holds):
    the next run's "unchanged" check);
 2. boilerplate keys: ``boilerplate.document_keys`` per document;
 3. chrome: distinct units per candidate key (a dict of sets), ``boilerplate.is_chrome`` on each;
-4. strip + chunk + exact key: ``stages.chunk_pages`` per document (``boilerplate.strip``,
+4. strip + chunk + exact key: ``stages.chunk_pages(..., compiled=True)`` per document (``boilerplate.strip``,
    ``chunk.chunk_document``, ``dedup.exact.key_chunk``);
 5. exact groups: chunks grouped by canonical id, each group's smallest (doc_id, page, start) source
    its representative;
@@ -176,6 +176,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
     import numpy as np
 
     from chunkdedup import boilerplate
+    from chunkdedup.chunk import chunk_document
     from chunkdedup.config import Config
     from chunkdedup.context import ContextSource, document_contexts, running_lines
     from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument
@@ -186,7 +187,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
     from chunkdedup.stages import chunk_pages
     from chunkdedup.store.core import document_row
     from chunkdedup.store.pagetext import PageCodec
-    from chunkdedup.types import Document, FileStatus, GroupRow
+    from chunkdedup.types import Document, FileStatus, GroupRow, Page
 
     cfg = Config()
     bp, near = cfg.boilerplate, cfg.near
@@ -205,6 +206,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
             near.linkage,
             toy_keys,
         )
+        chunk_document("toy", (Page(1, "A b.\nC d. E f."),), cfg.chunk, compiled=True)
 
     with clock("parse"):
         docs: list[Document] = []
@@ -229,10 +231,11 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
 
     with clock("chunk_pages"):
         # each document with the chrome keys it holds, as the ingest's chunk jobs carry them
-        keyed_docs: list[KeyedDocument] = [
-            chunk_pages(d.doc_id, d.pages, chrome_ids & {boilerplate.key_id(k) for k in dk.strippable}, cfg)
-            for d, dk in zip(docs, doc_keys, strict=True)
-        ]
+        # (compiled, as the ingest's chunk jobs of a run this size chunk)
+        keyed_docs: list[KeyedDocument] = []
+        for d, dk in zip(docs, doc_keys, strict=True):
+            held = chrome_ids & {boilerplate.key_id(k) for k in dk.strippable}
+            keyed_docs.append(chunk_pages(d.doc_id, d.pages, held, cfg, compiled=True))
 
     with clock("exact_groups"):
         members: dict[str, list[KeyedChunk]] = {}

@@ -57,9 +57,14 @@ class _Block(NamedTuple):
     counted: bool
 
 
-def _page_blocks(page: Page, config: BoilerplateConfig, *, edges: bool = False) -> list[_Block]:
+def _page_blocks(
+    page: Page, config: BoilerplateConfig, *, edges: bool = False, lines: bool = True
+) -> list[_Block]:
     """Split a page into blocks of consecutive non-blank lines, marking edge lines; ``edges``: key only
-    the edge lines (every other line and block gets the empty key, as a line too long for one does)."""
+    the edge lines (every other line and block gets the empty key, as a line too long for one does);
+    ``lines=False``: key a line only when it stands on an edge or is a block of its own, the only line
+    keys :func:`document_keys` and a :func:`strip` without ``always_strip`` read (in a PDF page most
+    lines are inside a paragraph's block: their keys are most of the work)."""
     limit = config.max_block_chars
     text = page.text
     if "\n" not in text:  # one line (a record): one block, on the edge, unless it is blank
@@ -70,15 +75,22 @@ def _page_blocks(page: Page, config: BoilerplateConfig, *, edges: bool = False) 
     nonblank = [i for i, line in enumerate(raw) if line and not line.isspace()]  # line.strip(), uncopied
     n = config.edge_lines
     edge = set(nonblank[:n]) | set(nonblank[-n:])
+    every = lines and not edges  # key every line (else edge lines, and a line that is a block alone)
+    last = len(nonblank) - 1
     blocks: list[_Block] = []
     current: list[_Line] = []
-    for i in nonblank:
+    for j, i in enumerate(nonblank):
         if current and current[-1].at != i - 1:
-            blocks.append(_block(current, config))
+            blocks.append(_block(current, config, edges=edges))
             current = []
         line = raw[i]
         on_edge = i in edge
-        keyed = len(line) <= limit and (on_edge or not edges)
+        if len(line) > limit:
+            keyed = False
+        elif on_edge or every:
+            keyed = True
+        else:  # a line alone in its block: its key is the block's
+            keyed = not edges and not current and (j == last or nonblank[j + 1] != i + 1)
         current.append(_Line(i, line, boilerplate_key(line) if keyed else "", on_edge))
     if current:
         blocks.append(_block(current, config, edges=edges))
@@ -98,8 +110,10 @@ def _block(lines: list[_Line], config: BoilerplateConfig, *, edges: bool = False
     return _Block(tuple(lines), key, counted)
 
 
-def _layout(pages: Sequence[Page], config: BoilerplateConfig, *, edges: bool = False) -> list[list[_Block]]:
-    return [_page_blocks(page, config, edges=edges) for page in pages]
+def _layout(
+    pages: Sequence[Page], config: BoilerplateConfig, *, edges: bool = False, lines: bool = True
+) -> list[list[_Block]]:
+    return [_page_blocks(page, config, edges=edges, lines=lines) for page in pages]
 
 
 def _edge_lines(blocks: Sequence[_Block]) -> Iterator[_Line]:
@@ -156,7 +170,7 @@ def document_keys(pages: Sequence[Page], config: BoilerplateConfig) -> DocumentK
     few pages of a long filing ("Three Months Ended") is not a page-edge line of that filing; a
     footer on every page is, and so is the last line of a one-page policy.
     """
-    layout = _layout(pages, config)
+    layout = _layout(pages, config, lines=False)  # it reads block keys and edge-line keys only
     n, seen = _edge_key_pages(layout)
     need = math.ceil(config.running_share * n)
     counted = {b.key for blocks in layout for b in blocks if b.counted}
@@ -200,7 +214,8 @@ def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateCon
         # only running lines can go, and they are edge lines: no other line or block needs its key
         layout = _layout(pages, config, edges=True)
     else:
-        layout = _layout(pages, config)
+        # a forced key is looked for on every line; chrome only on blocks and edge lines
+        layout = _layout(pages, config, lines=bool(forced))
     running = _running(layout, config) - keep
 
     def is_chrome_key(key: str) -> bool:

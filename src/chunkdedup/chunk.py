@@ -249,8 +249,12 @@ def _pieces(text: str, config: ChunkConfig) -> Iterator[tuple[int, int, int]]:
             yield part[0][0], part[-1][1], len(part)
 
 
-def chunk_page(doc_id: str, page: Page, config: ChunkConfig) -> list[Chunk]:
-    """Pack a page's sentences into chunks of about ``target_words`` words."""
+def chunk_page(doc_id: str, page: Page, config: ChunkConfig, *, compiled: bool = False) -> list[Chunk]:
+    """Pack a page's sentences into chunks of about ``target_words`` words.
+
+    ``compiled``: find the chunks with the compiled walk of :mod:`chunkdedup.chunk_kernel` (the same
+    chunks; worth numba's start-up only over many pages).
+    """
     text = page.text
     if "\n" not in text and fits_words(text, config.target_words):
         # No paragraph break to end a chunk at, and every word fits one (max_words >= target_words):
@@ -260,6 +264,8 @@ def chunk_page(doc_id: str, page: Page, config: ChunkConfig) -> list[Chunk]:
             return []
         start = len(text) - len(text.lstrip())
         return [Chunk(doc_id, page.number, start, start + len(stripped), stripped)]
+    if compiled:
+        return _compiled_chunks(doc_id, page, config)
     chunks: list[Chunk] = []
     start = end = -1
     words = 0
@@ -281,9 +287,20 @@ def chunk_page(doc_id: str, page: Page, config: ChunkConfig) -> list[Chunk]:
     return chunks
 
 
-def chunk_document(doc_id: str, pages: Sequence[Page], config: ChunkConfig) -> list[Chunk]:
-    """Chunk every page of a cleaned document, in page order."""
+def _compiled_chunks(doc_id: str, page: Page, config: ChunkConfig) -> list[Chunk]:
+    from chunkdedup.chunk_kernel import chunk_spans  # numpy and the kernel: only when asked for
+
+    text = page.text
+    spans = chunk_spans(text, config.target_words, config.max_words, config.paragraph_words)
+    number = page.number
+    return [Chunk(doc_id, number, s, e, text[s:e]) for s, e in zip(spans[::2], spans[1::2], strict=True)]
+
+
+def chunk_document(
+    doc_id: str, pages: Sequence[Page], config: ChunkConfig, *, compiled: bool = False
+) -> list[Chunk]:
+    """Chunk every page of a cleaned document, in page order (``compiled``: see :func:`chunk_page`)."""
     out: list[Chunk] = []
     for page in pages:
-        out.extend(chunk_page(doc_id, page, config))
+        out.extend(chunk_page(doc_id, page, config, compiled=compiled))
     return out

@@ -53,8 +53,8 @@ class ChunkJob:
     """Documents to chunk, ``(doc_id, pages)``, each with the corpus chrome keys it holds (its
     strippable keys that are chrome: the only ones :func:`~chunkdedup.boilerplate.strip` can match in
     it, so a document holding none is stripped of running lines alone, or left as it is); ``compiled``:
-    sign with the numba kernels (else the NumPy paths, the same band keys: a small run never loads
-    numba; see :class:`~chunkdedup.dedup.minhash.MinHasher`)."""
+    chunk and sign with the numba kernels (else the regex chunker and the NumPy paths, the same chunks
+    and band keys: a small run never loads numba; see :class:`~chunkdedup.dedup.minhash.MinHasher`)."""
 
     documents: tuple[tuple[str, tuple[Page, ...]], ...]
     chrome: tuple[frozenset[int], ...]
@@ -165,14 +165,17 @@ def parse_inputs(job: ParseJob) -> tuple[ParsedInput, ...]:
     )
 
 
-def chunk_pages(doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config) -> KeyedDocument:
-    """Strip, chunk and key one document."""
+def chunk_pages(
+    doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config, *, compiled: bool = False
+) -> KeyedDocument:
+    """Strip, chunk and key one document (``compiled``: chunk with the compiled walk, the same chunks)."""
     if cfg.boilerplate.enabled:
         result = boilerplate.strip(pages, chrome, cfg.boilerplate)
         clean, stripped = result.pages, result.stripped
     else:
         clean, stripped = tuple(pages), ()
-    keyed = [k for k in map(key_chunk, chunk_document(doc_id, clean, cfg.chunk)) if k is not None]
+    chunks = chunk_document(doc_id, clean, cfg.chunk, compiled=compiled)
+    keyed = [k for k in map(key_chunk, chunks) if k is not None]
     if not cfg.dedup.exact:
         keyed = [_unique(k) for k in keyed]
     return KeyedDocument(doc_id, clean, tuple(keyed), stripped)
@@ -188,7 +191,7 @@ def chunk_documents(job: ChunkJob) -> ChunkedBatch:
     """:func:`chunk_pages` over a job's documents, then the band keys of each group they hold."""
     cfg = job.config
     docs = tuple(
-        chunk_pages(doc_id, pages, chrome, cfg)
+        chunk_pages(doc_id, pages, chrome, cfg, compiled=job.compiled)
         for (doc_id, pages), chrome in zip(job.documents, job.chrome, strict=True)
     )
     if not cfg.near.enabled:
