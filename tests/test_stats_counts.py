@@ -247,3 +247,21 @@ def test_keep_counts_stores_them_for_an_index_of_an_older_version(policy_copy: P
         store.keep_counts()
     assert _stored(policy_copy) == _live(policy_copy)
     assert _stats(policy_copy) == _live_stats(policy_copy)
+
+
+def test_the_reported_size_is_the_files_once_the_run_ends(tmp_path: Path) -> None:
+    """``index_bytes`` is the database's size (pages times page size), not the file plus a write-ahead
+    log still holding the run's pages: what the report of an ingest says is what the file holds after
+    it, and a reader during a later write sees the size as of the last commit."""
+    index = tmp_path / "i.sqlite"
+    report = ingest([POLICY], index, manifest=POLICY_MANIFEST)
+    wal = index.with_name(index.name + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0  # the last connection checkpointed it
+    assert report.totals["index_bytes"] == index.stat().st_size
+    with Store.open(index) as store:
+        store.conn.execute("CREATE TABLE filler(x BLOB)")
+        store.conn.execute("INSERT INTO filler VALUES (zeroblob(1000000))")  # autocommit: in the log
+        assert wal.stat().st_size > 1_000_000
+        with Index.open(index) as ix:
+            assert ix.stats()["index_bytes"] > report.totals["index_bytes"] + 900_000
+            assert ix.stats()["index_bytes"] < index.stat().st_size + wal.stat().st_size
