@@ -255,6 +255,6 @@ def canonical_id(key: str) -> str:
     return "c" + key_hash(key)[:24]
 
 
-def bytes_hash(data: bytes) -> str:
-    """A content hash of raw file bytes."""
+def bytes_hash(data: bytes | memoryview) -> str:
+    """A content hash of raw file bytes (a view of them is read in place)."""
     return xxhash.xxh3_128_hexdigest(data)

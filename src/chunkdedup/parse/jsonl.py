@@ -6,8 +6,6 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 
-from xxhash import xxh3_128_hexdigest
-
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
 from chunkdedup.parse.base import Extracted, Extraction, Keep, parse_date
@@ -96,13 +94,13 @@ class JsonlParser:
         """``parse``, but a line whose hash and number ``keep`` names a stored record by is only listed:
         hashing a line costs a small share of decoding and building it (an edit to 1% of a sharded
         corpus's records re-reads every shard). A plain UTF-8 file's lines are hashed as the bytes
-        they are (:func:`~chunkdedup.parse.text.utf8_lines`), and only the others decoded."""
+        they are (:func:`~chunkdedup.parse.text.line_views`), and only the others decoded."""
         if not plain_utf8(data):
             return self._parse_known_text(data, keep)
         items: list[tuple[int, Callable[[], Extracted] | str]] = []
         append = items.append
         for number, line in enumerate(line_views(data), start=1):
-            h = xxh3_128_hexdigest(line)  # bytes_hash of the line's bytes, read in place
+            h = bytes_hash(line)  # the line's bytes, read in place
             rid = keep(h, number)
             if rid is not None:  # a stored record's line: not blank
                 append((number, rid))
