@@ -77,17 +77,33 @@ def _fields(rows: list[Any]) -> list[DocumentFields]:
 
 
 # -- documents ---------------------------------------------------------------------------------------
-def documents(store: Store, doc_ids: Sequence[str]) -> tuple[DocumentFields, ...]:
-    """The fields of these documents (ids not in the index are left out)."""
+#: the document columns a filter can name its documents by (each indexed): key -> column
+NAMING_COLUMNS = {"doc": "doc_id", "family": "family", "department": "department"}
+
+
+def documents_by(
+    store: Store, key: str, values: Sequence[str], limit: int = -1
+) -> tuple[DocumentFields, ...]:
+    """The fields of the documents whose ``key`` (one of :data:`NAMING_COLUMNS`) is one of ``values``;
+    at most ``limit`` of them when it is given (a caller that finds ``limit`` knows there may be
+    more)."""
+    column = NAMING_COLUMNS[key]  # a fixed name, never user input
     out: list[DocumentFields] = []
-    for part in _batches(doc_ids):
+    for part in _batches(values):
         rows = store.conn.execute(
             "SELECT doc_id, metadata, department, family, effective_date FROM documents"
-            f" WHERE doc_id IN ({_marks(part)})",
-            part,
+            f" WHERE {column} IN ({_marks(part)}) LIMIT ?",
+            [*part, limit - len(out) if limit >= 0 else -1],
         ).fetchall()
         out.extend(_fields(rows))
+        if 0 <= limit <= len(out):
+            break
     return tuple(out)
+
+
+def documents(store: Store, doc_ids: Sequence[str]) -> tuple[DocumentFields, ...]:
+    """The fields of these documents (ids not in the index are left out)."""
+    return documents_by(store, "doc", doc_ids)
 
 
 def group_documents(
@@ -125,36 +141,7 @@ def document_groups(store: Store, doc_ids: Sequence[str]) -> frozenset[str]:
 
 def family_documents(store: Store, families: Sequence[str]) -> tuple[DocumentFields, ...]:
     """The fields of every document of these families."""
-    out: list[DocumentFields] = []
-    for part in _batches(families):
-        rows = store.conn.execute(
-            "SELECT doc_id, metadata, department, family, effective_date FROM documents"
-            f" WHERE family IN ({_marks(part)})",
-            part,
-        ).fetchall()
-        out.extend(_fields(rows))
-    return tuple(out)
-
-
-#: the document columns a filter can name its documents by (each indexed): key -> column
-NAMING_COLUMNS = {"doc": "doc_id", "family": "family", "department": "department"}
-
-
-def documents_by(store: Store, key: str, values: Sequence[str], limit: int) -> tuple[DocumentFields, ...]:
-    """The fields of the documents whose ``key`` (one of :data:`NAMING_COLUMNS`) is one of ``values``,
-    at most ``limit`` of them (a caller that finds ``limit`` knows there may be more)."""
-    column = NAMING_COLUMNS[key]  # a fixed name, never user input
-    out: list[DocumentFields] = []
-    for part in _batches(values):
-        rows = store.conn.execute(
-            "SELECT doc_id, metadata, department, family, effective_date FROM documents"
-            f" WHERE {column} IN ({_marks(part)}) LIMIT ?",
-            [*part, limit - len(out)],
-        ).fetchall()
-        out.extend(_fields(rows))
-        if len(out) >= limit:
-            break
-    return tuple(out)
+    return documents_by(store, "family", families)
 
 
 def metadata_keys(store: Store) -> frozenset[str]:
