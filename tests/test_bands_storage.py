@@ -67,3 +67,53 @@ def test_one_scan_of_the_bands_finds_every_groups_neighbours(policy_index: Path)
         scanned = store.chunks.all_band_neighbours()
     assert len(scanned) > 50
     assert scanned == joined
+
+
+def _band_state(conn: sqlite3.Connection) -> tuple[list[tuple[int, int]], list[tuple[str, int | None]]]:
+    bands = conn.execute("SELECT band_key, gid FROM bands ORDER BY 1, 2").fetchall()
+    signed = conn.execute("SELECT id, signed FROM groups ORDER BY id").fetchall()
+    return bands, signed
+
+
+def test_a_first_ingest_writes_from_memory_the_bands_the_stage_writes(
+    policy_index: Path, tmp_path: Path
+) -> None:
+    """put_first_bands (a first ingest's band keys, held in memory) writes the rows, the index and the
+    signed marks that the stage and its SQL merge write for the same keys, and its table gives the
+    band neighbours a scan of the bands gives; a group gone since, or named twice, changes nothing."""
+    import numpy as np
+
+    from chunkdedup.clusters import _table_neighbours
+    from chunkdedup.config import Config
+    from chunkdedup.dedup.minhash import MinHasher
+    from chunkdedup.dedup.near import sign_keys
+    from chunkdedup.normalize import exact_key
+
+    near = Config().near
+    with Store.open(policy_index) as store:
+        groups = store.conn.execute("SELECT id, text FROM groups ORDER BY gid DESC").fetchall()
+        stored = _band_state(store.conn)
+    _, keys = sign_keys(MinHasher.from_config(near), [exact_key(t) for _, t in groups], near)
+    ids = [g for g, _ in groups] + ["gone-since", groups[0][0]]  # a dropped group, and one named again
+    keys = np.concatenate((keys, keys[:1], keys[:1]))
+    states = []
+    for way in ("stage", "memory"):
+        index = tmp_path / f"{way}.sqlite"
+        shutil.copy(policy_index, index)
+        with Store.open(index) as store, store.transaction():
+            store.conn.execute("DELETE FROM bands")
+            store.conn.execute("UPDATE groups SET signed = NULL")
+            assert not store.chunks.has_bands()
+            if way == "stage":
+                store.chunks.sign_groups(zip(ids, keys.tolist(), strict=True))
+                assert store.chunks.merge_bands() == len(stored[0])
+            else:
+                table = store.chunks.put_first_bands(ids, keys)
+                assert table is not None and table.keys.size == len(stored[0])
+                assert _table_neighbours(table) == store.chunks.all_band_neighbours()
+                assert sum(map(len, _table_neighbours(table).values())) > 100  # the corpus has candidates
+                assert store.chunks.put_first_bands(ids, keys) is None  # bands hold rows now
+            states.append(_band_state(store.conn))
+            indexes = store.conn.execute("SELECT name FROM sqlite_master WHERE tbl_name='bands'").fetchall()
+            assert ("bands_gid",) in indexes
+    assert states[0] == states[1] == stored  # the ingest's own rows, too

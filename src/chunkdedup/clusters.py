@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from chunkdedup.dedup.near import Edges, NearEdges
     from chunkdedup.embed import Embedder
+    from chunkdedup.store.chunk_tables import BandTable
 
 _SIGN_BATCH = 4096
 #: dirty groups whose band neighbours one join reads
@@ -31,6 +32,39 @@ _NEIGHBOUR_BLOCK = 4096
 #: all neighbours from one scan of the bands once at least 1/this of the groups are dirty (the scan costs
 #: about 23 us a group, the joins about 53 us a dirty one, at 100k chunks)
 _WHOLE_SCAN_SHARE = 2
+
+
+class HeldBands:
+    """The band keys of a first ingest's groups, held from the chunk phase to the cluster pass, which
+    writes them into the empty bands in one ordered insert and reads the band neighbours from them
+    (:meth:`~chunkdedup.store.chunk_tables.ChunkTables.put_first_bands`). Until then the groups are
+    not marked signed: a run stopped before leaves them to be signed again from their texts."""
+
+    def __init__(self, hashing: str) -> None:
+        self.hashing = hashing  # the hashing settings the keys were made under
+        self._ids: list[str] = []
+        self._keys: list[np.ndarray] = []
+        self._seen: set[str] = set()
+
+    def add(self, ids: Sequence[str], keys: np.ndarray) -> int:
+        """Hold the band keys of groups ``ids`` (``keys[i]``: those of ``ids[i]``) not held yet;
+        returns how many were new."""
+        new = [i for i, gid in enumerate(ids) if gid not in self._seen]
+        if new:
+            self._seen.update(ids[i] for i in new)
+            self._ids.extend(ids[i] for i in new)
+            self._keys.append(keys[new] if len(new) < len(ids) else keys)
+        return len(new)
+
+    def take(self) -> tuple[list[str], np.ndarray] | None:
+        """The held ids and their keys (``None`` if none), emptying the holder."""
+        if not self._ids:
+            return None
+        import numpy as np
+
+        ids, keys = self._ids, np.concatenate(self._keys)
+        self._ids, self._keys, self._seen = [], [], set()
+        return ids, keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +97,7 @@ def update_clusters(
     reembed: bool = False,
     near_edges: Callable[[], NearEdges | None] | None = None,
     known: dict[str, str] | Mapping[str, str] | None = None,
+    held: HeldBands | None = None,
 ) -> NearStats:
     """Sign (and embed) new groups and re-cluster the components of dirty groups.
 
@@ -72,6 +107,7 @@ def update_clusters(
     (the Ray path computes them on the cluster); ``None`` from it, or no ``near_edges``, means the
     edges come from the store's band neighbours, verified here. ``known`` (group id -> exact key) are
     keys the caller computed already (the chunk phase's), so their texts are not keyed again.
+    ``held``: the band keys of a first ingest's groups (see :class:`HeldBands`).
     """
     progress = tick or (lambda stage, done, total: None)
     tables = store.chunks
@@ -100,9 +136,18 @@ def update_clusters(
     # each group's exact key, computed once (signing, verification and the guard need it): the
     # caller's keys, extended in place (a copy of a million-key dict is memory for nothing)
     keys: dict[str, str] = known if isinstance(known, dict) else dict(known or {})
+    first = held.take() if held is not None and near.enabled else None
+    table = None
+    if first is not None and held is not None and store.meta("near_hashing") == held.hashing:
+        with store.transaction():  # keys made under other settings are dropped: _sign redoes them
+            table = tables.put_first_bands(*first)
+            if table is None:  # bands were not empty: these go through the stage as any other
+                tables.sign_groups(zip(first[0], first[1].tolist(), strict=True))
+    del first
     signed = _sign(store, near, progress, keys) if near.enabled else 0
     with store.transaction():
-        tables.merge_bands()  # the band rows signed in the chunk phase and just now
+        if tables.merge_bands() or signed:  # the band rows signed in the chunk phase and just now
+            table = None  # bands hold more rows than the table: neighbours come from the store
     if model is not None:
         _embed(store, model, sem, progress)
     dirty = tables.dirty_ids()
@@ -110,7 +155,9 @@ def update_clusters(
         return NearStats(signed, 0, 0, 0)
     if near.enabled or model is not None:
         given = near_edges() if near_edges is not None and near.enabled else None
-        rows, edges = _components(store, dirty, near, keys, semantic=model is not None, given=given)
+        rows, edges = _components(
+            store, dirty, near, keys, semantic=model is not None, given=given, table=table
+        )
     else:
         rows, edges = tables.group_rows(dirty), {}
     from chunkdedup.dedup.near import decide
@@ -121,6 +168,23 @@ def update_clusters(
     progress("cluster", len(rows), len(rows))
     merged = sum(a.relation != "exact" for a in assignments)
     return NearStats(signed, len(rows), merged, len(variants))
+
+
+def _table_neighbours(table: BandTable) -> dict[str, list[str]]:
+    """The band neighbours (sorted) of every group that has any, from band rows in memory: what
+    :meth:`~chunkdedup.store.chunk_tables.ChunkTables.all_band_neighbours` reads from the bands."""
+    from chunkdedup.dedup.lsh import bucket_pairs
+
+    if not table.gids.size:
+        return {}
+    ids = table.ids
+    out: dict[str, list[str]] = {}
+    for a, b in bucket_pairs(table.keys, table.gids).tolist():
+        out.setdefault(ids[a], []).append(ids[b])
+        out.setdefault(ids[b], []).append(ids[a])
+    for found in out.values():
+        found.sort()
+    return out
 
 
 def _check_embedder(store: Store, model: Embedder, reembed: bool) -> None:
@@ -203,12 +267,15 @@ def _components(
     *,
     semantic: bool,
     given: NearEdges | None = None,
+    table: BandTable | None = None,
 ) -> tuple[list[GroupRow], Edges]:
     """Every group connected to a dirty one by verified near edges or semantic edges, and those edges
     with their relation and similarity (a pair with both keeps the near edge).
 
     Near candidates are the store's band neighbours, verified here by shingle Jaccard, or, when
-    ``given``, the verified edges computed elsewhere (the Ray path): the same rule either way."""
+    ``given``, the verified edges computed elsewhere (the Ray path): the same rule either way.
+    ``table``: every band row of the index, as just written (a first ingest's), read here for the
+    band neighbours instead of a scan of the bands."""
     import numpy as np
 
     from chunkdedup.dedup.minhash import MinHasher, jaccard
@@ -259,7 +326,7 @@ def _components(
         ahead: dict[str, list[str]] = {}
         read: set[int] = set()
         everyone = (
-            store.chunks.all_band_neighbours()
+            (store.chunks.all_band_neighbours() if table is None else _table_neighbours(table))
             if len(dirty) * _WHOLE_SCAN_SHARE >= store.chunks.group_count()
             else None
         )

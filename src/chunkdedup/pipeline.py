@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chunkdedup import boilerplate
-from chunkdedup.clusters import NearStats, start_hashing, update_clusters
+from chunkdedup.clusters import HeldBands, NearStats, start_hashing, update_clusters
 from chunkdedup.config import Config
 from chunkdedup.context import CONTEXT_FORMAT, document_contexts
 from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
@@ -251,8 +251,9 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         textindex.defer_fts(store)
         start_hashing(store, cfg.near)
         keys: dict[str, str] = {}
+        held = HeldBands(near_hashing(cfg.near)) if cfg.near.enabled else None
         with clock("chunk"):
-            chunked, signed = _chunk_phase(store, fingerprint, cfg, run_id, tick, keys, executor)
+            chunked, signed = _chunk_phase(store, fingerprint, cfg, run_id, tick, keys, executor, held)
         edges: list[bool] = []
 
         def near_edges() -> dict[tuple[str, str], float] | None:
@@ -272,6 +273,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
                 reembed=opts.reembed,
                 near_edges=near_edges,
                 known=keys,
+                held=held,
             )
         with clock("text index"):
             text = textindex.sync(store, tick) if not opts.dry_run else None
@@ -457,12 +459,14 @@ def _chunk_phase(
     tick: Progress,
     kept: dict[str, str],
     executor: Executor,
+    bands: HeldBands | None = None,
 ) -> tuple[int, int]:
     """Strip, chunk, key and sign the documents to chunk on the executor, a batch a job; write each
     batch in one transaction, in order. The exact keys of the groups go to ``kept`` (group id -> key):
     the cluster pass holds the key of every group it re-decides anyway (the guard and the word
-    differences need them), and these need not be computed again. Returns (documents chunked, groups
-    signed)."""
+    differences need them), and these need not be computed again. Into an index with no bands yet (a
+    first ingest) the band keys go to ``bands``, for the cluster pass to write; else to the stage.
+    Returns (documents chunked, groups signed)."""
     todo = store.docs_to_chunk(fingerprint)
     hashing = near_hashing(cfg.near) if cfg.near.enabled else None
 
@@ -491,19 +495,26 @@ def _chunk_phase(
 
     signed = done = 0
     held: list[ChunkedBatch] = []
+    # band keys are kept only when the index's are made with these settings (else the cluster pass
+    # drops them all and signs every group again); a first ingest's are held for the cluster pass
+    keep_bands = hashing is not None and store.meta("near_hashing") == hashing
+    first = keep_bands and bands is not None and not store.chunks.has_bands()
 
     def write() -> None:
         nonlocal signed, done
         docs = [d for batch in held for d in batch.documents]
-        bands = {gid: keys for batch in held for gid, keys in batch.bands}
         with store.transaction():
             store.replace_chunks(docs, fingerprint, run_id)
-            # band keys are kept only when the index's are made with these settings (else the
-            # cluster pass drops them all and signs every group again)
-            if hashing is not None and store.meta("near_hashing") == hashing:
-                unsigned = store.chunks.unsigned_among(sorted(bands))
-                store.chunks.sign_groups((gid, bands[gid]) for gid in unsigned)
+            if keep_bands and not first:
+                given = {g: keys for batch in held if batch.band_keys is not None
+                         for g, keys in zip(batch.band_ids, batch.band_keys.tolist(), strict=True)}
+                unsigned = store.chunks.unsigned_among(sorted(given))
+                store.chunks.sign_groups((gid, given[gid]) for gid in unsigned)
                 signed += len(unsigned)
+        if first and bands is not None:
+            for batch in held:
+                if batch.band_keys is not None:
+                    signed += bands.add(batch.band_ids, batch.band_keys)
         if hashing is not None:
             kept.update((k.canonical_id, k.key) for d in docs for k in d.keyed)
         done += len(docs)

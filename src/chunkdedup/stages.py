@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from chunkdedup import boilerplate
 from chunkdedup.chunk import chunk_document
@@ -24,6 +25,10 @@ from chunkdedup.parse.base import Keep
 from chunkdedup.parse.jsonl import NUMBER_MARK, line_numbered
 from chunkdedup.parse.registry import input_context, record_prefix
 from chunkdedup.types import FileStatus, KnownFile, Page, ParsedFile
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +70,13 @@ class ChunkJob:
 @dataclass(frozen=True, slots=True)
 class ChunkedBatch:
     """A chunked batch: each document's clean pages, keyed chunks and stripped lines, and the MinHash
-    band keys ``(group id, band keys)`` of every group it holds (empty when the near tier is off)."""
+    band keys of every group it holds: ``band_keys[i]`` (int64, one per band, as stored) are those of
+    group ``band_ids[i]`` (none when the near tier is off). One array, not a list per group: it
+    crosses a process boundary and is written in bulk."""
 
     documents: tuple[KeyedDocument, ...]
-    bands: tuple[tuple[str, list[int]], ...]
+    band_ids: tuple[str, ...] = ()
+    band_keys: npt.NDArray[np.int64] | None = None
 
 
 def fingerprint_inputs(files: tuple[InputFile, ...]) -> tuple[str | None, ...]:
@@ -195,7 +203,7 @@ def chunk_documents(job: ChunkJob) -> ChunkedBatch:
         for (doc_id, pages), chrome in zip(job.documents, job.chrome, strict=True)
     )
     if not cfg.near.enabled:
-        return ChunkedBatch(docs, ())
+        return ChunkedBatch(docs)
     first: dict[str, str] = {}
     for doc in docs:
         for k in doc.keyed:
@@ -206,7 +214,7 @@ def chunk_documents(job: ChunkJob) -> ChunkedBatch:
 
     hasher = MinHasher.from_config(cfg.near, compiled=job.compiled)
     _, bands = sign_keys(hasher, [first[g] for g in gids], cfg.near)
-    return ChunkedBatch(docs, tuple((g, bands[i].tolist()) for i, g in enumerate(gids)))
+    return ChunkedBatch(docs, tuple(gids), bands)
 
 
 __all__ = [
