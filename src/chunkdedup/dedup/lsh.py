@@ -186,8 +186,12 @@ def _bucket_pairs(order: I64Array, starts: I64Array, sizes: I64Array, n: int, ma
 
 def _bucket_codes(column: npt.NDArray[np.integer], items: I64Array, n: int, max_bucket: int) -> I64Array:
     """Pair codes ``lo * n + hi`` of the items (``items[i]`` in ``[0, n)``) sharing a key in ``column``."""
-    order = np.argsort(column).astype(np.int64, copy=False)
-    ordered = column[order]
+    if column.size < 2 or bool((column[1:] >= column[:-1]).all()):  # sorted already (the store's rows)
+        order = np.arange(column.size, dtype=np.int64)
+        ordered = column
+    else:
+        order = np.argsort(column).astype(np.int64, copy=False)
+        ordered = column[order]
     edge = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
     starts = np.concatenate(([0], edge)).astype(np.int64)
     sizes = np.diff(np.concatenate((starts, [column.size]))).astype(np.int64)
