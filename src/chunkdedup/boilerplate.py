@@ -111,8 +111,19 @@ def _block(lines: list[_Line], config: BoilerplateConfig, *, edges: bool = False
 
 
 def _layout(
-    pages: Sequence[Page], config: BoilerplateConfig, *, edges: bool = False, lines: bool = True
+    pages: Sequence[Page],
+    config: BoilerplateConfig,
+    *,
+    edges: bool = False,
+    lines: bool = True,
+    compiled: bool = False,
 ) -> list[list[_Block]]:
+    """Each page's blocks (``compiled``: from the compiled walk of :mod:`chunkdedup.boilerplate_kernel`,
+    the same blocks)."""
+    if compiled:
+        from chunkdedup.boilerplate_kernel import page_blocks  # numpy and the kernel: only when asked for
+
+        return [page_blocks(page, config, edges=edges, lines=lines) for page in pages]
     return [_page_blocks(page, config, edges=edges, lines=lines) for page in pages]
 
 
@@ -162,15 +173,19 @@ class DocumentKeys:
     strippable: frozenset[str]
 
 
-def document_keys(pages: Sequence[Page], config: BoilerplateConfig) -> DocumentKeys:
+def document_keys(
+    pages: Sequence[Page], config: BoilerplateConfig, *, compiled: bool = False
+) -> DocumentKeys:
     """The candidate and strippable keys of one document (one layout pass for both).
 
     Candidates: counted blocks, and edge lines that stand on the edge of at least ``running_share``
     of the document's pages (every page of a one-page document). A heading that happens to open a
     few pages of a long filing ("Three Months Ended") is not a page-edge line of that filing; a
-    footer on every page is, and so is the last line of a one-page policy.
+    footer on every page is, and so is the last line of a one-page policy. ``compiled``: lay the pages
+    out with the compiled walk (the same keys; see :mod:`chunkdedup.boilerplate_kernel`).
     """
-    layout = _layout(pages, config, lines=False)  # it reads block keys and edge-line keys only
+    # it reads block keys and edge-line keys only
+    layout = _layout(pages, config, lines=False, compiled=compiled)
     n, seen = _edge_key_pages(layout)
     need = math.ceil(config.running_share * n)
     counted = {b.key for blocks in layout for b in blocks if b.counted}
@@ -196,12 +211,15 @@ class StripResult:
     stripped: tuple[StrippedLine, ...]
 
 
-def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateConfig) -> StripResult:
+def strip(
+    pages: Sequence[Page], chrome: Collection[int], config: BoilerplateConfig, *, compiled: bool = False
+) -> StripResult:
     """Remove running lines and chrome from one document's pages.
 
     ``chrome`` holds the :func:`key_id` of each corpus-chrome key (or only those of the document's
     :class:`DocumentKeys` ``strippable``: the only ones it can match, so the same result). ``always_keep``
     keys are never stripped; lines and blocks of ``always_strip`` keys are removed wherever they stand.
+    ``compiled``: lay the pages out with the compiled walk (the same result).
     """
     keep = {boilerplate_key(k) for k in config.always_keep}
     forced = {boilerplate_key(k) for k in config.always_strip} - keep
@@ -212,10 +230,10 @@ def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateCon
             # no chrome, nothing forced, too few pages for a running line: nothing can go
             return StripResult(tuple(pages), ())
         # only running lines can go, and they are edge lines: no other line or block needs its key
-        layout = _layout(pages, config, edges=True)
+        layout = _layout(pages, config, edges=True, compiled=compiled)
     else:
         # a forced key is looked for on every line; chrome only on blocks and edge lines
-        layout = _layout(pages, config, lines=bool(forced))
+        layout = _layout(pages, config, lines=bool(forced), compiled=compiled)
     running = _running(layout, config) - keep
 
     def is_chrome_key(key: str) -> bool:

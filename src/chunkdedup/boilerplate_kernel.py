@@ -1,0 +1,279 @@
+"""The compiled boilerplate layout: :func:`chunkdedup.boilerplate._page_blocks`'s blocks in one walk.
+
+:func:`page_blocks` gives the blocks of a page as ``_page_blocks`` makes them (the same lines, edge
+flags, keys and counts), from one compiled walk over the page's characters: it splits the page into
+lines, finds the non-blank ones, the edge band and the blocks, and writes the boilerplate key of every
+line and block it keys into one buffer. Python then only slices the page and the buffer. The str path
+of :mod:`chunkdedup.boilerplate` stays the definition (tests compare the two on real and generated
+text).
+
+The walk reads one byte per character (:func:`chunkdedup.chunk_kernel.proxy`: ASCII as itself, any
+other character as a class byte that keeps whether it is whitespace), so the lines, blank lines, word
+counts and lengths are exact on any page. A key is written by the walk when its text is ASCII: there
+``boilerplate_key`` is casefold (ASCII lowering), whitespace runs (str's, with \\x1c-\\x1f) made one
+space, and each run of tokens holding a digit masked as one ``#``. A line or block holding any other
+character is keyed in Python by :func:`~chunkdedup.normalize.boilerplate_key` itself (NFKC and
+casefold of non-ASCII text are not worth a second implementation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from chunkdedup.boilerplate import _Block, _Line
+from chunkdedup.chunk_kernel import proxy
+from chunkdedup.config import BoilerplateConfig
+from chunkdedup.dedup.jit import kernel
+from chunkdedup.normalize import boilerplate_key, has_letters
+from chunkdedup.types import Page
+
+U8Array = npt.NDArray[np.uint8]
+I64Array = npt.NDArray[np.int64]
+
+_WS = 1  # whitespace: str.isspace (ASCII's with \x1c-\x1f, and the proxy's class byte 0x80)
+_DIGIT = 2  # 0-9 (a non-ASCII digit is in a non-ASCII text: keyed in Python)
+_LETTER = 4  # A-Z, a-z: has_letters of an ASCII key (lowered)
+_HIGH = 8  # a non-ASCII character (its class byte): its text is keyed in Python
+
+#: what the walk keys: every line (``lines``), edge lines and one-line blocks, edge lines only (``edges``)
+EVERY, READ, EDGES = 0, 1, 2
+_NO_KEY = -1  # the empty key (a line not keyed, or too long)
+_PYTHON = -2  # a key of a text holding a non-ASCII character: boilerplate_key in Python
+
+
+def _tables() -> tuple[U8Array, U8Array]:
+    flags = np.zeros(256, np.uint8)
+    lower = np.arange(256, dtype=np.uint8)
+    for i in range(128):
+        c = chr(i)
+        if c.isspace():
+            flags[i] |= _WS
+        if c in "0123456789":
+            flags[i] |= _DIGIT
+        if c.isalpha():
+            flags[i] |= _LETTER
+        lower[i] = ord(c.lower())
+    flags[128:] |= _HIGH
+    flags[0x80] |= _WS  # chunk_kernel's class byte of a non-ASCII whitespace character
+    return flags, lower
+
+
+_FLAGS, _LOWER = _tables()
+
+
+def page_blocks(
+    page: Page, config: BoilerplateConfig, *, edges: bool = False, lines: bool = True
+) -> list[_Block]:
+    """``_page_blocks(page, config, edges=edges, lines=lines)``, from one compiled walk."""
+    text = page.text
+    mode = EDGES if edges else EVERY if lines else READ
+    rows, spans, buf = _layout(
+        proxy(text),
+        text.count("\n"),
+        _FLAGS,
+        _LOWER,
+        config.max_block_chars,
+        config.edge_lines,
+        mode,
+        config.min_block_words,
+    )
+    if not spans.size:
+        return []
+    keys = buf.tobytes().decode("ascii")
+    row = rows.tolist()
+    out: list[_Block] = []
+    for first, last, ks, ke, words, letters in spans.tolist():
+        if last - first == 1:  # a one-line block: its key is its line's
+            at, s, e, edge, _, _ = row[first]
+            t = text[s:e]
+            if ks >= 0:
+                key = keys[ks:ke]
+                counted = bool(words and letters)
+            elif ks == _NO_KEY:
+                key = ""
+                counted = False
+            else:
+                key = boilerplate_key(t)
+                counted = bool(key) and bool(words) and has_letters(key)
+            out.append(_Block((_Line(at, t, key, edge == 1),), key, counted))
+            continue
+        block: list[_Line] = []
+        for at, s, e, edge, lks, lke in row[first:last]:
+            t = text[s:e]
+            lk = keys[lks:lke] if lks >= 0 else "" if lks == _NO_KEY else boilerplate_key(t)
+            block.append(_Line(at, t, lk, edge == 1))
+        if ks >= 0:
+            key = keys[ks:ke]
+            counted = bool(words and letters)
+        elif ks == _NO_KEY:
+            key = ""
+            counted = False
+        else:
+            key = boilerplate_key(" ".join(ln.text for ln in block))
+            counted = bool(key) and bool(words) and has_letters(key)
+        out.append(_Block(tuple(block), key, counted))
+    return out
+
+
+@kernel
+def _layout(
+    b: U8Array,
+    breaks: int,
+    flags: U8Array,
+    lower: U8Array,
+    limit: int,
+    edge_lines: int,
+    mode: int,
+    min_words: int,
+) -> tuple[I64Array, I64Array, U8Array]:  # pragma: no cover - compiled; tests call it through page_blocks
+    """The non-blank lines ``(at, start, end, edge, key start, key end)``, the blocks ``(first line,
+    last line + 1, key start, key end, enough words, key has a letter)`` and the key buffer (a key's
+    start is ``_NO_KEY`` for the empty key, ``_PYTHON`` for a key Python makes)."""
+    n = b.size
+    rows = np.empty((breaks + 1, 6), np.int64)
+    m = 0
+    at = 0
+    s = 0
+    for i in range(n + 1):
+        if i == n or b[i] == 10:
+            for k in range(s, i):
+                if flags[b[k]] & _WS == 0:
+                    rows[m, 0] = at
+                    rows[m, 1] = s
+                    rows[m, 2] = i
+                    m += 1
+                    break
+            at += 1
+            s = i + 1
+    spans = np.empty((m, 6), np.int64)
+    buf = np.empty(2 * n + 2, np.uint8)
+    pos = 0
+    nb = 0
+    j = 0
+    while j < m:
+        first = j
+        while j + 1 < m and rows[j + 1, 0] == rows[j, 0] + 1:
+            j += 1
+        last = j + 1
+        j += 1
+        alone = last - first == 1
+        for r in range(first, last):
+            start = rows[r, 1]
+            end = rows[r, 2]
+            on_edge = r < edge_lines or r >= m - edge_lines
+            rows[r, 3] = 1 if on_edge else 0
+            if end - start > limit:
+                keyed = False
+            elif on_edge or mode == EVERY:
+                keyed = True
+            else:
+                keyed = mode == READ and alone
+            rows[r, 4] = _NO_KEY
+            rows[r, 5] = _NO_KEY
+            if keyed:
+                got, letters = _key(b, flags, lower, start, end, buf, pos)
+                if got < 0:
+                    rows[r, 4] = _PYTHON
+                else:
+                    rows[r, 4] = pos
+                    rows[r, 5] = got
+                    pos = got
+                if alone:
+                    spans[nb, 5] = 1 if letters else 0
+        start = rows[first, 1]
+        end = rows[last - 1, 2]
+        spans[nb, 0] = first
+        spans[nb, 1] = last
+        spans[nb, 4] = 1 if _has_words(b, flags, start, end, min_words) else 0
+        if alone:
+            spans[nb, 2] = rows[first, 4]
+            spans[nb, 3] = rows[first, 5]
+            if rows[first, 4] == _NO_KEY:
+                spans[nb, 5] = 0
+        elif mode == EDGES or end - start > limit:
+            spans[nb, 2] = _NO_KEY
+            spans[nb, 3] = _NO_KEY
+            spans[nb, 5] = 0
+        else:
+            got, letters = _key(b, flags, lower, start, end, buf, pos)
+            spans[nb, 5] = 1 if letters else 0
+            if got < 0:
+                spans[nb, 2] = _PYTHON
+                spans[nb, 3] = _PYTHON
+            else:
+                spans[nb, 2] = pos
+                spans[nb, 3] = got
+                pos = got
+        nb += 1
+    return rows[:m], spans[:nb], buf[:pos]
+
+
+@kernel
+def _key(
+    b: U8Array, flags: U8Array, lower: U8Array, start: int, end: int, buf: U8Array, pos: int
+) -> tuple[int, bool]:  # pragma: no cover - compiled
+    """Write the boilerplate key of the ASCII text ``b[start:end]`` at ``buf[pos:]``: (its end, whether
+    it holds a letter); ``(-1, False)`` when the text holds a non-ASCII character.
+
+    One pass: a word is written lowered as it is read, then replaced by ``#`` when it held a digit (or
+    dropped, after a mask)."""
+    letters = 0
+    masked = False  # the last word written is a mask
+    first = True
+    i = start
+    while i < end:
+        f = flags[b[i]]
+        if f & _HIGH:
+            return -1, False
+        if f & _WS:
+            i += 1
+            continue
+        before = pos  # where the word's separator goes
+        if not first:
+            buf[pos] = 32
+            pos += 1
+        word = pos
+        seen = 0  # the flags of the word's characters, or-ed
+        while i < end:
+            c = b[i]
+            f = flags[c]
+            if f & _WS:
+                break
+            seen |= f
+            buf[pos] = lower[c]
+            pos += 1
+            i += 1
+        if seen & _HIGH:
+            return -1, False
+        if seen & _DIGIT:
+            if masked:
+                pos = before
+            else:
+                buf[word] = 35  # '#'
+                pos = word + 1
+                masked = True
+        else:
+            letters |= seen & _LETTER
+            masked = False
+        first = False
+    return pos, letters != 0
+
+
+@kernel
+def _has_words(b: U8Array, flags: U8Array, start: int, end: int, n: int) -> bool:  # pragma: no cover
+    """Whether ``b[start:end]`` holds at least ``n`` whitespace-separated words."""
+    words = 0
+    inside = False
+    for i in range(start, end):
+        if flags[b[i]] & _WS:
+            inside = False
+        elif not inside:
+            inside = True
+            words += 1
+            if words >= n:
+                return True
+    return words >= n
+
+
+__all__ = ["page_blocks"]
