@@ -6,6 +6,7 @@ strings aimed at the keys' edges, on generated text, and against the str definit
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from chunkdedup import boilerplate, boilerplate_kernel, pipeline
 from chunkdedup.boilerplate import _Block, _page_blocks, key_id
-from chunkdedup.boilerplate_kernel import page_blocks
+from chunkdedup.boilerplate_kernel import PageKeys, page_blocks
 from chunkdedup.config import BoilerplateConfig
 from chunkdedup.normalize import _boilerplate_key
 from chunkdedup.types import Page
@@ -124,6 +125,31 @@ def test_generated_lines_lay_out_as_the_str_path(text: str, config: BoilerplateC
     _same(text, config)
 
 
+_bodies = st.lists(st.one_of(_lines, texts), min_size=1, max_size=6)
+# half the documents carry a running footer (its page number masked), so running lines go too
+_pages = st.tuples(_bodies, st.booleans()).map(
+    lambda d: [f"{t}\nACME Corp | Page {i} of 9" if d[1] else t for i, t in enumerate(d[0])]
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_pages, st.sampled_from(_CONFIGS), st.randoms(use_true_random=False))
+@example(["Footer 1\nbody one here", "Footer 2\nbody two here", "Footer 3\nbody"], BoilerplateConfig(), None)
+def test_generated_documents_key_and_strip_as_the_str_path(
+    texts_: list[str], config: BoilerplateConfig, rnd: random.Random | None
+) -> None:
+    """Keys, and strip under no chrome, all of the document's strippable keys as chrome, and a random
+    part of them (the compiled strip looks only at counted blocks and lettered edge lines)."""
+    pages = [Page(i + 1, t) for i, t in enumerate(texts_)]
+    keys = boilerplate.document_keys(pages, config, compiled=True)
+    assert keys == boilerplate.document_keys(pages, config)
+    ids = sorted(key_id(k) for k in keys.strippable)
+    some = set(rnd.sample(ids, len(ids) // 2)) if rnd is not None else set(ids[:1])
+    for chrome in (set(), set(ids), some):
+        want = boilerplate.strip(pages, chrome, config)
+        assert boilerplate.strip(pages, chrome, config, compiled=True) == want
+
+
 @settings(max_examples=2000, deadline=None)
 @given(st.text(st.characters(codec="ascii"), max_size=300))
 def test_ascii_text_is_keyed_as_the_str_definition(text: str) -> None:
@@ -190,16 +216,13 @@ def test_an_ingest_that_keys_and_strips_compiled_writes_the_reference_index(
     compiled (and the walk is seen to run)."""
     monkeypatch.setattr(pipeline, "NUMPY_CHARS", -1)
     walked: list[int] = []
-    real = boilerplate_kernel.page_blocks
+    real = boilerplate_kernel.page_keys
 
-    def counting(
-        page: Page, config: BoilerplateConfig, *, edges: bool = False, lines: bool = True
-    ) -> list[_Block]:
+    def counting(page: Page, config: BoilerplateConfig, *, edges: bool = False) -> PageKeys:
         walked.append(page.number)
-        return real(page, config, edges=edges, lines=lines)
+        return real(page, config, edges=edges)
 
-    monkeypatch.setattr(boilerplate_kernel, "page_blocks", counting)
+    monkeypatch.setattr(boilerplate_kernel, "page_keys", counting)
     index = corpora()[name](tmp_path / "index.sqlite")
     assert walked
     assert digests(index) == json.loads(REFERENCE.read_text(encoding="utf-8"))[name]
-

@@ -18,6 +18,8 @@ casefold of non-ASCII text are not worth a second implementation).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import numpy.typing as npt
 
@@ -85,7 +87,7 @@ def page_blocks(
     out: list[_Block] = []
     for first, last, ks, ke, words, letters in spans.tolist():
         if last - first == 1:  # a one-line block: its key is its line's
-            at, s, e, edge, _, _ = row[first]
+            at, s, e, edge, _, _, _ = row[first]
             t = text[s:e]
             if ks >= 0:
                 key = keys[ks:ke]
@@ -99,7 +101,7 @@ def page_blocks(
             out.append(_Block((_Line(at, t, key, edge == 1),), key, counted))
             continue
         block: list[_Line] = []
-        for at, s, e, edge, lks, lke in row[first:last]:
+        for at, s, e, edge, lks, lke, _ in row[first:last]:
             t = text[s:e]
             lk = keys[lks:lke] if lks >= 0 else "" if lks == _NO_KEY else boilerplate_key(t)
             block.append(_Line(at, t, lk, edge == 1))
@@ -116,6 +118,74 @@ def page_blocks(
     return out
 
 
+class PageKeys(NamedTuple):
+    """What :func:`~chunkdedup.boilerplate.document_keys` and a :func:`~chunkdedup.boilerplate.strip`
+    without ``always_strip`` read of a page: its counted blocks and the edge lines whose key holds a
+    letter (every other line is never looked at, so no object is made for it)."""
+
+    text: str
+    #: the non-blank lines, ``(at, start, end, ...)`` rows (see :func:`_layout`)
+    lines: I64Array
+    #: ``(key, first line, last line + 1)`` of each counted block
+    counted: list[tuple[str, int, int]]
+    #: ``(key, line)`` of each edge line whose key holds a letter
+    edges: list[tuple[str, int]]
+
+
+def page_keys(page: Page, config: BoilerplateConfig, *, edges: bool = False) -> PageKeys:
+    """The counted blocks and lettered edge lines of ``_page_blocks(page, config, lines=False)`` (or of
+    ``edges=True``), with the same keys, from one compiled walk."""
+    text = page.text
+    rows, spans, buf = _layout(
+        proxy(text),
+        text.count("\n"),
+        _FLAGS,
+        _LOWER,
+        config.max_block_chars,
+        config.edge_lines,
+        EDGES if edges else READ,
+        config.min_block_words,
+    )
+    if not spans.size:
+        return PageKeys(text, rows, [], [])
+    keys = buf.tobytes().decode("ascii")
+    python: dict[int, str] = {}  # the keys of lines holding a non-ASCII character, by line
+
+    def line_key(r: int) -> str:
+        key = python.get(r)
+        if key is None:
+            key = python[r] = boilerplate_key(text[rows[r, 1] : rows[r, 2]])
+        return key
+
+    counted: list[tuple[str, int, int]] = []
+    # a block with enough words whose key holds a letter, or is made in Python
+    chosen = spans[(spans[:, 4] == 1) & ((spans[:, 5] == 1) | (spans[:, 2] == _PYTHON))]
+    for first, last, ks, ke, _, _ in chosen.tolist():
+        if ks >= 0:
+            counted.append((keys[ks:ke], first, last))
+            continue
+        if last - first == 1:
+            key = line_key(first)
+        else:
+            key = boilerplate_key(" ".join(text[s:e] for s, e in rows[first:last, 1:3].tolist()))
+        if key and has_letters(key):
+            counted.append((key, first, last))
+    m = len(rows)
+    band = config.edge_lines
+    ends = range(m) if m <= 2 * band else [*range(band), *range(m - band, m)]
+    lettered: list[tuple[str, int]] = []
+    for r in ends:
+        ks = int(rows[r, 4])
+        if ks >= 0:
+            if rows[r, 6]:
+                lettered.append((keys[ks : rows[r, 5]], r))
+        elif ks == _PYTHON:
+            key = line_key(r)
+            if has_letters(key):
+                lettered.append((key, r))
+    return PageKeys(text, rows, counted, lettered)
+
+
 @kernel
 def _layout(
     b: U8Array,
@@ -127,11 +197,11 @@ def _layout(
     mode: int,
     min_words: int,
 ) -> tuple[I64Array, I64Array, U8Array]:  # pragma: no cover - compiled; tests call it through page_blocks
-    """The non-blank lines ``(at, start, end, edge, key start, key end)``, the blocks ``(first line,
-    last line + 1, key start, key end, enough words, key has a letter)`` and the key buffer (a key's
-    start is ``_NO_KEY`` for the empty key, ``_PYTHON`` for a key Python makes)."""
+    """The non-blank lines ``(at, start, end, edge, key start, key end, key has a letter)``, the blocks
+    ``(first line, last line + 1, key start, key end, enough words, key has a letter)`` and the key
+    buffer (a key's start is ``_NO_KEY`` for the empty key, ``_PYTHON`` for a key Python makes)."""
     n = b.size
-    rows = np.empty((breaks + 1, 6), np.int64)
+    rows = np.empty((breaks + 1, 7), np.int64)
     m = 0
     at = 0
     s = 0
@@ -171,8 +241,10 @@ def _layout(
                 keyed = mode == READ and alone
             rows[r, 4] = _NO_KEY
             rows[r, 5] = _NO_KEY
+            rows[r, 6] = 0
             if keyed:
                 got, letters = _key(b, flags, lower, start, end, buf, pos)
+                rows[r, 6] = 1 if letters else 0
                 if got < 0:
                     rows[r, 4] = _PYTHON
                 else:
@@ -276,4 +348,4 @@ def _has_words(b: U8Array, flags: U8Array, start: int, end: int, n: int) -> bool
     return words >= n
 
 
-__all__ = ["page_blocks"]
+__all__ = ["PageKeys", "page_blocks", "page_keys"]
