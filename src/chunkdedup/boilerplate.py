@@ -212,7 +212,7 @@ def _compiled_keys(pages: Sequence[Page], config: BoilerplateConfig) -> tuple[in
         pk = page_keys(page, config)
         if len(pk.lines):
             n += 1
-        counted.update(key for key, _, _ in pk.counted)
+        counted.update(pk.counted)
         for key in {key for key, _ in pk.edges}:
             seen[key] = seen.get(key, 0) + 1
     return n, seen, counted
@@ -318,7 +318,7 @@ def _compiled_strip(
         drop: dict[int, StrippedLine] = {}
         text = pk.text
         if chrome_ids:
-            for key, first, last in pk.counted:
+            for key, (first, last) in zip(pk.counted, pk.where.tolist(), strict=True):
                 if key_id(key) in chrome_ids:
                     for at, s, e in pk.lines[first:last, :3].tolist():
                         drop[at] = StrippedLine(page.number, text[s:e], key, "chrome")

@@ -27,7 +27,7 @@ from chunkdedup.boilerplate import _Block, _Line
 from chunkdedup.chunk_kernel import proxy
 from chunkdedup.config import BoilerplateConfig
 from chunkdedup.dedup.jit import kernel
-from chunkdedup.normalize import boilerplate_key, has_letters
+from chunkdedup.normalize import boilerplate_key, has_letters, has_words
 from chunkdedup.types import Page
 
 U8Array = npt.NDArray[np.uint8]
@@ -70,7 +70,7 @@ def page_blocks(
     """``_page_blocks(page, config, edges=edges, lines=lines)``, from one compiled walk."""
     text = page.text
     mode = EDGES if edges else EVERY if lines else READ
-    rows, spans, buf = _layout(
+    rows, spans, buf, _ = _layout(
         proxy(text),
         text.count("\n"),
         _FLAGS,
@@ -126,17 +126,23 @@ class PageKeys(NamedTuple):
     text: str
     #: the non-blank lines, ``(at, start, end, ...)`` rows (see :func:`_layout`)
     lines: I64Array
-    #: ``(key, first line, last line + 1)`` of each counted block
-    counted: list[tuple[str, int, int]]
+    #: the key of each counted block
+    counted: list[str]
+    #: ``(first line, last line + 1)`` of each counted block, in the order of ``counted``
+    where: I64Array
     #: ``(key, line)`` of each edge line whose key holds a letter
     edges: list[tuple[str, int]]
 
 
 def page_keys(page: Page, config: BoilerplateConfig, *, edges: bool = False) -> PageKeys:
     """The counted blocks and lettered edge lines of ``_page_blocks(page, config, lines=False)`` (or of
-    ``edges=True``), with the same keys, from one compiled walk."""
+    ``edges=True``), with the same keys, from one compiled walk (a page of one line, such as most
+    records, is keyed as ``_page_blocks`` keys it: one ``boilerplate_key``, less than the walk's
+    start-up)."""
     text = page.text
-    rows, spans, buf = _layout(
+    if "\n" not in text:
+        return _one_line(text, config)
+    rows, _, buf, chosen = _layout(
         proxy(text),
         text.count("\n"),
         _FLAGS,
@@ -146,8 +152,9 @@ def page_keys(page: Page, config: BoilerplateConfig, *, edges: bool = False) -> 
         EDGES if edges else READ,
         config.min_block_words,
     )
-    if not spans.size:
-        return PageKeys(text, rows, [], [])
+    m = len(rows)
+    if not m:
+        return PageKeys(text, rows, [], chosen[:, :2], [])
     keys = buf.tobytes().decode("ascii")
     python: dict[int, str] = {}  # the keys of lines holding a non-ASCII character, by line
 
@@ -157,33 +164,66 @@ def page_keys(page: Page, config: BoilerplateConfig, *, edges: bool = False) -> 
             key = python[r] = boilerplate_key(text[rows[r, 1] : rows[r, 2]])
         return key
 
-    counted: list[tuple[str, int, int]] = []
-    # a block with enough words whose key holds a letter, or is made in Python
-    chosen = spans[(spans[:, 4] == 1) & ((spans[:, 5] == 1) | (spans[:, 2] == _PYTHON))]
-    for first, last, ks, ke, _, _ in chosen.tolist():
-        if ks >= 0:
-            counted.append((keys[ks:ke], first, last))
-            continue
-        if last - first == 1:
-            key = line_key(first)
-        else:
-            key = boilerplate_key(" ".join(text[s:e] for s, e in rows[first:last, 1:3].tolist()))
-        if key and has_letters(key):
-            counted.append((key, first, last))
-    m = len(rows)
+    found = chosen.tolist()
+    if all(ks >= 0 for _, _, ks, _ in found):  # every key made by the walk (ASCII text)
+        counted = [keys[ks:ke] for _, _, ks, ke in found]
+        where = chosen[:, :2]
+    else:
+        counted = []
+        held: list[int] = []
+        for i, (first, last, ks, ke) in enumerate(found):
+            if ks >= 0:
+                key = keys[ks:ke]
+            else:
+                if last - first == 1:
+                    key = line_key(first)
+                else:
+                    key = boilerplate_key(" ".join(text[s:e] for s, e in rows[first:last, 1:3].tolist()))
+                if not (key and has_letters(key)):
+                    continue
+            counted.append(key)
+            held.append(i)
+        where = chosen[held, :2]
     band = config.edge_lines
-    ends = range(m) if m <= 2 * band else [*range(band), *range(m - band, m)]
+    edge_rows = list(enumerate(rows.tolist())) if m <= 2 * band else [
+        *enumerate(rows[:band].tolist()),
+        *enumerate(rows[m - band :].tolist(), m - band),
+    ]
     lettered: list[tuple[str, int]] = []
-    for r in ends:
-        ks = int(rows[r, 4])
+    for r, (_, _, _, _, ks, ke, letters) in edge_rows:
         if ks >= 0:
-            if rows[r, 6]:
-                lettered.append((keys[ks : rows[r, 5]], r))
+            if letters:
+                lettered.append((keys[ks:ke], r))
         elif ks == _PYTHON:
             key = line_key(r)
             if has_letters(key):
                 lettered.append((key, r))
-    return PageKeys(text, rows, counted, lettered)
+    return PageKeys(text, rows, counted, where, lettered)
+
+
+def _one_line(text: str, config: BoilerplateConfig) -> PageKeys:
+    """:func:`page_keys` of a page without a new line (``_page_blocks``' own shortcut)."""
+    if not text or text.isspace():
+        return PageKeys(text, _NO_LINES, [], _NO_BLOCKS, [])
+    key = boilerplate_key(text) if len(text) <= config.max_block_chars else ""
+    lettered = has_letters(key)
+    if lettered and has_words(text, config.min_block_words):
+        return PageKeys(text, _ONE_LINE, [key], _ONE_BLOCK, [(key, 0)])
+    return PageKeys(text, _ONE_LINE, [], _NO_BLOCKS, [(key, 0)] if lettered else [])
+
+
+def _frozen(rows: list[list[int]], width: int) -> I64Array:
+    out = np.array(rows, np.int64).reshape(len(rows), width)
+    out.flags.writeable = False
+    return out
+
+
+# The rows of a page without a new line (shared, read-only): its one line runs to the end of the text
+# (the largest end a slice takes), so one row serves every such page.
+_NO_LINES = _frozen([], 7)
+_ONE_LINE = _frozen([[0, 0, 2**62, 1, _NO_KEY, _NO_KEY, 0]], 7)
+_NO_BLOCKS = _frozen([], 2)
+_ONE_BLOCK = _frozen([[0, 1]], 2)
 
 
 @kernel
@@ -196,10 +236,12 @@ def _layout(
     edge_lines: int,
     mode: int,
     min_words: int,
-) -> tuple[I64Array, I64Array, U8Array]:  # pragma: no cover - compiled; tests call it through page_blocks
+) -> tuple[I64Array, I64Array, U8Array, I64Array]:  # pragma: no cover - compiled; tested through its callers
     """The non-blank lines ``(at, start, end, edge, key start, key end, key has a letter)``, the blocks
     ``(first line, last line + 1, key start, key end, enough words, key has a letter)`` and the key
-    buffer (a key's start is ``_NO_KEY`` for the empty key, ``_PYTHON`` for a key Python makes)."""
+    buffer (a key's start is ``_NO_KEY`` for the empty key, ``_PYTHON`` for a key Python makes), and
+    ``(first line, last line + 1, key start, key end)`` of each block that may be counted (enough words,
+    and a key with a letter or one Python makes)."""
     n = b.size
     rows = np.empty((breaks + 1, 7), np.int64)
     m = 0
@@ -217,6 +259,8 @@ def _layout(
             at += 1
             s = i + 1
     spans = np.empty((m, 6), np.int64)
+    chosen = np.empty((m, 4), np.int64)
+    nc = 0
     buf = np.empty(2 * n + 2, np.uint8)
     pos = 0
     nb = 0
@@ -277,8 +321,14 @@ def _layout(
                 spans[nb, 2] = pos
                 spans[nb, 3] = got
                 pos = got
+        if spans[nb, 4] == 1 and (spans[nb, 5] == 1 or spans[nb, 2] == _PYTHON):
+            chosen[nc, 0] = first
+            chosen[nc, 1] = last
+            chosen[nc, 2] = spans[nb, 2]
+            chosen[nc, 3] = spans[nb, 3]
+            nc += 1
         nb += 1
-    return rows[:m], spans[:nb], buf[:pos]
+    return rows[:m], spans[:nb], buf[:pos], chosen[:nc]
 
 
 @kernel
