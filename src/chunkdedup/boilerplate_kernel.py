@@ -31,6 +31,7 @@ from chunkdedup.normalize import boilerplate_key, has_letters, has_words
 from chunkdedup.types import Page
 
 U8Array = npt.NDArray[np.uint8]
+U16Array = npt.NDArray[np.uint16]
 I64Array = npt.NDArray[np.int64]
 
 _WS = 1  # whitespace: str.isspace (ASCII's with \x1c-\x1f, and the proxy's class byte 0x80)
@@ -62,6 +63,9 @@ def _tables() -> tuple[U8Array, U8Array]:
 
 
 _FLAGS, _LOWER = _tables()
+# One lookup a character: its flags in the high byte, its lowered byte in the low one.
+_TABLE: U16Array = (_FLAGS.astype(np.uint16) << 8 | _LOWER).astype(np.uint16)
+_T_WS, _T_DIGIT, _T_LETTER, _T_HIGH = _WS << 8, _DIGIT << 8, _LETTER << 8, _HIGH << 8
 
 
 def page_blocks(
@@ -73,8 +77,7 @@ def page_blocks(
     rows, spans, buf, _ = _layout(
         proxy(text),
         text.count("\n"),
-        _FLAGS,
-        _LOWER,
+        _TABLE,
         config.max_block_chars,
         config.edge_lines,
         mode,
@@ -145,8 +148,7 @@ def page_keys(page: Page, config: BoilerplateConfig, *, edges: bool = False) -> 
     rows, _, buf, chosen = _layout(
         proxy(text),
         text.count("\n"),
-        _FLAGS,
-        _LOWER,
+        _TABLE,
         config.max_block_chars,
         config.edge_lines,
         EDGES if edges else READ,
@@ -228,41 +230,60 @@ _ONE_BLOCK = _frozen([[0, 1]], 2)
 
 @kernel
 def _layout(
-    b: U8Array,
-    breaks: int,
-    flags: U8Array,
-    lower: U8Array,
-    limit: int,
-    edge_lines: int,
-    mode: int,
-    min_words: int,
+    b: U8Array, breaks: int, table: U16Array, limit: int, edge_lines: int, mode: int, min_words: int
 ) -> tuple[I64Array, I64Array, U8Array, I64Array]:  # pragma: no cover - compiled; tested through its callers
     """The non-blank lines ``(at, start, end, edge, key start, key end, key has a letter)``, the blocks
-    ``(first line, last line + 1, key start, key end, enough words, key has a letter)`` and the key
+    ``(first line, last line + 1, key start, key end, enough words, key has a letter)``, the key
     buffer (a key's start is ``_NO_KEY`` for the empty key, ``_PYTHON`` for a key Python makes), and
     ``(first line, last line + 1, key start, key end)`` of each block that may be counted (enough words,
-    and a key with a letter or one Python makes)."""
+    and a key with a letter or one Python makes).
+
+    Unless only edge lines are keyed, each line is keyed as it is read (its end is found by the same
+    pass); a key the blocks then show is not needed stays unused in the buffer."""
     n = b.size
     rows = np.empty((breaks + 1, 7), np.int64)
+    buf = np.empty(2 * n + 2, np.uint8)
+    pos = 0
+    speculate = mode != EDGES
     m = 0
     at = 0
-    s = 0
-    for i in range(n + 1):
-        if i == n or b[i] == 10:
-            for k in range(s, i):
-                if flags[b[k]] & _WS == 0:
-                    rows[m, 0] = at
-                    rows[m, 1] = s
-                    rows[m, 2] = i
-                    m += 1
-                    break
+    if speculate:
+        i = 0
+        while True:
+            e, got, letters, nonblank = _line_key(b, table, i, n, limit, buf, pos)
+            if nonblank:
+                rows[m, 0] = at
+                rows[m, 1] = i
+                rows[m, 2] = e
+                if got >= 0:
+                    rows[m, 4] = pos
+                    rows[m, 5] = got
+                    pos = got
+                else:
+                    rows[m, 4] = got
+                    rows[m, 5] = got
+                rows[m, 6] = 1 if letters else 0
+                m += 1
             at += 1
-            s = i + 1
+            if e >= n:
+                break
+            i = e + 1
+    else:  # only the lines: each one's end, and whether it holds a word (up to its first)
+        s = 0
+        for i in range(n + 1):
+            if i == n or b[i] == 10:
+                for k in range(s, i):
+                    if table[b[k]] & _T_WS == 0:
+                        rows[m, 0] = at
+                        rows[m, 1] = s
+                        rows[m, 2] = i
+                        m += 1
+                        break
+                at += 1
+                s = i + 1
     spans = np.empty((m, 6), np.int64)
     chosen = np.empty((m, 4), np.int64)
     nc = 0
-    buf = np.empty(2 * n + 2, np.uint8)
-    pos = 0
     nb = 0
     j = 0
     while j < m:
@@ -283,36 +304,35 @@ def _layout(
                 keyed = True
             else:
                 keyed = mode == READ and alone
-            rows[r, 4] = _NO_KEY
-            rows[r, 5] = _NO_KEY
-            rows[r, 6] = 0
-            if keyed:
-                got, letters = _key(b, flags, lower, start, end, buf, pos)
+            if not keyed:
+                rows[r, 4] = _NO_KEY
+                rows[r, 5] = _NO_KEY
+                rows[r, 6] = 0
+            elif not speculate:
+                got, letters = _key(b, table, start, end, buf, pos)
                 rows[r, 6] = 1 if letters else 0
                 if got < 0:
                     rows[r, 4] = _PYTHON
+                    rows[r, 5] = _PYTHON
                 else:
                     rows[r, 4] = pos
                     rows[r, 5] = got
                     pos = got
-                if alone:
-                    spans[nb, 5] = 1 if letters else 0
         start = rows[first, 1]
         end = rows[last - 1, 2]
         spans[nb, 0] = first
         spans[nb, 1] = last
-        spans[nb, 4] = 1 if _has_words(b, flags, start, end, min_words) else 0
+        spans[nb, 4] = 1 if _has_words(b, table, start, end, min_words) else 0
         if alone:
             spans[nb, 2] = rows[first, 4]
             spans[nb, 3] = rows[first, 5]
-            if rows[first, 4] == _NO_KEY:
-                spans[nb, 5] = 0
+            spans[nb, 5] = rows[first, 6]
         elif mode == EDGES or end - start > limit:
             spans[nb, 2] = _NO_KEY
             spans[nb, 3] = _NO_KEY
             spans[nb, 5] = 0
         else:
-            got, letters = _key(b, flags, lower, start, end, buf, pos)
+            got, letters = _key(b, table, start, end, buf, pos)
             spans[nb, 5] = 1 if letters else 0
             if got < 0:
                 spans[nb, 2] = _PYTHON
@@ -332,8 +352,71 @@ def _layout(
 
 
 @kernel
+def _line_key(
+    b: U8Array, table: U16Array, start: int, n: int, limit: int, buf: U8Array, pos: int
+) -> tuple[int, int, bool, bool]:  # pragma: no cover - compiled
+    """Read the line that starts at ``start``, writing its key at ``buf[pos:]`` as :func:`_key` does:
+    (its end, the key's end, whether the key holds a letter, whether the line is non-blank). The key's
+    end is ``_PYTHON`` for a line holding a non-ASCII character, ``_NO_KEY`` for one longer than
+    ``limit`` (the rest of such a line is only scanned for its end)."""
+    letters = 0
+    masked = False  # the last word written is a mask
+    first = True
+    i = start
+    while i < n:
+        t = table[b[i]]
+        if t & _T_WS:
+            if t & _T_HIGH:
+                break
+            if b[i] == 10:
+                return i, pos, letters != 0, not first
+            i += 1
+            continue
+        if i - start > limit:
+            break
+        before = pos  # where the word's separator goes
+        if not first:
+            buf[pos] = 32
+            pos += 1
+        word = pos
+        seen = 0  # the flags of the word's characters, or-ed
+        while True:
+            seen |= t
+            buf[pos] = t & 0xFF
+            pos += 1
+            i += 1
+            if i >= n:
+                break
+            t = table[b[i]]
+            if t & _T_WS:
+                break
+        first = False
+        if seen & _T_HIGH:
+            break
+        if seen & _T_DIGIT:
+            if masked:
+                pos = before
+            else:
+                buf[word] = 35  # '#'
+                pos = word + 1
+                masked = True
+        else:
+            letters |= seen & _T_LETTER
+            masked = False
+    else:
+        return i, pos, letters != 0, not first
+    # a non-ASCII character, or past the limit: find the line's end (and whether it has a word)
+    nonblank = not first
+    while i < n and b[i] != 10:
+        if not nonblank and table[b[i]] & _T_WS == 0:
+            nonblank = True
+        i += 1
+    return i, _NO_KEY if i - start > limit else _PYTHON, False, nonblank
+
+
+@kernel
 def _key(
-    b: U8Array, flags: U8Array, lower: U8Array, start: int, end: int, buf: U8Array, pos: int
+    b: U8Array, table: U16Array, start: int, end: int, buf: U8Array, pos: int
 ) -> tuple[int, bool]:  # pragma: no cover - compiled
     """Write the boilerplate key of the ASCII text ``b[start:end]`` at ``buf[pos:]``: (its end, whether
     it holds a letter); ``(-1, False)`` when the text holds a non-ASCII character.
@@ -345,10 +428,10 @@ def _key(
     first = True
     i = start
     while i < end:
-        f = flags[b[i]]
-        if f & _HIGH:
+        t = table[b[i]]
+        if t & _T_HIGH:
             return -1, False
-        if f & _WS:
+        if t & _T_WS:
             i += 1
             continue
         before = pos  # where the word's separator goes
@@ -357,18 +440,19 @@ def _key(
             pos += 1
         word = pos
         seen = 0  # the flags of the word's characters, or-ed
-        while i < end:
-            c = b[i]
-            f = flags[c]
-            if f & _WS:
-                break
-            seen |= f
-            buf[pos] = lower[c]
+        while True:
+            seen |= t
+            buf[pos] = t & 0xFF
             pos += 1
             i += 1
-        if seen & _HIGH:
+            if i >= end:
+                break
+            t = table[b[i]]
+            if t & _T_WS:
+                break
+        if seen & _T_HIGH:
             return -1, False
-        if seen & _DIGIT:
+        if seen & _T_DIGIT:
             if masked:
                 pos = before
             else:
@@ -376,19 +460,19 @@ def _key(
                 pos = word + 1
                 masked = True
         else:
-            letters |= seen & _LETTER
+            letters |= seen & _T_LETTER
             masked = False
         first = False
     return pos, letters != 0
 
 
 @kernel
-def _has_words(b: U8Array, flags: U8Array, start: int, end: int, n: int) -> bool:  # pragma: no cover
+def _has_words(b: U8Array, table: U16Array, start: int, end: int, n: int) -> bool:  # pragma: no cover
     """Whether ``b[start:end]`` holds at least ``n`` whitespace-separated words."""
     words = 0
     inside = False
     for i in range(start, end):
-        if flags[b[i]] & _WS:
+        if table[b[i]] & _T_WS:
             inside = False
         elif not inside:
             inside = True
