@@ -5,16 +5,16 @@ interleaved round by round, so a shared machine's load hits both alike.
 Per corpus the documents are parsed once (``parse.discover`` + ``parse.parse_file``, not timed); the
 chrome of ``strip`` is the corpus chrome the documents' own candidates make (``boilerplate.is_chrome``
 over distinct units), each document given the chrome keys among its strippable ones, as the ingest's
-chunk jobs are. Each round times ``document_keys`` over every document, then ``strip``, with
-``compiled=False`` and ``compiled=True`` (in alternating order); the kernel is loaded before the first
+chunk jobs are. Each round times ``document_keys`` over every document, then ``strip``, then ``strip``
+with no chrome (``strip_bare``: running lines only, the edge-keys walk), each with ``compiled=False``
+and ``compiled=True`` (in alternating order); the kernel is loaded before the first
 round. The two paths' results are compared (they must be equal) and the table prints the median CPU
 seconds of each (``time.process_time``: on a shared machine steadier than wall time, which the JSON
 holds too), and new / old as a ratio.
 
 Example:
     python benchmarks/boilerplate_keys.py --rounds 5
-    python benchmarks/boilerplate_keys.py --corpus /tmp/qf-corpus1m --files 300 \
-        --corpus ../shared/data/sec-10q/docs
+    python benchmarks/boilerplate_keys.py --corpus /tmp/qf-corpus1m:300 --corpus ../shared/data/sec-10q/docs
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ from chunkdedup.types import Document, FileStatus, Page
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
+#: document_keys; strip with the documents' chrome; strip with no chrome (running lines only)
+STAGES = ("document_keys", "strip", "strip_bare")
 
 
 def load(corpus: Path, files: int | None, seed: int) -> list[Document]:
@@ -85,26 +87,27 @@ def run(corpus: Path, files: int | None, rounds: int, seed: int) -> dict[str, An
     def keys_of(compiled: bool) -> Callable[[], Any]:
         return lambda: [boilerplate.document_keys(p, config, compiled=compiled) for p in pages]
 
+    def bare_of(compiled: bool) -> Callable[[], Any]:  # no chrome: running lines only (edge keys)
+        return lambda: [boilerplate.strip(p, (), config, compiled=compiled) for p in pages]
+
     def strip_of(compiled: bool) -> Callable[[], Any]:
         return lambda: [
             boilerplate.strip(p, h, config, compiled=compiled) for p, h in zip(pages, held, strict=True)
         ]
 
-    times: dict[str, list[float]] = {
-        f"{s}_{p}": [] for s in ("document_keys", "strip") for p in ("old", "new")
-    }
+    times: dict[str, list[float]] = {f"{s}_{p}": [] for s in STAGES for p in ("old", "new")}
     walls: dict[str, list[float]] = {k: [] for k in times}
     equal = True
     for r in range(rounds):
         order = (False, True) if r % 2 == 0 else (True, False)
         got: dict[str, Any] = {}
-        for stage, make in (("document_keys", keys_of), ("strip", strip_of)):
+        for stage, make in (("document_keys", keys_of), ("strip", strip_of), ("strip_bare", bare_of)):
             for compiled in order:
                 name = f"{stage}_{'new' if compiled else 'old'}"
                 cpu, wall, got[name] = timed(make(compiled))
                 times[name].append(cpu)
                 walls[name].append(wall)
-        equal &= got["document_keys_old"] == got["document_keys_new"] and got["strip_old"] == got["strip_new"]
+        equal &= all(got[f"{s}_old"] == got[f"{s}_new"] for s in STAGES)
     chars = sum(len(p.text) for ps in pages for p in ps)
     med = {k: statistics.median(v) for k, v in times.items()}
     return {
@@ -133,31 +136,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--corpus", type=Path, action="append", help="a folder of inputs (repeatable)")
     parser.add_argument(
-        "--files", type=int, default=None, help="a seeded sample of this many inputs per corpus"
+        "--corpus", action="append", help="a folder of inputs, PATH or PATH:N (a seeded sample of N inputs)"
     )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "boilerplate_keys.json")
     args = parser.parse_args()
-    corpora = args.corpus or [Path("/tmp/qf-corpus1m"), DATA / "sec-10q" / "docs"]
-    rows = [
-        run(
-            c,
-            args.files if args.files is not None or "qf-corpus" not in str(c) else 300,
-            args.rounds,
-            args.seed,
-        )
-        for c in corpora
-    ]
+    specs = args.corpus or ["/tmp/qf-corpus1m:300", str(DATA / "sec-10q" / "docs"), "/tmp/corpus50k:2"]
+    rows = []
+    for spec in specs:
+        path, _, n = spec.rpartition(":") if spec.rpartition(":")[2].isdigit() else (spec, "", "")
+        rows.append(run(Path(path), int(n) if n else None, args.rounds, args.seed))
     head = ("corpus", "docs", "pages", "Mchars", "stage", "old cpu", "new cpu", "new/old")
     line = "{:<24} {:>6} {:>6} {:>7}  {:<14} {:>7} {:>7} {:>7}"
     print(line.format(*head))
     for row in rows:
         m = row["median"]
         name, size = Path(row["corpus"]).name, f"{row['chars'] / 1e6:.1f}"
-        for stage in ("document_keys", "strip"):
+        for stage in STAGES:
             old, new = m[stage + "_old"], m[stage + "_new"]
             print(
                 line.format(
