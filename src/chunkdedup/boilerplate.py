@@ -111,8 +111,19 @@ def _block(lines: list[_Line], config: BoilerplateConfig, *, edges: bool = False
 
 
 def _layout(
-    pages: Sequence[Page], config: BoilerplateConfig, *, edges: bool = False, lines: bool = True
+    pages: Sequence[Page],
+    config: BoilerplateConfig,
+    *,
+    edges: bool = False,
+    lines: bool = True,
+    compiled: bool = False,
 ) -> list[list[_Block]]:
+    """Each page's blocks (``compiled``: from the compiled walk of :mod:`chunkdedup.boilerplate_kernel`,
+    the same blocks)."""
+    if compiled:
+        from chunkdedup.boilerplate_kernel import page_blocks  # numpy and the kernel: only when asked for
+
+        return [page_blocks(page, config, edges=edges, lines=lines) for page in pages]
     return [_page_blocks(page, config, edges=edges, lines=lines) for page in pages]
 
 
@@ -141,7 +152,11 @@ def running_keys(pages: Sequence[Page], config: BoilerplateConfig) -> set[str]:
 
 
 def _running(layout: list[list[_Block]], config: BoilerplateConfig) -> set[str]:
-    n, seen = _edge_key_pages(layout)
+    return _running_of(*_edge_key_pages(layout), config)
+
+
+def _running_of(n: int, seen: dict[str, int], config: BoilerplateConfig) -> set[str]:
+    """The running keys, from the pages with text and each edge key's page count."""
     if n < config.running_min_pages:
         return set()
     need = max(config.running_min_pages, math.ceil(config.running_share * n))
@@ -162,20 +177,45 @@ class DocumentKeys:
     strippable: frozenset[str]
 
 
-def document_keys(pages: Sequence[Page], config: BoilerplateConfig) -> DocumentKeys:
+def document_keys(
+    pages: Sequence[Page], config: BoilerplateConfig, *, compiled: bool = False
+) -> DocumentKeys:
     """The candidate and strippable keys of one document (one layout pass for both).
 
     Candidates: counted blocks, and edge lines that stand on the edge of at least ``running_share``
     of the document's pages (every page of a one-page document). A heading that happens to open a
     few pages of a long filing ("Three Months Ended") is not a page-edge line of that filing; a
-    footer on every page is, and so is the last line of a one-page policy.
+    footer on every page is, and so is the last line of a one-page policy. ``compiled``: lay the pages
+    out with the compiled walk (the same keys; see :mod:`chunkdedup.boilerplate_kernel`).
     """
-    layout = _layout(pages, config, lines=False)  # it reads block keys and edge-line keys only
-    n, seen = _edge_key_pages(layout)
+    if compiled:
+        n, seen, counted = _compiled_keys(pages, config)
+    else:
+        # it reads block keys and edge-line keys only
+        layout = _layout(pages, config, lines=False)
+        n, seen = _edge_key_pages(layout)
+        counted = {b.key for blocks in layout for b in blocks if b.counted}
     need = math.ceil(config.running_share * n)
-    counted = {b.key for blocks in layout for b in blocks if b.counted}
     candidates = counted | {k for k, c in seen.items() if c >= need}
     return DocumentKeys(frozenset(candidates), frozenset(candidates | seen.keys()))
+
+
+def _compiled_keys(pages: Sequence[Page], config: BoilerplateConfig) -> tuple[int, dict[str, int], set[str]]:
+    """``document_keys``' three counts from the compiled walk: the pages with text, on how many of them
+    each lettered edge-line key stands, and the keys of the counted blocks."""
+    from chunkdedup.boilerplate_kernel import page_keys  # numpy and the kernel: only when asked for
+
+    seen: dict[str, int] = {}
+    counted: set[str] = set()
+    n = 0
+    for page in pages:
+        pk = page_keys(page, config)
+        if len(pk.lines):
+            n += 1
+        counted.update(pk.counted)
+        for key in {key for key, _ in pk.edges}:
+            seen[key] = seen.get(key, 0) + 1
+    return n, seen, counted
 
 
 def candidate_keys(pages: Sequence[Page], config: BoilerplateConfig) -> set[str]:
@@ -196,26 +236,31 @@ class StripResult:
     stripped: tuple[StrippedLine, ...]
 
 
-def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateConfig) -> StripResult:
+def strip(
+    pages: Sequence[Page], chrome: Collection[int], config: BoilerplateConfig, *, compiled: bool = False
+) -> StripResult:
     """Remove running lines and chrome from one document's pages.
 
     ``chrome`` holds the :func:`key_id` of each corpus-chrome key (or only those of the document's
     :class:`DocumentKeys` ``strippable``: the only ones it can match, so the same result). ``always_keep``
     keys are never stripped; lines and blocks of ``always_strip`` keys are removed wherever they stand.
+    ``compiled``: lay the pages out with the compiled walk (the same result).
     """
     keep = {boilerplate_key(k) for k in config.always_keep}
     forced = {boilerplate_key(k) for k in config.always_strip} - keep
     keep_ids = {key_id(k) for k in keep}
     chrome_ids = set(chrome) - keep_ids
+    if not forced and not chrome_ids and len(pages) < config.running_min_pages:
+        # no chrome, nothing forced, too few pages for a running line: nothing can go
+        return StripResult(tuple(pages), ())
+    if compiled and not forced:
+        return _compiled_strip(pages, chrome_ids, keep, config)
     if not forced and not chrome_ids:
-        if len(pages) < config.running_min_pages:
-            # no chrome, nothing forced, too few pages for a running line: nothing can go
-            return StripResult(tuple(pages), ())
         # only running lines can go, and they are edge lines: no other line or block needs its key
-        layout = _layout(pages, config, edges=True)
+        layout = _layout(pages, config, edges=True, compiled=compiled)
     else:
         # a forced key is looked for on every line; chrome only on blocks and edge lines
-        layout = _layout(pages, config, lines=bool(forced))
+        layout = _layout(pages, config, lines=bool(forced), compiled=compiled)
     running = _running(layout, config) - keep
 
     def is_chrome_key(key: str) -> bool:
@@ -235,14 +280,55 @@ def strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateCon
                     drop[ln.at] = StrippedLine(page.number, ln.text, ln.key, "chrome")
                 elif ln.edge and ln.key in running:
                     drop[ln.at] = StrippedLine(page.number, ln.text, ln.key, "running")
-        if drop:
-            lines = page.text.split("\n")
-            text = "\n".join(line for i, line in enumerate(lines) if i not in drop)
-            if "\n\n\n" in text:
-                text = _BLANK_RUNS.sub("\n\n", text)
-            text = text.strip("\n")
-            out_pages.append(Page(page.number, text, page.has_text_layer))
-            stripped.extend(drop[i] for i in sorted(drop))
-        else:
-            out_pages.append(page)
+        out_pages.append(_dropped(page, drop, stripped))
+    return StripResult(tuple(out_pages), tuple(stripped))
+
+
+def _dropped(page: Page, drop: dict[int, StrippedLine], stripped: list[StrippedLine]) -> Page:
+    """``page`` without the lines ``drop`` holds (by index), whose records join ``stripped`` in order."""
+    if not drop:
+        return page
+    lines = page.text.split("\n")
+    text = "\n".join(line for i, line in enumerate(lines) if i not in drop)
+    if "\n\n\n" in text:
+        text = _BLANK_RUNS.sub("\n\n", text)
+    stripped.extend(drop[i] for i in sorted(drop))
+    return Page(page.number, text.strip("\n"), page.has_text_layer)
+
+
+def _compiled_strip(
+    pages: Sequence[Page], chrome_ids: set[int], keep: set[str], config: BoilerplateConfig
+) -> StripResult:
+    """:func:`strip` with nothing forced, from the compiled walk: only counted blocks (when there is
+    chrome) and lettered edge lines are looked at, the only ones that rule can remove."""
+    from chunkdedup.boilerplate_kernel import page_keys  # numpy and the kernel: only when asked for
+
+    layout = [page_keys(page, config, edges=not chrome_ids) for page in pages]
+    n = 0
+    seen: dict[str, int] = {}
+    for pk in layout:
+        if len(pk.lines):
+            n += 1
+        for key in {key for key, _ in pk.edges}:
+            seen[key] = seen.get(key, 0) + 1
+    running = _running_of(n, seen, config) - keep
+    out_pages: list[Page] = []
+    stripped: list[StrippedLine] = []
+    for page, pk in zip(pages, layout, strict=True):
+        drop: dict[int, StrippedLine] = {}
+        text = pk.text
+        if chrome_ids:
+            for key, (first, last) in zip(pk.counted, pk.where.tolist(), strict=True):
+                if key_id(key) in chrome_ids:
+                    for at, s, e in pk.lines[first:last, :3].tolist():
+                        drop[at] = StrippedLine(page.number, text[s:e], key, "chrome")
+        for key, r in pk.edges:
+            at, s, e = pk.lines[r, :3].tolist()
+            if at in drop:  # its block is chrome
+                continue
+            if chrome_ids and key_id(key) in chrome_ids:
+                drop[at] = StrippedLine(page.number, text[s:e], key, "chrome")
+            elif key in running:
+                drop[at] = StrippedLine(page.number, text[s:e], key, "running")
+        out_pages.append(_dropped(page, drop, stripped))
     return StripResult(tuple(out_pages), tuple(stripped))

@@ -339,10 +339,14 @@ def _parse_phase(
         return held
 
     def jobs() -> Iterator[ParseJob]:
+        # a run of a few small files keys its pages on the str path (the same keys, no numba start-up)
+        # until the files read pass NUMPY_CHARS bytes; a larger run uses the compiled walk from the start
+        loaded = 0 if len(todo) <= NUMPY_KEYS else NUMPY_CHARS + 1
         for lo in range(0, len(todo), PARSE_JOB_FILES):
             part = todo[lo : lo + PARSE_JOB_FILES]
             files = tuple((inputs[i], known(inputs[i])) for i in part)
-            yield ParseJob(files, cfg, tuple(hashes[i] for i in part))
+            loaded += sum(_size(inputs[i]) for i in part) if loaded <= NUMPY_CHARS else 0
+            yield ParseJob(files, cfg, tuple(hashes[i] for i in part), compiled=loaded > NUMPY_CHARS)
 
     tick("parse", 0, len(inputs))
     parsed = (p for batch in executor.map(parse_inputs, jobs()) for p in batch)
@@ -415,6 +419,14 @@ def store_file(
     notes = "; ".join(pf.notes) or None
     store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
     return FileResult(path, FileStatus.INGESTED, pf.doc_ids, notes)
+
+
+def _size(inp: InputFile) -> int:
+    """The size of an input file in bytes (0 when it cannot be read: its parse says why)."""
+    try:
+        return inp.path.stat().st_size
+    except OSError:
+        return 0
 
 
 def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progress) -> None:

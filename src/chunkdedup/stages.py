@@ -33,13 +33,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class ParseJob:
-    """Files to parse, each with what the index knows of it."""
+    """Files to parse, each with what the index knows of it; ``compiled``: lay pages out for their
+    boilerplate keys with the compiled walk (else the str path, the same keys: a small run never loads
+    numba; see :mod:`chunkdedup.boilerplate_kernel`)."""
 
     files: tuple[tuple[InputFile, KnownFile], ...]
     config: Config
     #: each file's input fingerprint, when the caller hashed the files already (``None`` or none
     #: given: hashed here)
     fingerprints: tuple[str | None, ...] = ()
+    compiled: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +101,16 @@ def is_unchanged(fingerprint: str | None, known_hash: str | None) -> bool:
 
 
 def parse_input(
-    inp: InputFile, known: KnownFile, config: Config, fingerprint: str | None = None
+    inp: InputFile,
+    known: KnownFile,
+    config: Config,
+    fingerprint: str | None = None,
+    *,
+    compiled: bool = False,
 ) -> ParsedInput:
     """Hash (unless ``fingerprint`` is given), parse and key one file (unchanged when its hash is the
-    known one; a document whose content hash is known gets no keys)."""
+    known one; a document whose content hash is known gets no keys; ``compiled``: key with the compiled
+    walk, the same keys)."""
     h: str | None = fingerprint
     if h is None:
         try:
@@ -114,7 +123,9 @@ def parse_input(
     pf = parse_file(inp, config.parse, _keep(inp, known, h))
     stored = known.document_hashes()
     keys = tuple(
-        None if d.content_hash in stored else boilerplate.document_keys(d.pages, config.boilerplate)
+        None
+        if d.content_hash in stored
+        else boilerplate.document_keys(d.pages, config.boilerplate, compiled=compiled)
         for d in pf.documents
     )
     return ParsedInput(inp, h, pf, keys)
@@ -169,16 +180,18 @@ def parse_inputs(job: ParseJob) -> tuple[ParsedInput, ...]:
     """:func:`parse_input` over a job's files, in order."""
     hashed = job.fingerprints or (None,) * len(job.files)
     return tuple(
-        parse_input(inp, known, job.config, h) for (inp, known), h in zip(job.files, hashed, strict=True)
+        parse_input(inp, known, job.config, h, compiled=job.compiled)
+        for (inp, known), h in zip(job.files, hashed, strict=True)
     )
 
 
 def chunk_pages(
     doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config, *, compiled: bool = False
 ) -> KeyedDocument:
-    """Strip, chunk and key one document (``compiled``: chunk with the compiled walk, the same chunks)."""
+    """Strip, chunk and key one document (``compiled``: strip and chunk with the compiled walks, the
+    same pages and chunks)."""
     if cfg.boilerplate.enabled:
-        result = boilerplate.strip(pages, chrome, cfg.boilerplate)
+        result = boilerplate.strip(pages, chrome, cfg.boilerplate, compiled=compiled)
         clean, stripped = result.pages, result.stripped
     else:
         clean, stripped = tuple(pages), ()
