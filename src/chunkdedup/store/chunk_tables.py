@@ -419,7 +419,10 @@ class ChunkTables:
         rows_sorted = zip(flat.tolist(), owner.tolist(), strict=True)
         c.executemany("INSERT INTO bands(band_key, gid) VALUES (?, ?)", rows_sorted)
         c.execute(BANDS_GID_INDEX)
-        c.executemany("UPDATE groups SET signed=1 WHERE gid=?", ((g,) for g in gids.tolist()))
+        if len(held) == len(where):  # every unsigned group (a first ingest's): one pass
+            c.execute("UPDATE groups SET signed=1 WHERE signed IS NULL")
+        else:
+            c.executemany("UPDATE groups SET signed=1 WHERE gid=?", ((g,) for g in gids.tolist()))
         return BandTable(flat, owner, held)
 
     def merge_bands(self) -> int:
