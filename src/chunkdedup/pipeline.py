@@ -546,7 +546,10 @@ def _chunk_phase(
             held_docs = held_chars = 0
     if held:
         write()
-    refresh_contexts(store, cfg, run_id)
+    if not store.chunked_under(fingerprint):
+        with store.transaction():
+            store.set_chunked_config(fingerprint)  # every document to chunk under it was
+    refresh_contexts(store, cfg, run_id, todo)
     return len(todo), signed
 
 
@@ -556,11 +559,15 @@ _NONE: frozenset[int] = frozenset()
 CONTEXT_BATCH = 2_048
 
 
-def refresh_contexts(store: Store, cfg: Config, run_id: int) -> int:
+def refresh_contexts(store: Store, cfg: Config, run_id: int, chunked: Sequence[str] | None = None) -> int:
     """Write the context of every document that has none or was chunked in this run (its running
-    lines may have changed); every document's when the context settings changed. Returns how many."""
+    lines may have changed; ``chunked``: those, when the caller knows them); every document's when the
+    context settings changed. Returns how many."""
     stamp = key_hash(json.dumps([CONTEXT_FORMAT, cfg.to_dict()["retrieval"]], sort_keys=True))
-    todo = store.doc_ids() if store.meta("context_config") != stamp else store.docs_without_context(run_id)
+    if store.meta("context_config") != stamp:
+        todo = store.doc_ids()
+    else:
+        todo = store.docs_without_context(run_id, chunked)
     for i in range(0, len(todo), CONTEXT_BATCH):
         sources = store.context_sources(todo[i : i + CONTEXT_BATCH])
         with store.transaction():

@@ -502,8 +502,16 @@ class Store:
             )
         return out
 
-    def docs_without_context(self, run_id: int) -> list[str]:
-        """Documents with no context yet, or chunked (so perhaps stripped anew) in run ``run_id``."""
+    def docs_without_context(self, run_id: int, chunked: Sequence[str] | None = None) -> list[str]:
+        """Documents with no context yet, or chunked (so perhaps stripped anew) in run ``run_id``.
+
+        ``chunked``: the documents run ``run_id`` stored or chunked (every one whose row names the run),
+        when the caller knows them. Then, when every document has a context (as many contexts as
+        documents: a context is only written for a document and removed with it), they are the answer,
+        and the documents are not scanned (an incremental run's contexts: 40 ms of a 50k-document join).
+        """
+        if chunked is not None and _count(self.conn, "documents") == _count(self.conn, "contexts"):
+            return sorted(set(chunked))
         rows = self.conn.execute(
             "SELECT d.doc_id FROM documents d LEFT JOIN contexts c USING(doc_id)"
             " WHERE c.doc_id IS NULL OR d.run_id = ? ORDER BY d.doc_id",
@@ -534,9 +542,13 @@ class Store:
         return tuple(Page(r[0], r[1] or "", bool(r[2])) for r in rows)
 
     def doc_ids(self, *, stale_config: str | None = None) -> list[str]:
-        """All document ids, or the indexed ones chunked under another config than ``stale_config``."""
+        """All document ids, or the indexed ones chunked under another config than ``stale_config``
+        (none, without a scan, when every indexed one is known to be chunked under it:
+        :meth:`set_chunked_config`)."""
         if stale_config is None:
             rows = self.conn.execute("SELECT doc_id FROM documents ORDER BY doc_id")
+        elif self.chunked_under(stale_config):
+            return []
         else:
             rows = self.conn.execute(
                 "SELECT doc_id FROM documents WHERE state='indexed' AND config_hash IS NOT ? ORDER BY doc_id",
@@ -590,10 +602,16 @@ class Store:
     def docs_to_chunk(self, config_hash: str) -> list[str]:
         """Pending documents, documents chunked under another config, and documents whose chrome
         keys (their strippable keys that are chrome now, counted or not) differ from those they were
-        stripped with."""
+        stripped with. When every indexed document is known to be chunked under ``config_hash``
+        (:meth:`set_chunked_config`), the pending ones are read by their index, not every document."""
+        params: tuple[str, ...] = ()
+        mine = "SELECT doc_id FROM documents WHERE state='pending'"
+        if not self.chunked_under(config_hash):
+            mine += " OR config_hash IS NOT ?"
+            params = (config_hash,)
         rows = self.conn.execute(
-            """
-            SELECT doc_id FROM documents WHERE state='pending' OR config_hash IS NOT ?
+            f"""
+            {mine}
             UNION
             SELECT k.doc_id FROM doc_keys k JOIN chrome USING(khash)
               LEFT JOIN doc_chrome dc ON dc.doc_id=k.doc_id AND dc.khash=k.khash WHERE dc.doc_id IS NULL
@@ -601,9 +619,19 @@ class Store:
             SELECT dc.doc_id FROM doc_chrome dc LEFT JOIN chrome c USING(khash) WHERE c.khash IS NULL
             ORDER BY 1
             """,
-            (config_hash,),
+            params,
         )
         return [r[0] for r in rows]
+
+    def set_chunked_config(self, config_hash: str) -> None:
+        """Record that every indexed document is chunked under ``config_hash`` (after a chunk phase
+        chunked every document :meth:`docs_to_chunk` gave for it). :meth:`replace_chunks` under
+        another config forgets it in the same transaction, so a killed run never leaves it wrong."""
+        self.set_meta(_CHUNKED_CONFIG, config_hash)
+
+    def chunked_under(self, config_hash: str) -> bool:
+        """Whether every indexed document is known to be chunked under ``config_hash``."""
+        return self.meta(_CHUNKED_CONFIG) == config_hash
 
     # -- chunks and canonicals -----------------------------------------------------------------
     def replace_chunks(self, docs: Sequence[KeyedDocument], config_hash: str, run_id: int) -> None:
@@ -613,6 +641,8 @@ class Store:
         batch (a transaction's worth of documents), not once per document.
         """
         c = self.conn
+        if self.meta(_CHUNKED_CONFIG) not in (None, config_hash):
+            self.delete_meta(_CHUNKED_CONFIG)
         # A page stripping left as it was keeps no second copy: clean_text NULL reads as raw_text
         # (CLEAN_TEXT), which on most pages of most corpora is the whole page. strip() returns a page
         # it removed no line from as it was, so a page without stripped lines is such a page.
@@ -674,6 +704,8 @@ _CONTEXT_STAGE = ("context_stage", "doc_id TEXT, text TEXT")
 #: meta keys: the chrome must be decided again / the boilerplate settings it was decided under
 _CHROME_STALE = "chrome_stale"
 _CHROME_SETTINGS = "chrome_settings"
+#: meta key: the config hash every indexed document is chunked under, when known (set_chunked_config)
+_CHUNKED_CONFIG = "chunked_config"
 
 
 def document_row(doc: Document) -> tuple[Any, ...]:
@@ -690,6 +722,11 @@ def document_row(doc: Document) -> tuple[Any, ...]:
         len(doc.pages),
         doc.title,
     )
+
+
+def _count(conn: sqlite3.Connection, table: str) -> int:
+    """A table's rows (``table``: one of this module's names, never user input)."""
+    return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
 
 
 def writer_active(path: str | Path) -> bool:
