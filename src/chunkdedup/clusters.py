@@ -319,7 +319,7 @@ def _components(
 
         # The dirty groups' neighbours are read a block of groups at a time (one join each), taken as
         # the walk reaches them, so memory holds about one block's lists; a group reached beyond the
-        # dirty ones is read on its own.
+        # dirty ones is read with every such group the lists read so far name (below).
         # When most groups are dirty (a first ingest), every group's neighbours come from one scan of
         # the bands instead (only groups that have some are held).
         position = {gid: i for i, gid in enumerate(dirty)}
@@ -336,12 +336,35 @@ def _components(
                 return store.chunks.band_neighbour_map(ids)
             return {gid: everyone.pop(gid, []) for gid in ids}
 
+        # groups beyond the dirty ones that some read list names, not read yet: a walk reaching one
+        # reads them all in one join (an incremental run reaches hundreds, one query each cost more)
+        beyond: dict[str, None] = {}
+        asked: set[str] = set()
+
+        def note(lists: Iterable[list[str]]) -> None:
+            for found in lists:
+                beyond.update((g, None) for g in found if g not in position and g not in asked)
+
         def neighbours(gid: str) -> list[str]:
             found = ahead.pop(gid, None)
-            if found is not None:
-                return found
             i = position.get(gid)
-            if i is None or i // _NEIGHBOUR_BLOCK in read:
+            if found is not None:
+                if i is None and found:  # read with a batch beyond the dirty groups
+                    fetch([gid, *found])
+                return found
+            if i is None:
+                batch = [gid, *itertools.islice((g for g in beyond if g != gid), _NEIGHBOUR_BLOCK - 1)]
+                for g in batch:
+                    beyond.pop(g, None)
+                asked.update(batch)
+                part = block_neighbours(batch)
+                ahead.update(part)
+                note(part.values())
+                found = ahead.pop(gid)
+                if found:
+                    fetch([gid, *found])
+                return found
+            if i // _NEIGHBOUR_BLOCK in read:
                 found = store.chunks.band_neighbours(gid)
                 if found:
                     fetch([gid, *found])
@@ -351,6 +374,7 @@ def _components(
             start = block * _NEIGHBOUR_BLOCK
             part = block_neighbours(dirty[start : start + _NEIGHBOUR_BLOCK])
             ahead.update(part)
+            note(part.values())
             # the block's groups that have neighbours, and those: the pairs the walk verifies next (a
             # group with none needs no shingles: most of a corpus's groups, most of a GiB at 1M)
             fetch(itertools.chain((g for g, found in part.items() if found), *part.values()))
