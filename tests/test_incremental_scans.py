@@ -84,3 +84,16 @@ def test_a_document_left_without_a_context_gets_one(tmp_path: Path) -> None:
     with Store.open(index) as store:
         n = store.conn.execute("SELECT COUNT(*) FROM documents d JOIN contexts c USING(doc_id)").fetchone()[0]
     assert n == 14
+
+
+def test_the_unit_total_is_the_distinct_units(tmp_path: Path, policy_index: Path) -> None:
+    """Counted on the family index, the units are those the documents' unit column names."""
+    corpus, index = _corpus(tmp_path / "c"), tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    families = []
+    for path in (policy_index, index):
+        with Store.open(path, readonly=True) as store:
+            direct = store.conn.execute("SELECT COUNT(DISTINCT unit) FROM documents").fetchone()[0]
+            families.append(store.conn.execute("SELECT COUNT(DISTINCT family) FROM documents").fetchone()[0])
+            assert store.unit_total() == direct
+    assert families[0] > 1 and families[1] == 0  # with families (and documents without), and with none

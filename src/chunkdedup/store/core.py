@@ -558,7 +558,11 @@ class Store:
 
     # -- boilerplate statistics ----------------------------------------------------------------
     def unit_total(self) -> int:
-        return int(self.conn.execute("SELECT COUNT(DISTINCT unit) FROM documents").fetchone()[0])
+        """The distinct units of the documents (``COUNT(DISTINCT unit)``), counted on the family index:
+        a unit is ``family:F`` for a document with a family F, else ``doc:ID`` (``Document.unit``), so
+        the units are the distinct families plus the documents with none (a scan of every document's
+        row for its unit took 20 ms of an incremental run at 50k documents; this, about 3)."""
+        return int(self.conn.execute(_UNIT_TOTAL).fetchone()[0])
 
     def kept_key_unit_counts(self, min_units: int, settings: str) -> dict[int, int]:
         """:meth:`key_unit_counts`, from the counts kept under the boilerplate ``settings`` with only
@@ -697,6 +701,12 @@ _DOCUMENT_ROWS = (
     " title FROM documents WHERE doc_id IN ({})"
 )
 
+
+#: :meth:`Store.unit_total`: the documents without a family, and the distinct families
+_UNIT_TOTAL = (
+    "SELECT (SELECT COUNT(*) FROM documents WHERE family IS NULL OR family = '')"
+    " + (SELECT COUNT(DISTINCT family) FROM documents WHERE family > '')"
+)
 
 #: the staging table of :meth:`Store.put_contexts`
 _CONTEXT_STAGE = ("context_stage", "doc_id TEXT, text TEXT")
