@@ -51,7 +51,6 @@ def test_a_run_killed_while_rechunking_under_another_config_is_undone_by_the_nex
     corpus, index = _corpus(tmp_path / "c"), tmp_path / "i.sqlite"
     ingest([corpus], index)
     monkeypatch.setattr("chunkdedup.pipeline.STORE_BATCH", 4)  # batches of 1 document (a job is a quarter)
-    monkeypatch.setattr("chunkdedup.pipeline.HELD_ROWS", 0)  # each batch commits (as in a large run)
     calls: list[int] = []
     replace = Store.replace_chunks
 
