@@ -374,35 +374,12 @@ def _line_key(
             continue
         if i - start > limit:
             break
-        before = pos  # where the word's separator goes
-        if not first:
-            buf[pos] = 32
-            pos += 1
-        word = pos
-        seen = 0  # the flags of the word's characters, or-ed
-        while True:
-            seen |= t
-            buf[pos] = t & 0xFF
-            pos += 1
-            i += 1
-            if i >= n:
-                break
-            t = table[b[i]]
-            if t & _T_WS:
-                break
+        i, pos, seen, masked = _word(b, table, i, n, buf, pos, first, masked)
         first = False
         if seen & _T_HIGH:
             break
-        if seen & _T_DIGIT:
-            if masked:
-                pos = before
-            else:
-                buf[word] = 35  # '#'
-                pos = word + 1
-                masked = True
-        else:
+        if not seen & _T_DIGIT:
             letters |= seen & _T_LETTER
-            masked = False
     else:
         return i, pos, letters != 0, not first
     # a non-ASCII character, or past the limit: find the line's end (and whether it has a word)
@@ -434,36 +411,47 @@ def _key(
         if t & _T_WS:
             i += 1
             continue
-        before = pos  # where the word's separator goes
-        if not first:
-            buf[pos] = 32
-            pos += 1
-        word = pos
-        seen = 0  # the flags of the word's characters, or-ed
-        while True:
-            seen |= t
-            buf[pos] = t & 0xFF
-            pos += 1
-            i += 1
-            if i >= end:
-                break
-            t = table[b[i]]
-            if t & _T_WS:
-                break
+        i, pos, seen, masked = _word(b, table, i, end, buf, pos, first, masked)
         if seen & _T_HIGH:
             return -1, False
-        if seen & _T_DIGIT:
-            if masked:
-                pos = before
-            else:
-                buf[word] = 35  # '#'
-                pos = word + 1
-                masked = True
-        else:
+        if not seen & _T_DIGIT:
             letters |= seen & _T_LETTER
-            masked = False
         first = False
     return pos, letters != 0
+
+
+@kernel
+def _word(
+    b: U8Array, table: U16Array, i: int, end: int, buf: U8Array, pos: int, first: bool, masked: bool
+) -> tuple[int, int, int, bool]:  # pragma: no cover - compiled
+    """Write the word that starts at ``b[i]`` (not whitespace; it ends at whitespace or ``end``) at
+    ``buf[pos:]``, lowered, after a space unless it is the ``first``; a word holding a digit becomes
+    ``#``, or nothing after a mask (``masked``: the key written so far ends in one). Returns (the word's
+    end, the key's end, the flags of its characters or-ed, whether the key now ends in a mask); the key
+    is of no use when the flags hold ``_T_HIGH`` (a non-ASCII character)."""
+    before = pos  # where the word's separator goes
+    if not first:
+        buf[pos] = 32
+        pos += 1
+    word = pos
+    seen = 0
+    t = table[b[i]]
+    while True:
+        seen |= t
+        buf[pos] = t & 0xFF
+        pos += 1
+        i += 1
+        if i >= end:
+            break
+        t = table[b[i]]
+        if t & _T_WS:
+            break
+    if not seen & _T_DIGIT:
+        return i, pos, seen, False
+    if masked:
+        return i, before, seen, True
+    buf[word] = 35  # '#'
+    return i, word + 1, seen, True
 
 
 @kernel
