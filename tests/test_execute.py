@@ -3,6 +3,7 @@ writes, and the pool takes its inputs lazily, keeps results in order and passes 
 
 from __future__ import annotations
 
+import gc
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,3 +141,37 @@ def test_the_default_leaves_the_writer_a_core(monkeypatch: pytest.MonkeyPatch) -
     for cores, workers in ((1, 1), (2, 1), (4, 3), (16, 8), (None, 1)):
         monkeypatch.setattr(execute.os, "cpu_count", lambda c=cores: c)
         assert LocalExecutor(None).workers == workers
+
+
+class _Watching(LocalExecutor):
+    """A one-process executor that notes whether the cyclic collector runs while its jobs do, and
+    fails its chunk jobs when asked."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__(1)
+        self.seen: list[bool] = []
+        self.fail = fail
+
+    def map(self, fn, items):  # type: ignore[no-untyped-def]
+        self.seen.append(gc.isenabled())
+        if self.fail and fn.__name__ == "chunk_documents":
+            raise RuntimeError("chunking failed")
+        yield from super().map(fn, items)
+
+
+def test_an_ingest_pauses_the_collector_and_restores_it(tmp_path: Path) -> None:
+    assert gc.isenabled()
+    watching = _Watching()
+    ingest_with([POLICY], tmp_path / "a.sqlite", IngestOptions(), watching)
+    assert watching.seen and not any(watching.seen)  # every stage ran with the collector paused
+    assert gc.isenabled()
+    failing = _Watching(fail=True)
+    with pytest.raises(RuntimeError, match="chunking failed"):
+        ingest_with([POLICY], tmp_path / "b.sqlite", IngestOptions(), failing)
+    assert gc.isenabled()  # restored after a failed run too
+    gc.disable()
+    try:  # a caller that runs without the collector keeps it off
+        ingest_with([POLICY], tmp_path / "c.sqlite", IngestOptions(), _Watching())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -18,6 +18,7 @@ index too.
 
 from __future__ import annotations
 
+import gc
 import json
 import tempfile
 import time
@@ -189,7 +190,7 @@ def ingest_with(
     textindex.require(options.text_engine)  # a bad name or a missing extra fails before the index is touched
     run = _Run(found.inputs, paths, options, found.unread)
     try:
-        with executor:
+        with executor, collector_paused():
             if not options.dry_run:
                 return _run(run, Path(index), executor)
             with scratch_copy(index) as scratch:
@@ -197,6 +198,26 @@ def ingest_with(
                 return replace(report, run_id=None, dry_run=True)
     except SQLITE_FAILURES as e:  # a damaged index, a full disk, an I/O error: each named, with the way out
         raise index_error(index, e) from e
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block (as it was after it).
+
+    An ingest holds millions of live objects (rows, keys, held band ids), and makes few cycles: a
+    50k-record run left 910 cyclic objects for one collection at its end. With the collector on, its
+    full passes over the live objects took 2.2-5.3 s of a 22-41 s run (``gc.callbacks`` timing, two
+    runs); off, the run used 18.9-20.3 s of CPU against 22.1-28.6 s, and its peak memory did not grow
+    (597 MB). Reference counting still frees everything else as it goes. It is the process's
+    collector: other threads of the caller run without it for as long as the block lasts.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 @dataclass(frozen=True, slots=True)
