@@ -703,3 +703,33 @@ def test_a_leader_chunk_moving_to_a_new_document_in_one_run_keeps_its_near_copie
         counted = dict(ix.store.conn.execute("SELECT id, n_sources FROM canonicals").fetchall())
         assert counted == {r["id"]: len(r["sources"]) for r in ix.export()}
         assert sorted(counted.values()) == [1, 1, 2]  # 0.md's chunk leads b's near copy
+
+
+@pytest.mark.parametrize("room", [None, 0])
+def test_the_chunk_phase_takes_the_parsed_pages_at_hand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, room: int | None
+) -> None:
+    """A fresh ingest chunks the pages its parse phase stored without reading them back (all of them
+    fit in AT_HAND_CHARS here); with no room, each is read back. The index is the same either way."""
+    from chunkdedup import pipeline
+
+    if room is not None:
+        monkeypatch.setattr(pipeline, "AT_HAND_CHARS", room)
+    reads: list[str] = []
+    load = Store.load_pages
+
+    def counted(self: Store, doc_id: str, *, clean: bool = False) -> Any:
+        reads.append(doc_id)
+        return load(self, doc_id, clean=clean)
+
+    monkeypatch.setattr(Store, "load_pages", counted)
+    index = tmp_path / "policy.sqlite"
+    report = ingest([POLICY], index, manifest=POLICY_MANIFEST, workers=1)
+    chunked = report.totals["documents_chunked"]
+    assert chunked > 100
+    assert len(reads) == (0 if room is None else chunked)
+    monkeypatch.setattr(Store, "load_pages", load)
+    again = tmp_path / "again.sqlite"
+    monkeypatch.setattr(pipeline, "AT_HAND_CHARS", 0 if room is None else 1 << 30)
+    ingest([POLICY], again, manifest=POLICY_MANIFEST, workers=1)
+    assert snapshot(index) == snapshot(again)
