@@ -37,13 +37,6 @@ from chunkdedup.errors import ConfigError, MissingExtraError
 from chunkdedup.store import Store
 
 ENGINES = ("fts5", "tantivy")
-#: FTS5's in-memory hash of pending terms while :func:`sync` builds a deferred table at once (FTS5's
-#: own default, :data:`FTS_HASH_BYTES`, is 1 MiB, kept for the row-by-row writes after it). The
-#: 478k group texts of a 1M-chunk index build in 13.5-14.2 s of CPU with 64 MiB against 17.4-17.8 s
-#: with 1 MiB, alternated (the same rows; +94 MB peak while it builds); 256 MiB was not clearly better
-#: (11.2 and 16.8 s in two runs).
-FTS_BUILD_HASH_BYTES = 64 << 20
-FTS_HASH_BYTES = 1 << 20
 #: From about this many texts (exact-key groups) FTS5's p95 per question passes ~200 ms on 2 cores:
 #: ``serve_pages.py``'s /query rows measured p95 70-110 ms at 19k texts and 1.0-1.8 s at 479k, ~3 ms
 #: more per thousand texts (benchmarks/README.md); tantivy answers the same in milliseconds. The
@@ -187,11 +180,8 @@ def _build_deferred_fts(store: Store) -> None:
         return
     conn = store.conn
     with store.transaction():
-        for table in ("groups_fts", "contexts_fts"):
-            # a larger pending-term hash while it is built: fewer segments flushed and merged again
-            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('hashsize', ?)", (FTS_BUILD_HASH_BYTES,))
-            conn.execute(f"INSERT INTO {table}({table}) VALUES('rebuild')")
-            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('hashsize', ?)", (FTS_HASH_BYTES,))
+        conn.execute("INSERT INTO groups_fts(groups_fts) VALUES('rebuild')")
+        conn.execute("INSERT INTO contexts_fts(contexts_fts) VALUES('rebuild')")
         for name, sql in json.loads(store.meta("deferred_triggers") or "[]"):
             conn.execute(f"DROP TRIGGER IF EXISTS {name}")
             conn.execute(sql)
