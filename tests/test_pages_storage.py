@@ -179,3 +179,47 @@ def test_pages_without_text_are_counted_from_their_own_index(tmp_path: Path) -> 
             "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM pages WHERE has_text=0"))
         assert "pages_without_text" in plan
         assert ix.stats()["pages_without_text"] == 0
+
+
+def _rows(conn: sqlite3.Connection) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    docs = conn.execute("SELECT * FROM documents ORDER BY doc_id").fetchall()
+    pages = conn.execute(
+        "SELECT doc_id, page, has_text, page_text(raw_text), clean_text FROM pages ORDER BY doc_id, page"
+    ).fetchall()
+    return docs, pages
+
+
+@pytest.mark.parametrize("n_pages", [1, 3, 5])
+def test_a_new_version_written_over_its_rows_is_stored_as_if_new(tmp_path: Path, n_pages: int) -> None:
+    """put_documents writes a stored document's new version over its old rows (pages beyond the new
+    count deleted, has_text, file, family and department changed where they differ): the rows are
+    those a first put of the new version writes."""
+    keys = DocumentKeys(frozenset(), frozenset())
+    old = Document(
+        "d", "old.md", (Page(1, "one"), Page(2, "two"), Page(3, "three", False)), "h1", family="f1"
+    )
+    new = Document(
+        "d",
+        "new.md",
+        tuple(Page(n, f"page {n} again", n % 2 == 0) for n in range(1, n_pages + 1)),
+        "h2",
+        {"department": "legal"},
+        department="legal",
+        title="T",
+    )
+    other = Document("e", "e.md", (Page(1, "kept"),), "h3")
+    got = []
+    for history in ([old, other, new], [other, new]):
+        index = tmp_path / f"{len(history)}.sqlite"
+        store = Store.open(index, create=True)
+        try:
+            with store.writer():
+                run = store.begin_run(["x"], None, {})
+                for doc in history:
+                    with store.transaction():
+                        store.put_documents([(doc, keys)], run)
+                got.append(_rows(store.conn))
+        finally:
+            store.close()
+    assert got[0] == got[1]
+    assert [p[1] for p in got[0][1] if p[0] == "d"] == list(range(1, n_pages + 1))

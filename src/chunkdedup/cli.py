@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from chunkdedup.cli_support import EXIT_FILES_FAILED, cli_errors, progress_bar, safe_block, safe_text
+from chunkdedup.cli_support import (
+    EXIT_FILES_FAILED,
+    cli_errors,
+    json_text,
+    progress_bar,
+    safe_block,
+    safe_text,
+)
 from chunkdedup.config import Config
 from chunkdedup.store.index import Index
 
@@ -185,7 +192,7 @@ def ingest_cmd(
             )
             report = ingest_with(list(paths), index_path, options, executor)
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
+        click.echo(json_text(report.to_json()))
     else:
         _print_report(report, index_path)
     if any(f.status == "failed" for f in report.files):
@@ -478,7 +485,7 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
         with progress_bar(not as_json) as tick:
             report = ingest([corpus.folder], target, manifest=corpus.manifest, progress=tick)
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
+        click.echo(json_text(report.to_json()))
         return
     click.echo(
         f"wrote {corpus.documents} documents ({corpus.pdfs} PDFs, {corpus.families} families) "

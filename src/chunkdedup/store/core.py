@@ -427,23 +427,28 @@ class Store:
         changed = self.chunks.docs_with_sources(ids)
         if changed:
             self.chunks.replace_sources(changed, (), run_id)
-        c.executemany(
-            "INSERT OR REPLACE INTO documents(doc_id, file_path, content_hash, unit, metadata, department,"
-            " family, effective_date, n_pages, title, state, config_hash, run_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)",
-            [(doc.doc_id, *rows[doc.doc_id], run_id) for doc, _ in items],
-        )
-        c.executemany("DELETE FROM pages WHERE doc_id=?", [(i,) for i in ids])
+        # A new version is written over its old rows, not deleted and inserted again: a row keeps its
+        # place and the indexes of unchanged columns (the file, the family, the department, the page
+        # key) are not written (an edited record dirtied one leaf of each, at random, per document).
+        doc_rows = [(doc.doc_id, *rows[doc.doc_id], run_id) for doc, _ in items]
+        c.executemany(_UPSERT_DOCUMENT, doc_rows)
+        c.executemany(_MOVE_DOCUMENT, [(r[1], r[5], r[6], r[0], r[1], r[5], r[6]) for r in doc_rows])
         codec = self.codec
         codec.learn(p.text for doc, _ in items for p in doc.pages)  # read only until it is trained
         self._keep_dict()
+        page_rows = [
+            (doc.doc_id, p.number, int(p.has_text_layer), codec.encode(p.text))
+            for doc, _ in items
+            for p in doc.pages
+        ]
         c.executemany(
-            "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, NULL)",
-            [
-                (doc.doc_id, p.number, int(p.has_text_layer), codec.encode(p.text))
-                for doc, _ in items
-                for p in doc.pages
-            ],
+            "DELETE FROM pages WHERE doc_id=? AND page NOT IN (SELECT value FROM json_each(?))",
+            [(doc.doc_id, json.dumps([p.number for p in doc.pages])) for doc, _ in items],
+        )
+        c.executemany(_UPSERT_PAGE, page_rows)
+        c.executemany(
+            "UPDATE pages SET has_text=? WHERE doc_id=? AND page=? AND has_text IS NOT ?",
+            [(r[2], r[0], r[1], r[2]) for r in page_rows],
         )
         self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
 
@@ -701,6 +706,27 @@ _DOCUMENT_ROWS = (
     " title FROM documents WHERE doc_id IN ({})"
 )
 
+
+#: :meth:`Store.put_documents`: a document row, new or written over the old one (pending chunking); the
+#: indexed columns (file, department, family) are set by _MOVE_DOCUMENT, only where they changed
+_UPSERT_DOCUMENT = (
+    "INSERT INTO documents(doc_id, file_path, content_hash, unit, metadata, department, family,"
+    " effective_date, n_pages, title, state, config_hash, run_id)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)"
+    " ON CONFLICT(doc_id) DO UPDATE SET content_hash=excluded.content_hash, unit=excluded.unit,"
+    " metadata=excluded.metadata, effective_date=excluded.effective_date, n_pages=excluded.n_pages,"
+    " title=excluded.title, state='pending', config_hash=NULL, run_id=excluded.run_id"
+)
+_MOVE_DOCUMENT = (
+    "UPDATE documents SET file_path=?, department=?, family=? WHERE doc_id=?"
+    " AND (file_path IS NOT ? OR department IS NOT ? OR family IS NOT ?)"
+)
+#: a page's row, new or written over the old one (its text to be cleaned again); has_text is set
+#: apart, where it changed (the partial index pages_without_text is written only then)
+_UPSERT_PAGE = (
+    "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, NULL)"
+    " ON CONFLICT(doc_id, page) DO UPDATE SET raw_text=excluded.raw_text, clean_text=NULL"
+)
 
 #: :meth:`Store.unit_total`: the documents without a family, and the distinct families
 _UNIT_TOTAL = (
