@@ -85,11 +85,17 @@ def typed_metadata(raw: Mapping[str, object]) -> TypedMetadata:
 
 
 def file_hash(path: Path) -> str:
-    """``normalize.bytes_hash`` of a file's bytes, read in blocks so large files are not held in memory."""
+    """``normalize.bytes_hash`` of a file's bytes, read in blocks so large files are not held in memory.
+
+    The blocks are read into one buffer (unbuffered, straight from the file): a new block each read
+    was fresh memory the kernel zeroed and mapped, page by page (an incremental run of a 67 MB corpus
+    that changed nothing took 18k page faults, 16k of them for its blocks)."""
     digest = xxhash.xxh3_128()
-    with path.open("rb") as f:
-        while block := f.read(_HASH_BLOCK):
-            digest.update(block)
+    block = bytearray(_HASH_BLOCK)
+    view = memoryview(block)
+    with path.open("rb", buffering=0) as f:
+        while n := f.readinto(block):
+            digest.update(view[:n])
     return str(digest.hexdigest())
 
 
