@@ -181,45 +181,54 @@ def test_pages_without_text_are_counted_from_their_own_index(tmp_path: Path) -> 
         assert ix.stats()["pages_without_text"] == 0
 
 
-def _rows(conn: sqlite3.Connection) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
-    docs = conn.execute("SELECT * FROM documents ORDER BY doc_id").fetchall()
-    pages = conn.execute(
-        "SELECT doc_id, page, has_text, page_text(raw_text), clean_text FROM pages ORDER BY doc_id, page"
-    ).fetchall()
-    return docs, pages
+
+def _doc_rows(index: Path) -> list[tuple[object, ...]]:
+    with Index.open(index) as ix:
+        return ix.store.conn.execute(
+            "SELECT doc_id, file_path, content_hash, unit, metadata, department, family, effective_date,"
+            " n_pages, state, config_hash, title FROM documents ORDER BY doc_id"
+        ).fetchall()
+
+
+_TAGS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india")
+_WORDS = ("tenant", "landlord", "notice", "payment", "deposit", "repair", "lease", "term", "renewal", "pets")
+
+
+def _sentences(tag: str, n: int) -> str:
+    """A page of its own words (its lines must not repeat across pages once digits are masked)."""
+    words = [w for w in _WORDS if w[0] != tag[0]] + [tag]
+    return "\n".join(
+        f"The {words[i % len(words)]} of the {tag} agreement covers {words[(i * 5) % len(words)]}"
+        f" and {words[(i * 7 + 3) % len(words)]} for {tag} {i}."
+        for i in range(n)
+    )
 
 
 @pytest.mark.parametrize("n_pages", [1, 3, 5])
-def test_a_new_version_written_over_its_rows_is_stored_as_if_new(tmp_path: Path, n_pages: int) -> None:
-    """put_documents writes a stored document's new version over its old rows (pages beyond the new
-    count deleted, has_text, file, family and department changed where they differ): the rows are
-    those a first put of the new version writes."""
-    keys = DocumentKeys(frozenset(), frozenset())
-    old = Document(
-        "d", "old.md", (Page(1, "one"), Page(2, "two"), Page(3, "three", False)), "h1", family="f1"
-    )
-    new = Document(
-        "d",
-        "new.md",
-        tuple(Page(n, f"page {n} again", n % 2 == 0) for n in range(1, n_pages + 1)),
-        "h2",
-        {"department": "legal"},
-        department="legal",
-        title="T",
-    )
-    other = Document("e", "e.md", (Page(1, "kept"),), "h3")
-    got = []
-    for history in ([old, other, new], [other, new]):
-        index = tmp_path / f"{len(history)}.sqlite"
-        store = Store.open(index, create=True)
-        try:
-            with store.writer():
-                run = store.begin_run(["x"], None, {})
-                for doc in history:
-                    with store.transaction():
-                        store.put_documents([(doc, keys)], run)
-                got.append(_rows(store.conn))
-        finally:
-            store.close()
-    assert got[0] == got[1]
-    assert [p[1] for p in got[0][1] if p[0] == "d"] == list(range(1, n_pages + 1))
+def test_a_chunked_document_written_over_its_rows_equals_a_fresh_ingest(
+    tmp_path: Path, n_pages: int
+) -> None:
+    """A chunked document's new version is written over its rows (Store.put_documents: pages beyond
+    the new count deleted, the family and department changed in place): its rows, its pages and the
+    export are those of a fresh ingest of the final corpus."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    manifest = tmp_path / "manifest.jsonl"
+    (corpus / "b.txt").write_text(_sentences("other", 12), encoding="utf-8")
+    (corpus / "a.txt").write_text("\f".join(_sentences(_TAGS[p], 12) for p in range(3)), encoding="utf-8")
+    manifest.write_text('{"path": "corpus/a.txt", "family": "f1", "department": "d1"}\n', encoding="utf-8")
+    incremental = tmp_path / "incremental.sqlite"
+    ingest([corpus], incremental, manifest=manifest)
+    pages = [_sentences(_TAGS[p + 3], 12) if p % 2 else _sentences(_TAGS[p], 12) for p in range(n_pages)]
+    (corpus / "a.txt").write_text("\f".join(pages), encoding="utf-8")
+    manifest.write_text('{"path": "corpus/a.txt", "family": "f2"}\n', encoding="utf-8")
+    ingest([corpus], incremental, manifest=manifest)
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh, manifest=manifest)
+    assert _doc_rows(incremental) == _doc_rows(fresh)
+    assert [r[5:7] for r in _doc_rows(fresh) if r[0] == "corpus/a.txt"] == [(None, "f2")]
+    assert _pages(incremental) == _pages(fresh)
+    assert [p[1] for p in _pages(fresh) if p[0] == "corpus/a.txt"] == list(range(1, n_pages + 1))
+    with Index.open(incremental) as a, Index.open(fresh) as b:
+        assert list(a.export()) == list(b.export())
+

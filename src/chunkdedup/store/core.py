@@ -427,12 +427,22 @@ class Store:
         changed = self.chunks.docs_with_sources(ids)
         if changed:
             self.chunks.replace_sources(changed, (), run_id)
-        # A new version is written over its old rows, not deleted and inserted again: a row keeps its
-        # place and the indexes of unchanged columns (the file, the family, the department, the page
-        # key) are not written (an edited record dirtied one leaf of each, at random, per document).
+        # A chunked document's new version is written over its rows, not deleted and inserted again:
+        # a row keeps its place, and the indexes of unchanged columns (the file, the family, the
+        # department, the page key) are not written (an edited record dirtied one leaf of each, at
+        # random). The others (new ones: every document of a first ingest) are inserted as they were.
+        over = set(changed)
         doc_rows = [(doc.doc_id, *rows[doc.doc_id], run_id) for doc, _ in items]
-        c.executemany(_UPSERT_DOCUMENT, doc_rows)
-        c.executemany(_MOVE_DOCUMENT, [(r[1], r[5], r[6], r[0], r[1], r[5], r[6]) for r in doc_rows])
+        inserted = [r for r in doc_rows if r[0] not in over]
+        rewritten = [r for r in doc_rows if r[0] in over]
+        c.executemany(_REPLACE_DOCUMENT, inserted)
+        c.executemany(_UPSERT_DOCUMENT, rewritten)
+        c.executemany(_MOVE_DOCUMENT, [(r[1], r[5], r[6], r[0], r[1], r[5], r[6]) for r in rewritten])
+        c.executemany("DELETE FROM pages WHERE doc_id=?", [(r[0],) for r in inserted])
+        c.executemany(
+            "DELETE FROM pages WHERE doc_id=? AND page NOT IN (SELECT value FROM json_each(?))",
+            [(d.doc_id, json.dumps([p.number for p in d.pages])) for d, _ in items if d.doc_id in over],
+        )
         codec = self.codec
         codec.learn(p.text for doc, _ in items for p in doc.pages)  # read only until it is trained
         self._keep_dict()
@@ -442,13 +452,14 @@ class Store:
             for p in doc.pages
         ]
         c.executemany(
-            "DELETE FROM pages WHERE doc_id=? AND page NOT IN (SELECT value FROM json_each(?))",
-            [(doc.doc_id, json.dumps([p.number for p in doc.pages])) for doc, _ in items],
+            "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, NULL)",
+            [r for r in page_rows if r[0] not in over],
         )
-        c.executemany(_UPSERT_PAGE, page_rows)
+        over_pages = [r for r in page_rows if r[0] in over]
+        c.executemany(_UPSERT_PAGE, over_pages)
         c.executemany(
             "UPDATE pages SET has_text=? WHERE doc_id=? AND page=? AND has_text IS NOT ?",
-            [(r[2], r[0], r[1], r[2]) for r in page_rows],
+            [(r[2], r[0], r[1], r[2]) for r in over_pages],
         )
         self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
 
@@ -707,8 +718,14 @@ _DOCUMENT_ROWS = (
 )
 
 
-#: :meth:`Store.put_documents`: a document row, new or written over the old one (pending chunking); the
-#: indexed columns (file, department, family) are set by _MOVE_DOCUMENT, only where they changed
+#: :meth:`Store.put_documents`: a document row (pending chunking), new or replacing the old one
+_REPLACE_DOCUMENT = (
+    "INSERT OR REPLACE INTO documents(doc_id, file_path, content_hash, unit, metadata, department,"
+    " family, effective_date, n_pages, title, state, config_hash, run_id)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)"
+)
+#: the row written over the old one (a chunked document's): the indexed columns (file, department,
+#: family) are set by _MOVE_DOCUMENT, only where they changed
 _UPSERT_DOCUMENT = (
     "INSERT INTO documents(doc_id, file_path, content_hash, unit, metadata, department, family,"
     " effective_date, n_pages, title, state, config_hash, run_id)"
