@@ -123,3 +123,33 @@ def test_a_first_ingest_writes_from_memory_the_bands_the_stage_writes(
             assert ("bands_gid",) in indexes
     assert states[0] == states[1]
     assert (states[0] == stored) is every  # the ingest's own rows, when every group is held
+
+
+def test_a_first_ingests_edges_from_its_band_table_are_the_walks(policy_index: Path, tmp_path: Path) -> None:
+    """The near edges a first ingest verifies in one pass over its band table (every candidate pair of
+    the table) are those the walk from every dirty group verifies over the store's band neighbours,
+    with the same similarities; a table with a group that is not dirty is not taken for the walk."""
+    from chunkdedup.clusters import _components, _covers, _table_edges
+    from chunkdedup.config import Config
+    from chunkdedup.dedup.minhash import MinHasher
+    from chunkdedup.dedup.near import sign_keys
+    from chunkdedup.normalize import exact_key
+
+    near = Config().near
+    index = tmp_path / "first.sqlite"
+    shutil.copy(policy_index, index)
+    with Store.open(index) as store, store.transaction():
+        groups = store.conn.execute("SELECT id, text FROM groups ORDER BY id").fetchall()
+        ids = [g for g, _ in groups]
+        _, keys = sign_keys(MinHasher.from_config(near), [exact_key(t) for _, t in groups], near)
+        store.conn.execute("DELETE FROM bands")
+        store.conn.execute("UPDATE groups SET signed = NULL")
+        table = store.chunks.put_first_bands(ids, keys)
+        assert table is not None
+        assert _covers(table, ids) and not _covers(table, ids[1:])
+        walked_seen, walked = _components(store, ids, near, {}, semantic=False)
+        edges = _table_edges(store, table, near, {})
+        rows_seen = [r.id for r in walked_seen]
+    assert len(edges) > 20  # the corpus has near duplicates
+    assert edges == walked
+    assert rows_seen == ids

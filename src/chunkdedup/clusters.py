@@ -164,7 +164,8 @@ def update_clusters(
 
     assignments, variants = decide(rows, edges, near.guard, near.linkage, keys)
     with store.transaction():
-        tables.apply(assignments, variants, run_id)
+        # dirty and rows are sorted by id: equal lists are the same groups
+        tables.apply(assignments, variants, run_id, every_dirty=[row.id for row in rows] == dirty)
     progress("cluster", len(rows), len(rows))
     merged = sum(a.relation != "exact" for a in assignments)
     return NearStats(signed, len(rows), merged, len(variants))
@@ -185,6 +186,44 @@ def _table_neighbours(table: BandTable) -> dict[str, list[str]]:
     for found in out.values():
         found.sort()
     return out
+
+
+def _covers(table: BandTable, dirty: Sequence[str]) -> bool:
+    """Whether every group of ``table`` is dirty (a first ingest's): then the walk from the dirty groups
+    verifies every candidate pair of the table, and nothing else."""
+    wanted = set(dirty)
+    return all(gid in wanted for gid in table.ids.values())
+
+
+def _table_edges(store: Store, table: BandTable, config: NearConfig, keys: dict[str, str]) -> Edges:
+    """Every verified near edge among the band rows of ``table``, each candidate pair's shingle
+    Jaccard computed in one compiled pass: the edges :func:`~chunkdedup.dedup.near.connect` finds
+    walking from every group of the table (it verifies each candidate pair once, with the same
+    Jaccard), without a Python call per group or pair (at 1M chunks the walk was 13 s)."""
+    import numpy as np
+
+    from chunkdedup.dedup.lsh import bucket_pairs, verified_edges_flat
+    from chunkdedup.dedup.minhash import MinHasher
+    from chunkdedup.dedup.near import group_key
+
+    if not table.gids.size:
+        return {}
+    pairs = bucket_pairs(table.keys, table.gids)
+    items = np.unique(pairs)  # the groups that have a band neighbour (most have none)
+    ids = table.ids
+    names = [ids[g] for g in items.tolist()]
+    unread = [g for g in names if g not in keys]
+    texts = {row.id: row.text or "" for row in store.chunks.group_rows(unread)} if unread else {}
+    hasher = MinHasher.from_config(config)
+    flat, offsets = hasher.shingle_sets([group_key(keys, g, texts.get(g, "")) for g in names])
+    del texts
+    found, sims = verified_edges_flat(pairs, items, flat, offsets, config.threshold)
+    del flat, offsets
+    edges: Edges = {}
+    for (a, b), sim in zip(found.tolist(), sims.tolist(), strict=True):
+        x, y = ids[a], ids[b]
+        edges[(x, y) if x < y else (y, x)] = ("near", sim)
+    return edges
 
 
 def _check_embedder(store: Store, model: Embedder, reembed: bool) -> None:
@@ -284,6 +323,8 @@ def _components(
     semantic_lookup = store.chunks.semantic_neighbours if semantic else None
     if not config.enabled:
         seen, edges = connect(dirty, lambda gid: (), lambda a, b: 0.0, config.threshold, semantic_lookup)
+    elif table is not None and not semantic and len(dirty) > NUMPY_KEYS and _covers(table, dirty):
+        seen, edges = sorted(set(dirty)), _table_edges(store, table, config, keys)
     elif given is not None:
         adjacency: dict[str, list[str]] = {}
         for a, b in given:

@@ -65,7 +65,12 @@ def word_diff(member: str, leader: str) -> tuple[str, ...]:
         tail -= 1
     a = Counter(rest_m[: len(rest_m) - tail].split())
     b = Counter(rest_l[: len(rest_l) - tail].split())
-    out = [f"-{w}" for w in sorted((b - a).elements())] + [f"+{w}" for w in sorted((a - b).elements())]
+    # the words whose counts differ, from the (word, count) pairs only one side has (a set operation
+    # in C; a Counter subtraction walks every word in Python): a near copy changes a few of them
+    changed = {w for w, _ in a.items() ^ b.items()}
+    minus = sorted(w for w in changed for _ in range(b.get(w, 0) - a.get(w, 0)))
+    plus = sorted(w for w in changed for _ in range(a.get(w, 0) - b.get(w, 0)))
+    out = [f"-{w}" for w in minus] + [f"+{w}" for w in plus]
     return tuple(out[:_MAX_DIFF])
 
 
@@ -152,7 +157,7 @@ def decide(
 ) -> tuple[list[Assignment], list[tuple[str, str, float, tuple[str, ...]]]]:
     """Leader clustering over the edges; a near edge weighs ``1 + jaccard`` so it outranks any cosine."""
     index = {row.id: i for i, row in enumerate(rows)}
-    ranked = sorted(range(len(rows)), key=lambda i: (rows[i].order, rows[i].id))
+    ranked = sorted(range(len(rows)), key=[(row.order, row.id) for row in rows].__getitem__)
     order = np.empty(len(rows), dtype=np.int64)
     order[np.asarray(ranked, dtype=np.int64)] = np.arange(len(rows), dtype=np.int64)
     pairs = sorted(edges)
@@ -167,8 +172,7 @@ def decide(
         order, edge_array, np.asarray(weights, dtype=np.float64), row_keys, guard=guard, linkage=linkage
     )
     assignments = []
-    for i, row in enumerate(rows):
-        leader = int(result.leader[i])
+    for i, (row, leader) in enumerate(zip(rows, result.leader.tolist(), strict=True)):
         if leader == i:
             assignments.append(Assignment(row.id, row.id, "exact", 1.0))
         else:
