@@ -570,3 +570,17 @@ def test_the_python_walk_on_a_large_random_graph(linkage: str) -> None:
     np.testing.assert_array_equal(plain.leader, compiled.leader)
     np.testing.assert_array_equal(plain.similarity, compiled.similarity)
     assert plain.variants == compiled.variants and len(plain.merges) > 100
+
+
+@settings(max_examples=100, deadline=None)
+@given(g=graphs())
+def test_the_guard_path_chosen_by_the_caller_gives_the_same_clustering(
+    g: tuple[np.ndarray, np.ndarray, np.ndarray, list[str]],
+) -> None:
+    """``compiled=True`` compares fingerprints at any size, ``compiled=False`` checks every edge's
+    tokens: the clustering is the one the size-chosen paths give."""
+    plain, compiled = _both_paths(*g, "leader")
+    for chosen, want in ((True, compiled), (False, plain)):
+        got = leader_cluster(*g, compiled=chosen)
+        np.testing.assert_array_equal(got.leader, want.leader)
+        assert got.merges == want.merges and got.variants == want.variants

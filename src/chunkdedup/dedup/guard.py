@@ -220,8 +220,11 @@ def token_diff(ta: tuple[str, ...], tb: tuple[str, ...]) -> tuple[str, ...]:
     if ta == tb:
         return ()
     ca, cb = Counter(ta), Counter(tb)
-    out = [(t, 0) for t, c in (ca - cb).items() for _ in range(c)]
-    out += [(t, 1) for t, c in (cb - ca).items() for _ in range(c)]
+    # the tokens whose counts differ, from the (token, count) pairs only one side has (a set operation
+    # in C, not two Counter subtractions in Python)
+    changed = {t for t, _ in ca.items() ^ cb.items()}
+    out = [(t, 0) for t in changed for _ in range(ca.get(t, 0) - cb.get(t, 0))]
+    out += [(t, 1) for t in changed for _ in range(cb.get(t, 0) - ca.get(t, 0))]
     out.sort()
     return tuple(("-" if side == 0 else "+") + t for t, side in out)
 

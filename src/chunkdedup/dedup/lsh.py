@@ -521,13 +521,18 @@ class _Tokens:
 
 
 def _guard_ok(
-    lo: I64Array, hi: I64Array, keys: Sequence[str] | Mapping[int, str], tokens: _Tokens
+    lo: I64Array,
+    hi: I64Array,
+    keys: Sequence[str] | Mapping[int, str],
+    tokens: _Tokens,
+    compiled: bool | None = None,
 ) -> BoolArray:
     """Whether the guard passes on each edge: equal fingerprints pass, the rest are checked exactly.
 
-    Up to ``PYTHON_GUARD_EDGES`` edges every edge is checked exactly (the fingerprints only skip that
-    check where they are equal, and equal fingerprints imply equal tokens): no numba start-up."""
-    if lo.size <= PYTHON_GUARD_EDGES:
+    Up to ``PYTHON_GUARD_EDGES`` edges (or when not ``compiled``) every edge is checked exactly (the
+    fingerprints only skip that check where they are equal, and equal fingerprints imply equal
+    tokens): no numba start-up. ``compiled=True`` takes the fingerprints at any size (numba is up)."""
+    if (lo.size <= PYTHON_GUARD_EDGES) if compiled is None else not compiled:
         return np.fromiter(
             (tokens(a) == tokens(b) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)),
             dtype=np.bool_,
@@ -552,6 +557,8 @@ def leader_cluster(
     keys: Sequence[str],
     guard: bool = True,
     linkage: str = "leader",
+    *,
+    compiled: bool | None = None,
 ) -> Clustering:
     """Leader clustering of ``len(order)`` items over verified edges (see the module docstring).
 
@@ -559,7 +566,9 @@ def leader_cluster(
     array of item pairs in either direction with ``similarity[k]`` for edge ``k``, ``keys[i]`` the
     exact key the guard reads. Items without edges are leaders at no cost; the guard runs only on
     edges. ``linkage`` is ``"leader"`` (a member matches its leader) or ``"complete"`` (a member
-    matches its leader and every earlier member of its cluster).
+    matches its leader and every earlier member of its cluster). ``compiled``: whether the guard
+    compares compiled fingerprints first (``None``: above ``PYTHON_GUARD_EDGES`` edges; ``True`` where
+    numba is loaded already, e.g. after a compiled signing pass): the same verdicts either way.
 
     Example:
         >>> keys = ["refunds within 30 days", "refunds within 30 days!", "refunds within 45 days"]
@@ -575,7 +584,7 @@ def leader_cluster(
     rank = _ranks(order)
     lo, hi, sims, _ = _undirected(n, edges, similarity)
     tokens = _Tokens(keys)
-    ok = _guard_ok(lo, hi, keys, tokens) if guard and lo.size else np.ones(lo.size, dtype=np.bool_)
+    ok = _guard_ok(lo, hi, keys, tokens, compiled) if guard and lo.size else np.ones(lo.size, dtype=np.bool_)
     return _cluster(rank, lo, hi, sims, ok, tokens, linkage == "complete")
 
 

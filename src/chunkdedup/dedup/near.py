@@ -24,7 +24,7 @@ import numpy as np
 from chunkdedup.config import NearConfig
 from chunkdedup.dedup.lsh import band_keys, leader_cluster
 from chunkdedup.dedup.minhash import MinHasher
-from chunkdedup.dedup.settings import near_fingerprints, near_hashing
+from chunkdedup.dedup.settings import NUMPY_KEYS, near_fingerprints, near_hashing
 from chunkdedup.normalize import exact_key
 from chunkdedup.types import Assignment, GroupRow
 
@@ -152,12 +152,21 @@ def connect(
     return sorted(seen), edges
 
 
+def _ranked(rows: Sequence[GroupRow]) -> list[int]:
+    """Row indices sorted by (order, id): one stable sort per field, last field first (the same
+    order as a sort by the tuples, whose comparisons were 3.2 of 3.3 s at 479k groups)."""
+    ranked = sorted(range(len(rows)), key=[row.id for row in rows].__getitem__)
+    for field in (2, 1, 0):
+        ranked.sort(key=[row.order[field] for row in rows].__getitem__)
+    return ranked
+
+
 def decide(
     rows: Sequence[GroupRow], edges: Edges, guard: bool, linkage: str, keys: dict[str, str]
 ) -> tuple[list[Assignment], list[tuple[str, str, float, tuple[str, ...]]]]:
     """Leader clustering over the edges; a near edge weighs ``1 + jaccard`` so it outranks any cosine."""
     index = {row.id: i for i, row in enumerate(rows)}
-    ranked = sorted(range(len(rows)), key=[(row.order, row.id) for row in rows].__getitem__)
+    ranked = _ranked(rows)
     order = np.empty(len(rows), dtype=np.int64)
     order[np.asarray(ranked, dtype=np.int64)] = np.arange(len(rows), dtype=np.int64)
     pairs = sorted(edges)
@@ -168,8 +177,15 @@ def decide(
         return edges[(a, b) if a < b else (b, a)]
 
     row_keys = [keys[row.id] if row.text is None else group_key(keys, row.id, row.text) for row in rows]
+    # so many groups were verified by the compiled kernels: the guard's fingerprints cost no start-up
     result = leader_cluster(
-        order, edge_array, np.asarray(weights, dtype=np.float64), row_keys, guard=guard, linkage=linkage
+        order,
+        edge_array,
+        np.asarray(weights, dtype=np.float64),
+        row_keys,
+        guard=guard,
+        linkage=linkage,
+        compiled=True if len(rows) > NUMPY_KEYS else None,
     )
     assignments = []
     for i, (row, leader) in enumerate(zip(rows, result.leader.tolist(), strict=True)):
