@@ -107,6 +107,15 @@ def staged_rows(
         conn.execute(f"DELETE FROM temp.{name}")
 
 
+#: band rows per statement of put_first_bands: 998 variables, within SQLite's oldest limit (999)
+_BAND_ROWS_PER_INSERT = 499
+
+
+def _band_insert(rows: int) -> str:
+    """An INSERT of ``rows`` band rows, (band key, gid) each."""
+    return "INSERT INTO bands(band_key, gid) VALUES " + ",".join(["(?, ?)"] * rows)
+
+
 @dataclass(frozen=True, slots=True)
 class BandTable:
     """Band rows as :meth:`ChunkTables.put_first_bands` wrote them: ``keys[r]``, ``gids[r]`` sorted by
@@ -420,8 +429,16 @@ class ChunkTables:
             first[1:] = (flat[1:] != flat[:-1]) | (owner[1:] != owner[:-1])
             flat, owner = flat[first], owner[first]
         c.execute("DROP INDEX IF EXISTS bands_gid")
-        rows_sorted = zip(flat.tolist(), owner.tolist(), strict=True)
-        c.executemany("INSERT INTO bands(band_key, gid) VALUES (?, ?)", rows_sorted)
+        # many rows a statement: a statement per row spent most of the insert stepping and resetting
+        # it (722k rows: 1.24-1.45 -> 0.35-0.38 s at 499 a statement)
+        values = np.stack((flat, owner), axis=1).reshape(-1).tolist()
+        step = 2 * _BAND_ROWS_PER_INSERT
+        whole = len(values) // step * step
+        parts = (values[i : i + step] for i in range(0, whole, step))
+        c.executemany(_band_insert(_BAND_ROWS_PER_INSERT), parts)
+        if whole < len(values):
+            c.execute(_band_insert((len(values) - whole) // 2), values[whole:])
+        del values
         c.execute(BANDS_GID_INDEX)
         if len(held) == len(where):  # every unsigned group (a first ingest's): one pass
             c.execute("UPDATE groups SET signed=1 WHERE signed IS NULL")
