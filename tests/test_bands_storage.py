@@ -1,6 +1,6 @@
-"""Band rows name their group by its integer key (migration 0012) and a group keeps a signed flag, not
-its MinHash signature (0011): the near tier finds the same neighbours, and an index written before
-both migrates to the same neighbours, clusters and export."""
+"""Band rows name their group by its integer key (migration 0012) and a group keeps its band keys, not
+its MinHash signature (0011, 0018) and not an index of the rows by group: the near tier finds the same
+neighbours, and an index written before migrates to the same neighbours, clusters and export."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from chunkdedup import Index, ingest
 from chunkdedup.store import Store
+from chunkdedup.store.chunk_tables import unpack_bands
 from conftest import POLICY, POLICY_MANIFEST
 
 
@@ -42,14 +43,16 @@ def test_an_index_with_text_band_rows_and_signatures_migrates(policy_index: Path
         conn.execute("CREATE INDEX bands_group ON bands(group_id)")
         conn.execute("ALTER TABLE groups RENAME COLUMN signed TO signature")
         conn.execute("UPDATE groups SET signature = randomblob(512) WHERE signature IS NOT NULL")
-        conn.execute("DELETE FROM migrations WHERE name IN ('0011_signed_flag', '0012_bands_by_gid')")
+        gone = ("0011_signed_flag", "0012_bands_by_gid", "0018_group_band_keys")
+        conn.execute(f"DELETE FROM migrations WHERE name IN {gone}")
     conn.close()
     assert _neighbours(index) == neighbours  # Store.open migrates
     conn = sqlite3.connect(index)
     columns = [r[1] for r in conn.execute("PRAGMA table_info(bands)")]
-    signed = conn.execute("SELECT DISTINCT signed FROM groups").fetchall()
+    bands = conn.execute("SELECT band_key, gid FROM bands ORDER BY 1, 2").fetchall()
+    own = _own_rows(conn)
     conn.close()
-    assert columns == ["band_key", "gid"] and signed == [(1,)]
+    assert columns == ["band_key", "gid"] and own == bands and len(bands) > 1000
     with Index.open(index) as ix:
         assert list(ix.export()) == exported
     # the migrated index takes the next run as a fresh one would: nothing changed, nothing re-decided
@@ -58,6 +61,36 @@ def test_an_index_with_text_band_rows_and_signatures_migrates(policy_index: Path
     assert again.totals["cluster_pass"]["reclustered"] == 0
     with Index.open(index) as ix:
         assert list(ix.export()) == exported
+
+
+def test_an_index_with_an_index_of_band_rows_by_group_migrates(policy_index: Path, tmp_path: Path) -> None:
+    """An index as 0012-0017 kept it (a signed flag, the rows indexed by group) migrates to kept keys
+    that name exactly its band rows, with the same neighbours and export, and its next run re-decides
+    nothing."""
+    index = tmp_path / "old.sqlite"
+    shutil.copy(policy_index, index)
+    neighbours = _neighbours(index)
+    with Index.open(index) as ix:
+        exported = list(ix.export())
+    conn = sqlite3.connect(index)
+    with conn:
+        bands = conn.execute("SELECT band_key, gid FROM bands ORDER BY 1, 2").fetchall()
+        conn.execute("UPDATE groups SET signed = 1 WHERE signed IS NOT NULL")
+        conn.execute("CREATE INDEX bands_gid ON bands(gid)")
+        conn.execute("DELETE FROM migrations WHERE name = '0018_group_band_keys'")
+    conn.close()
+    assert _neighbours(index) == neighbours  # Store.open migrates
+    conn = sqlite3.connect(index)
+    sql = "SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='bands'"
+    indexes = conn.execute(sql).fetchall()
+    own = _own_rows(conn)
+    conn.close()
+    assert own == bands and ("bands_gid",) not in indexes
+    with Index.open(index) as ix:
+        assert list(ix.export()) == exported
+    again = ingest([POLICY], index, manifest=POLICY_MANIFEST)
+    assert {str(f.status) for f in again.files} == {"unchanged"}
+    assert again.totals["cluster_pass"]["reclustered"] == 0
 
 
 def test_one_scan_of_the_bands_finds_every_groups_neighbours(policy_index: Path) -> None:
@@ -69,6 +102,12 @@ def test_one_scan_of_the_bands_finds_every_groups_neighbours(policy_index: Path)
         scanned = store.chunks.all_band_neighbours()
     assert len(scanned) > 50
     assert scanned == joined
+
+
+def _own_rows(conn: sqlite3.Connection) -> list[tuple[int, int]]:
+    """The band rows the groups' kept keys (their ``signed`` values) name, sorted."""
+    rows = conn.execute("SELECT gid, signed FROM groups WHERE signed IS NOT NULL").fetchall()
+    return sorted({(key, gid) for gid, blob in rows for key in unpack_bands(blob)})
 
 
 def _band_state(conn: sqlite3.Connection) -> tuple[list[tuple[int, int]], list[tuple[str, int | None]]]:
@@ -119,8 +158,10 @@ def test_a_first_ingest_writes_from_memory_the_bands_the_stage_writes(
                 assert sum(map(len, _table_neighbours(table).values())) > 100  # the corpus has candidates
                 assert store.chunks.put_first_bands(ids, keys) is None  # bands hold rows now
             states.append(_band_state(store.conn))
-            indexes = store.conn.execute("SELECT name FROM sqlite_master WHERE tbl_name='bands'").fetchall()
-            assert ("bands_gid",) in indexes
+            # no index of the rows by group: a group's own rows are those its kept keys name
+            sql = "SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='bands'"
+            assert store.conn.execute(sql).fetchall() == []  # WITHOUT ROWID: its key is the table
+            assert _own_rows(store.conn) == states[-1][0]
     assert states[0] == states[1]
     assert (states[0] == stored) is every  # the ingest's own rows, when every group is held
 

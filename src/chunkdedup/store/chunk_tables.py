@@ -18,6 +18,7 @@ import itertools
 import json
 import operator
 import sqlite3
+import struct
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from chunkdedup.dedup.exact import KeyedChunk
 from chunkdedup.normalize import key_hash
-from chunkdedup.store.schema import BANDS_GID_INDEX, CLEAN_TEXT
+from chunkdedup.store.schema import CLEAN_TEXT
 from chunkdedup.types import Assignment, GroupRow
 
 if TYPE_CHECKING:
@@ -82,7 +83,16 @@ _GROUP_STAGE = (
     " canonical_id TEXT",
 )
 _ID_STAGE = ("id_stage", "id TEXT")
-_WANTED_STAGE = ("wanted_groups", "id TEXT")  # band_neighbour_map's: a repeated id is one (DISTINCT)
+_BAND_STAGE = ("group_bands", "id TEXT, gid INTEGER, band_key INTEGER")  # groups' own band rows
+
+
+def pack_bands(keys: Sequence[int]) -> bytes:
+    """A group's band keys as its ``signed`` value: signed 64-bit little-endian integers, in order."""
+    return struct.pack(f"<{len(keys)}q", *keys)
+
+
+def unpack_bands(blob: bytes) -> tuple[int, ...]:
+    return struct.unpack(f"<{len(blob) // 8}q", blob)
 
 
 @contextmanager
@@ -101,7 +111,11 @@ def staged_rows(
     conn.execute(f"DELETE FROM temp.{name}")
     marks = ",".join("?" * len(columns.split(",")))
     try:
+        # in one transaction (a savepoint: inside the caller's, if any): outside one, every row was a
+        # transaction of its own (16k band rows of 1k groups: 0.5 s)
+        conn.execute("SAVEPOINT staged_rows")
         conn.executemany(f"INSERT INTO temp.{name} VALUES ({marks})", rows)
+        conn.execute("RELEASE staged_rows")
         yield f"temp.{name}"
     finally:
         conn.execute(f"DELETE FROM temp.{name}")
@@ -297,19 +311,18 @@ class ChunkTables:
             "INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups WHERE canonical_id=? AND id != ?",
             [(canonical_id, gid) for gid, canonical_id in gone],
         )
-        c.executemany(
-            "INSERT OR IGNORE INTO dirty(group_id) SELECT DISTINCT g2.id FROM groups g1"
-            " CROSS JOIN bands b1 ON b1.gid = g1.gid"
-            " CROSS JOIN bands b2 ON b2.band_key = b1.band_key AND b2.gid != b1.gid"
-            " CROSS JOIN groups g2 ON g2.gid = b2.gid WHERE g1.id = ?",
-            ids,
-        )
+        with staged_rows(c, _BAND_STAGE, self._own_bands([gid for gid, _ in gone])) as own:
+            c.execute(
+                "INSERT OR IGNORE INTO dirty(group_id) SELECT DISTINCT g2.id FROM " + own + " b1"
+                " CROSS JOIN bands b2 ON b2.band_key = b1.band_key AND b2.gid != b1.gid"
+                " CROSS JOIN groups g2 ON g2.gid = b2.gid"
+            )
+            c.execute(f"DELETE FROM bands WHERE (band_key, gid) IN (SELECT band_key, gid FROM {own})")
         c.executemany(
             "INSERT OR IGNORE INTO dirty(group_id) SELECT b FROM semantic_edges WHERE a=?1"
             " UNION SELECT a FROM semantic_edges WHERE b=?1",
             ids,
         )
-        c.executemany("DELETE FROM bands WHERE gid=(SELECT gid FROM groups WHERE id=?)", ids)
         with staged_rows(c, _ID_STAGE, ids) as stage:  # one statement: the FTS5 index is written once
             c.execute(f"DELETE FROM groups WHERE id IN (SELECT id FROM {stage})")
         c.executemany("DELETE FROM embeddings WHERE group_id=?", ids)
@@ -318,6 +331,12 @@ class ChunkTables:
         c.executemany("DELETE FROM near_edges WHERE b=?", ids)
         c.executemany("DELETE FROM variants WHERE a=?1 OR b=?1", ids)  # a gone group is no one's version
         c.executemany("DELETE FROM dirty WHERE group_id=?", ids)
+
+    def _own_bands(self, ids: Sequence[str]) -> list[tuple[str, int, int]]:
+        """The band rows ``(id, gid, band key)`` of the signed groups of ``ids``, from their ``signed``
+        values (the rows a group has in bands once merged: no index of bands by group is kept)."""
+        sql = "SELECT id, gid, signed FROM groups WHERE id IN ({}) AND signed IS NOT NULL"
+        return [(i, g, k) for i, g, blob in self._batched(sql, sorted(set(ids))) for k in unpack_bands(blob)]
 
     def span_texts(self, spans: Sequence[tuple[str, int, int, int]], pages: Pages = _NO_PAGES) -> list[str]:
         """The text of each span ``(doc_id, page, start, end)`` of a clean page: sliced from ``pages``
@@ -382,14 +401,14 @@ class ChunkTables:
         return sorted(r[0] for r in self._batched(sql, ids))
 
     def sign_groups(self, rows: Iterable[tuple[str, Sequence[int]]]) -> None:
-        """Mark groups signed and stage their band rows, from (group id, band keys) (two statements for
-        all of them; the MinHash signature itself is not kept: the band rows are what the near tier
-        reads, after :meth:`merge_bands`). A group signed again gets the same bands (a function of its
-        text and the hashing settings, and a change of those clears every band first), so its band
-        rows are kept, not deleted and written again."""
+        """Keep groups' band keys (their ``signed`` value) and stage their band rows, from (group id,
+        band keys) (two statements for all of them; the MinHash signature itself is not kept: the band
+        rows are what the near tier reads, after :meth:`merge_bands`). A group signed again gets the
+        same bands (a function of its text and the hashing settings, and a change of those clears
+        every band first), so its band rows are kept, not deleted and written again."""
         c = self.conn
         rows = list(rows)
-        c.executemany("UPDATE groups SET signed=1 WHERE id=?", [(gid,) for gid, _ in rows])
+        c.executemany("UPDATE groups SET signed=? WHERE id=?", [(pack_bands(b), gid) for gid, b in rows])
         # appended to the stage, merged into bands in key order by merge_bands
         c.executemany(
             "INSERT INTO band_stage(group_id, band_key) VALUES (?, ?)",
@@ -399,7 +418,7 @@ class ChunkTables:
     def put_first_bands(self, ids: Sequence[str], keys: npt.NDArray[np.int64]) -> BandTable | None:
         """Into empty bands and an empty stage (a first ingest): the band rows of the groups ``ids``
         still in the index (``keys[i]``: the band keys of group ``ids[i]``), written in key order from
-        memory, the group index built after, and those groups marked signed. Returns the rows as
+        memory, and each of those groups' keys kept as its ``signed`` value. Returns the rows as
         written, for the cluster pass to read its band neighbours from; ``None`` when bands or the
         stage hold rows (nothing is written: the caller signs through the stage).
 
@@ -428,7 +447,6 @@ class ChunkTables:
             first = np.ones(flat.size, bool)
             first[1:] = (flat[1:] != flat[:-1]) | (owner[1:] != owner[:-1])
             flat, owner = flat[first], owner[first]
-        c.execute("DROP INDEX IF EXISTS bands_gid")
         # many rows a statement: a statement per row spent most of the insert stepping and resetting
         # it (722k rows: 1.24-1.45 -> 0.35-0.38 s at 499 a statement)
         values = np.stack((flat, owner), axis=1).reshape(-1).tolist()
@@ -439,32 +457,25 @@ class ChunkTables:
         if whole < len(values):
             c.execute(_band_insert((len(values) - whole) // 2), values[whole:])
         del values
-        c.execute(BANDS_GID_INDEX)
-        if len(held) == len(where):  # every unsigned group (a first ingest's): one pass
-            c.execute("UPDATE groups SET signed=1 WHERE signed IS NULL")
-        else:
-            c.executemany("UPDATE groups SET signed=1 WHERE gid=?", ((g,) for g in gids.tolist()))
+        # each group's keys, in gid order (one pass over the groups' B-tree)
+        packed = np.ascontiguousarray(rows, dtype="<i8")
+        c.executemany(
+            "UPDATE groups SET signed=? WHERE gid=?",
+            ((packed[i].tobytes(), g) for i, g in enumerate(gids.tolist())),
+        )
         return BandTable(flat, owner, held)
 
     def merge_bands(self) -> int:
         """Move the staged band rows into bands, sorted by key, and empty the stage: one pass over the
         B-tree, each leaf written once, instead of a random leaf per row. Rows of a group dropped since
         are left out (the join), and a group made again under the same id has the same key, so the
-        same bands (a change of the hashing settings empties the stage with the bands).
-
-        Into empty bands (a first ingest), the group index is dropped and built once after the rows:
-        722k rows of 50k groups took 2.6 s so, 3.4 s with the index kept (one run each, in turn). Returns
-        how many rows it moved."""
+        same bands (a change of the hashing settings empties the stage with the bands). Returns how
+        many rows it moved."""
         c = self.conn
-        fresh = c.execute("SELECT 1 FROM bands LIMIT 1").fetchone() is None
-        if fresh:
-            c.execute("DROP INDEX IF EXISTS bands_gid")
         moved = c.execute(
             "INSERT OR IGNORE INTO bands(band_key, gid) SELECT s.band_key, g.gid"
             " FROM band_stage s JOIN groups g ON g.id = s.group_id ORDER BY 1, 2"
         )
-        if fresh:
-            c.execute(BANDS_GID_INDEX)
         c.execute("DELETE FROM band_stage")
         return int(moved.rowcount)
 
@@ -509,11 +520,15 @@ class ChunkTables:
         if not touched_only:
             yield BandRows(self.conn, _BAND_ROWS)
             return
-        self.conn.execute("DROP TABLE IF EXISTS temp.near_touched")
-        self.conn.execute(
-            f"CREATE TEMP TABLE near_touched AS SELECT band_key, group_id FROM {_BAND_ROWS} WHERE band_key IN"
-            " (SELECT b.band_key FROM groups g JOIN bands b ON b.gid = g.gid WHERE g.edged = 0)"
-        )
+        c = self.conn
+        c.execute("DROP TABLE IF EXISTS temp.near_touched")
+        unedged = c.execute("SELECT id, gid, signed FROM groups WHERE edged = 0 AND signed IS NOT NULL")
+        rows = [(i, g, k) for i, g, blob in unedged.fetchall() for k in unpack_bands(blob)]
+        with staged_rows(c, _BAND_STAGE, rows) as own:
+            c.execute(
+                f"CREATE TEMP TABLE near_touched AS SELECT band_key, group_id FROM {_BAND_ROWS}"
+                f" WHERE band_key IN (SELECT band_key FROM {own})"
+            )
         try:
             yield BandRows(self.conn, "temp.near_touched")
         finally:
@@ -569,11 +584,10 @@ class ChunkTables:
         (one query per group cost more than the join it ran)."""
         c = self.conn
         out: dict[str, list[str]] = {gid: [] for gid in ids}
-        with staged_rows(c, _WANTED_STAGE, [(g,) for g in ids]) as stage:
+        with staged_rows(c, _BAND_STAGE, self._own_bands(ids)) as own:
             rows = c.execute(
                 # CROSS JOIN keeps this order: without it SQLite scans every band row (b2) first
-                f"SELECT DISTINCT w.id, g2.id FROM {stage} w CROSS JOIN groups g1 ON g1.id = w.id"
-                " CROSS JOIN bands b1 ON b1.gid = g1.gid CROSS JOIN bands b2 ON b2.band_key = b1.band_key"
+                f"SELECT DISTINCT b1.id, g2.id FROM {own} b1 CROSS JOIN bands b2 ON b2.band_key = b1.band_key"
                 " AND b2.gid != b1.gid CROSS JOIN groups g2 ON g2.gid = b2.gid ORDER BY 1, 2"
             )
             for a, b in rows:
@@ -599,13 +613,7 @@ class ChunkTables:
         return {ids[a]: sorted(ids[b] for b in found if b != a) for a, found in near.items()}
 
     def band_neighbours(self, gid: str) -> list[str]:
-        rows = self.conn.execute(
-            "SELECT DISTINCT g2.id FROM groups g1 CROSS JOIN bands b1 ON b1.gid = g1.gid"
-            " CROSS JOIN bands b2 ON b2.band_key = b1.band_key AND b2.gid != b1.gid"
-            " CROSS JOIN groups g2 ON g2.gid = b2.gid WHERE g1.id = ? ORDER BY 1",
-            (gid,),
-        )
-        return [r[0] for r in rows]
+        return self.band_neighbour_map([gid])[gid]
 
     def group_rows(self, ids: Sequence[str], *, keyed: Container[str] = ()) -> list[GroupRow]:
         """The groups of ``ids`` still in the index, sorted by id; the text of those in ``keyed`` (whose

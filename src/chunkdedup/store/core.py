@@ -27,7 +27,7 @@ from chunkdedup.context import ContextSource, running_lines
 from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.store import counts, keyunits
-from chunkdedup.store.chunk_tables import ChunkTables, rows_for_ids, staged_rows
+from chunkdedup.store.chunk_tables import ChunkTables, pack_bands, rows_for_ids, staged_rows
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
 from chunkdedup.store.schema import CLEAN_TEXT, MIGRATIONS, RAW_TEXT
@@ -69,6 +69,8 @@ class Store:
         self.codec = PageCodec({}, self._read_dict)
         # every read of page text goes through page_text() (schema.RAW_TEXT, CLEAN_TEXT)
         conn.create_function("page_text", 1, self._decode, deterministic=True)
+        # migration 0018's (typeshed's aggregate protocol has finalize() return int only)
+        conn.create_aggregate("band_keys", 1, _BandKeys)  # type: ignore[arg-type]
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -780,6 +782,20 @@ def document_row(doc: Document) -> tuple[Any, ...]:
 def _count(conn: sqlite3.Connection, table: str) -> int:
     """A table's rows (``table``: one of this module's names, never user input)."""
     return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+class _BandKeys:
+    """SQL aggregate ``band_keys(band_key)``: a group's band keys packed as its ``signed`` value
+    (:func:`~chunkdedup.store.chunk_tables.pack_bands`), NULL over no rows."""
+
+    def __init__(self) -> None:
+        self.keys: list[int] = []
+
+    def step(self, key: int) -> None:
+        self.keys.append(key)
+
+    def finalize(self) -> bytes | None:
+        return pack_bands(self.keys) if self.keys else None
 
 
 def writer_active(path: str | Path) -> bool:
