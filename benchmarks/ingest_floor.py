@@ -30,8 +30,9 @@ stage table, no reads of text the process holds):
     (and each clean page that stripping changed), as the store keeps them;
 11. contexts: ``context.document_contexts`` of every document (its metadata, title, file name and
     stripped running lines);
-12. row tuples: documents, doc_keys, pages, stripped, bp_keys, chrome, sources, groups (with text),
-    bands (unique, in key order), canonicals (with the store's signature), variants;
+12. row tuples: documents, doc_keys, pages, stripped, bp_keys, chrome, sources, groups (with text
+    and their band keys packed), bands (unique, in key order), canonicals (with the store's
+    signature), variants;
 13. bulk insert: one transaction, ``executemany`` per table into a fresh file with the store's page
     size, journal and cache settings, secondary indexes created after the rows, commit;
 14. FTS5: the groups' and contexts' external-content tables each built once with ``'rebuild'``.
@@ -102,7 +103,7 @@ CREATE TABLE sources(
 CREATE TABLE groups(
     gid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL,
     n_sources INTEGER NOT NULL, rep_doc TEXT NOT NULL, rep_page INTEGER NOT NULL,
-    rep_start INTEGER NOT NULL, signed INTEGER, canonical_id TEXT NOT NULL,
+    rep_start INTEGER NOT NULL, signed BLOB, canonical_id TEXT NOT NULL,
     relation TEXT NOT NULL, similarity REAL NOT NULL, differing TEXT NOT NULL,
     edged INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE bands(band_key INTEGER NOT NULL, gid INTEGER NOT NULL,
@@ -129,7 +130,6 @@ CREATE INDEX stripped_key ON stripped(khash);
 CREATE INDEX sources_canonical ON sources(canonical_id, doc_id, page, start);
 CREATE INDEX sources_group ON sources(group_id, doc_id, page, start);
 CREATE INDEX groups_canonical ON groups(canonical_id);
-CREATE INDEX bands_gid ON bands(gid);
 CREATE INDEX variants_b ON variants(b);
 """
 
@@ -344,6 +344,9 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
                 )
         source_rows.sort(key=lambda r: (r[0], r[1], r[2]))
         gkey = {gid: i + 1 for i, gid in enumerate(gids)}
+        # each group's band keys, as the store keeps them (its signed value: 16 int64, little-endian)
+        keyed = np.ascontiguousarray(bands, dtype="<i8") if bands.ndim == 2 else []
+        packed = [row.tobytes() for row in keyed]
         group_rows = [
             (
                 gkey[gid],
@@ -353,7 +356,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
                 first[gid].doc_id,
                 first[gid].page,
                 first[gid].start,
-                1,
+                packed[gkey[gid] - 1],
                 decided[gid].canonical_id,
                 decided[gid].relation,
                 decided[gid].similarity,

@@ -41,6 +41,14 @@ def test_floor_counts_equal_the_ingest(tmp_path: Path) -> None:
         (text,) = conn.execute("SELECT text FROM groups WHERE gid = 1").fetchone()
         word = next(w for w in text.split() if w.isalpha())
         (hits,) = conn.execute("SELECT COUNT(*) FROM groups_fts WHERE groups_fts MATCH ?", (word,)).fetchone()
+        floor_keys = conn.execute("SELECT id, signed FROM groups ORDER BY id").fetchall()
     finally:
         conn.close()
     assert groups == stats["after_exact"] and hits > 0
+    # the band keys each group keeps, as the ingest keeps them
+    conn = sqlite3.connect(tmp_path / "index.sqlite")
+    try:
+        assert conn.execute("SELECT id, signed FROM groups ORDER BY id").fetchall() == floor_keys
+    finally:
+        conn.close()
+    assert all(isinstance(blob, bytes) and len(blob) == 128 for _, blob in floor_keys)
