@@ -194,3 +194,20 @@ def test_a_first_ingests_edges_from_its_band_table_are_the_walks(policy_index: P
     assert len(edges) > 20  # the corpus has near duplicates
     assert edges == walked
     assert rows_seen == ids
+
+
+def test_a_failed_staging_leaves_no_transaction_open(policy_index: Path, tmp_path: Path) -> None:
+    """Rows that cannot be staged (a row of the wrong width) raise, and leave the connection as it
+    was: no savepoint or transaction open, so the next write transaction begins."""
+    from chunkdedup.store.chunk_tables import staged_rows
+
+    index = tmp_path / "index.sqlite"
+    shutil.copy(policy_index, index)
+    with Store.open(index) as store:
+        assert not store.conn.in_transaction
+        stage = ("t_stage", "a INTEGER")
+        with pytest.raises(sqlite3.ProgrammingError), staged_rows(store.conn, stage, [(1, 2)]):
+            pass
+        assert not store.conn.in_transaction
+        with store.writer(), store.transaction():
+            assert store.conn.execute("SELECT COUNT(*) FROM temp.t_stage").fetchone()[0] == 0

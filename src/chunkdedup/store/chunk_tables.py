@@ -20,7 +20,7 @@ import operator
 import sqlite3
 import struct
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -114,7 +114,13 @@ def staged_rows(
         # in one transaction (a savepoint: inside the caller's, if any): outside one, every row was a
         # transaction of its own (16k band rows of 1k groups: 0.5 s)
         conn.execute("SAVEPOINT staged_rows")
-        conn.executemany(f"INSERT INTO temp.{name} VALUES ({marks})", rows)
+        try:
+            conn.executemany(f"INSERT INTO temp.{name} VALUES ({marks})", rows)
+        except BaseException:
+            with suppress(sqlite3.Error):  # no savepoint is left open (nor a transaction it began)
+                conn.execute("ROLLBACK TO staged_rows")
+                conn.execute("RELEASE staged_rows")
+            raise
         conn.execute("RELEASE staged_rows")
         yield f"temp.{name}"
     finally:
