@@ -95,6 +95,11 @@ def unpack_bands(blob: bytes) -> tuple[int, ...]:
     return struct.unpack(f"<{len(blob) // 8}q", blob)
 
 
+def _own_rows(groups: Iterable[tuple[str, int, bytes]]) -> list[tuple[str, int, int]]:
+    """The band rows ``(id, gid, band key)`` that signed groups ``(id, gid, signed)`` keep keys of."""
+    return [(i, g, k) for i, g, blob in groups for k in unpack_bands(blob)]
+
+
 @contextmanager
 def staged_rows(
     conn: sqlite3.Connection, stage: tuple[str, str], rows: Sequence[tuple[object, ...]]
@@ -342,7 +347,7 @@ class ChunkTables:
         """The band rows ``(id, gid, band key)`` of the signed groups of ``ids``, from their ``signed``
         values (the rows a group has in bands once merged: no index of bands by group is kept)."""
         sql = "SELECT id, gid, signed FROM groups WHERE id IN ({}) AND signed IS NOT NULL"
-        return [(i, g, k) for i, g, blob in self._batched(sql, sorted(set(ids))) for k in unpack_bands(blob)]
+        return _own_rows(self._batched(sql, sorted(set(ids))))
 
     def span_texts(self, spans: Sequence[tuple[str, int, int, int]], pages: Pages = _NO_PAGES) -> list[str]:
         """The text of each span ``(doc_id, page, start, end)`` of a clean page: sliced from ``pages``
@@ -529,8 +534,7 @@ class ChunkTables:
         c = self.conn
         c.execute("DROP TABLE IF EXISTS temp.near_touched")
         unedged = c.execute("SELECT id, gid, signed FROM groups WHERE edged = 0 AND signed IS NOT NULL")
-        rows = [(i, g, k) for i, g, blob in unedged.fetchall() for k in unpack_bands(blob)]
-        with staged_rows(c, _BAND_STAGE, rows) as own:
+        with staged_rows(c, _BAND_STAGE, _own_rows(unedged.fetchall())) as own:
             c.execute(
                 f"CREATE TEMP TABLE near_touched AS SELECT band_key, group_id FROM {_BAND_ROWS}"
                 f" WHERE band_key IN (SELECT band_key FROM {own})"
