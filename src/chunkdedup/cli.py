@@ -126,8 +126,8 @@ def main() -> None:
     "--parallelism",
     type=click.IntRange(min=1),
     help="Worker processes for the per-document stages (local; default: one per core but the writer's, "
-    "at most 8; on 2 cores a PDF corpus ingests faster with 2), or CPUs for a local Ray (ray). 1 runs them "
-    "in this process.",
+    "at most 8; on 2 cores a large PDF corpus ingests faster with 2), or CPUs for a local Ray (ray). "
+    "1 runs them in this process.",
 )
 @click.option(
     "--text-index",
