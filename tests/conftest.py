@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,20 @@ SEC = DATA / "sec-10q" / "docs"
 NTSB = DATA / "ntsb" / "docs"
 POLICY = DATA / "site-policy"
 POLICY_MANIFEST = POLICY / "manifest.jsonl"
+
+
+def traced_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every SQL statement of the connections opened from now until ``monkeypatch.undo()``."""
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    return statements
 
 
 def _need(path: Path) -> Path:

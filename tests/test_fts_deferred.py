@@ -9,14 +9,13 @@ import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from chunkdedup import ingest
 from chunkdedup.store import Store
 from chunkdedup.store.textindex import ROW_TRIGGERS
-from conftest import POLICY, POLICY_MANIFEST
+from conftest import POLICY, POLICY_MANIFEST, traced_statements
 
 QUERIES = ("privacy", "account termination", "copyright infringement notice", "export controls")
 
@@ -137,15 +136,7 @@ def test_an_incremental_run_writes_the_indexed_tables_once_per_batch(
     for i in range(0, 40, 2):  # half the records change: their groups go, new ones come, titles move
         lines[i] = record(i, "Handbook")
     (corpus / "records.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    statements: list[str] = []
-    connect = sqlite3.connect
-
-    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
-        conn.set_trace_callback(statements.append)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced)
+    statements = traced_statements(monkeypatch)
     report = ingest([corpus], index)
     monkeypatch.undo()
     assert report.totals["documents_chunked"] == 20

@@ -540,8 +540,10 @@ def _chunk_phase(
     differences need them), and these need not be computed again. Into an index with no bands yet (a
     first ingest) the band keys go to ``bands``, for the cluster pass to write; else to the stage.
     ``at_hand``: pages of documents as this run's parse phase stored them (taken from it as they are
-    used), not read back. Returns (documents chunked, groups signed)."""
+    used), not read back. On an index with no groups, the group indexes it does not read are made
+    once at its end (:meth:`Store.defer_indexes`). Returns (documents chunked, groups signed)."""
     held_pages = at_hand if at_hand is not None else {}
+    store.defer_indexes()  # on an index with no groups: built once, below
     todo = store.docs_to_chunk(fingerprint)
     hashing = near_hashing(cfg.near) if cfg.near.enabled else None
 
@@ -611,6 +613,7 @@ def _chunk_phase(
         with store.transaction():
             store.set_chunked_config(fingerprint)  # every document to chunk under it was
     refresh_contexts(store, cfg, run_id, todo)
+    store.build_deferred_indexes()
     return len(todo), signed
 
 

@@ -44,6 +44,11 @@ NEW_FILE_PAGE_BYTES = 16384
 #: over the B-trees, so with the default every commit checkpoints (and syncs the file); with 256 MiB
 #: (64k pages of 4 KiB, 16k of 16 KiB) a page written by many commits is copied back once.
 WRITER_AUTOCHECKPOINT_BYTES = 256 << 20
+#: The indexes of groups a first ingest builds after its chunk phase (:meth:`Store.defer_indexes`):
+#: the chunk phase of an index with no groups reads none of them (the cluster pass reads groups by
+#: canonical, the unsigned and the unverified groups through them).
+DEFERRED_INDEXES = ("groups_canonical", "groups_unedged", "groups_unsigned")
+_DEFERRED_INDEXES = "deferred_indexes"
 #: The format of the doc_keys rows :meth:`Store.set_many_doc_keys` writes: they also hold each document's
 #: strippable keys (migration 0004). An index whose meta records an older one has every document's keys
 #: recomputed once (``pipeline.refresh_stale_keys``); a new index starts at this one.
@@ -294,6 +299,51 @@ class Store:
 
     def delete_meta(self, key: str) -> None:
         self.conn.execute("DELETE FROM meta WHERE key=?", (key,))
+
+    # -- schema objects a first ingest makes once ----------------------------------------------
+    def drop_keeping_sql(self, kind: str, names: Sequence[str], key: str) -> None:
+        """Drop the schema objects ``names`` of ``kind`` ('index', 'trigger') that exist, their SQL kept
+        in meta ``key`` for :meth:`make_again`. Within the caller's transaction."""
+        marks = ",".join("?" * len(names))
+        rows = self.conn.execute(
+            f"SELECT name, sql FROM sqlite_master WHERE type=? AND name IN ({marks}) ORDER BY name",
+            (kind, *names),
+        ).fetchall()
+        for name, _ in rows:
+            self.conn.execute(f"DROP {kind.upper()} {name}")
+        self.set_meta(key, json.dumps(rows))
+
+    def make_again(self, kind: str, key: str) -> None:
+        """Make the schema objects :meth:`drop_keeping_sql` dropped under meta ``key``, as they were.
+        Within the caller's transaction."""
+        for name, sql in json.loads(self.meta(key) or "[]"):
+            self.conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
+            self.conn.execute(sql)
+        self.delete_meta(key)
+
+    def defer_indexes(self) -> bool:
+        """On an index with no groups yet, drop the indexes of groups that the chunk phase does not
+        read (:data:`DEFERRED_INDEXES`): :meth:`build_deferred_indexes` makes them again, as they
+        were, once all groups are written. Each batch of a first ingest inserts its groups at random
+        places of each of them, so every batch rewrote most of their pages. True when they are
+        deferred (now, or still, by a run that was killed: the next chunk phase builds them). Queries
+        meanwhile read the groups without them (slower, the same rows)."""
+        if self.meta(_DEFERRED_INDEXES) is not None:
+            return True
+        if self.chunks.has_groups():
+            return False
+        with self.transaction():
+            self.drop_keeping_sql("index", DEFERRED_INDEXES, _DEFERRED_INDEXES)
+        return True
+
+    def build_deferred_indexes(self) -> bool:
+        """Make the indexes :meth:`defer_indexes` dropped (one sort of the groups each, one
+        transaction). True when there were any."""
+        if self.meta(_DEFERRED_INDEXES) is None:
+            return False
+        with self.transaction():
+            self.make_again("index", _DEFERRED_INDEXES)
+        return True
 
     # -- runs ----------------------------------------------------------------------------------
     def begin_run(self, paths: Sequence[str], manifest: str | None, config: dict[str, Any]) -> int:

@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import shlex
 import shutil
 from collections.abc import Callable
@@ -160,14 +159,7 @@ def defer_fts(store: Store) -> bool:
     if conn.execute("SELECT 1 FROM groups LIMIT 1").fetchone() is not None:
         return False
     with store.transaction():
-        marks = ",".join("?" * len(ROW_TRIGGERS))
-        triggers = conn.execute(
-            f"SELECT name, sql FROM sqlite_master WHERE type='trigger' AND name IN ({marks}) ORDER BY name",
-            ROW_TRIGGERS,
-        ).fetchall()
-        for name, _ in triggers:
-            conn.execute(f"DROP TRIGGER {name}")
-        store.set_meta("deferred_triggers", json.dumps(triggers))
+        store.drop_keeping_sql("trigger", ROW_TRIGGERS, "deferred_triggers")
         store.set_meta("fts_deferred", "1")
         store.set_meta("text_built", "0")
     return True
@@ -182,10 +174,7 @@ def _build_deferred_fts(store: Store) -> None:
     with store.transaction():
         conn.execute("INSERT INTO groups_fts(groups_fts) VALUES('rebuild')")
         conn.execute("INSERT INTO contexts_fts(contexts_fts) VALUES('rebuild')")
-        for name, sql in json.loads(store.meta("deferred_triggers") or "[]"):
-            conn.execute(f"DROP TRIGGER IF EXISTS {name}")
-            conn.execute(sql)
-        store.delete_meta("deferred_triggers")
+        store.make_again("trigger", "deferred_triggers")
         store.delete_meta("fts_deferred")
 
 
