@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,27 @@ def traced_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(sqlite3, "connect", traced)
     return statements
+
+
+def schema_sql(index: Path, kind: str, names: tuple[str, ...]) -> dict[str, str]:
+    """The SQL of the schema objects ``names`` of ``kind`` ('index', 'trigger') an index file has."""
+    conn = sqlite3.connect(index)
+    try:
+        marks = ",".join("?" * len(names))
+        rows = conn.execute(f"SELECT name, sql FROM sqlite_master WHERE type=? AND name IN ({marks})",
+                            (kind, *names))
+        return dict(rows.fetchall())
+    finally:
+        conn.close()
+
+
+def new_index_schema_sql(kind: str, names: tuple[str, ...]) -> dict[str, str]:
+    """:func:`schema_sql` of a new, empty index (as the migrations make it)."""
+    from chunkdedup.store import Store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        Store.open(Path(tmp) / "i.sqlite", create=True).close()
+        return schema_sql(Path(tmp) / "i.sqlite", kind, names)
 
 
 def _need(path: Path) -> Path:

@@ -4,8 +4,6 @@ run completes."""
 
 from __future__ import annotations
 
-import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +12,11 @@ import pytest
 from chunkdedup import Index, ingest
 from chunkdedup.store import Store
 from chunkdedup.store.core import DEFERRED_INDEXES
-from conftest import POLICY, traced_statements
+from conftest import POLICY, new_index_schema_sql, schema_sql, traced_statements
 
 
 def _indexes(index: Path) -> dict[str, str]:
-    conn = sqlite3.connect(index)
-    try:
-        marks = ",".join("?" * len(DEFERRED_INDEXES))
-        rows = conn.execute(
-            f"SELECT name, sql FROM sqlite_master WHERE type='index' AND name IN ({marks})", DEFERRED_INDEXES
-        )
-        return dict(rows.fetchall())
-    finally:
-        conn.close()
+    return schema_sql(index, "index", DEFERRED_INDEXES)
 
 
 def _meta(index: Path) -> str | None:
@@ -35,9 +25,7 @@ def _meta(index: Path) -> str | None:
 
 
 def _new_index_indexes() -> dict[str, str]:
-    with tempfile.TemporaryDirectory() as tmp:
-        Store.open(Path(tmp) / "i.sqlite", create=True).close()
-        return _indexes(Path(tmp) / "i.sqlite")
+    return new_index_schema_sql("index", DEFERRED_INDEXES)
 
 
 def _export(index: Path) -> list[Any]:

@@ -7,7 +7,6 @@ import json
 import random
 import shutil
 import sqlite3
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from chunkdedup import ingest
 from chunkdedup.store import Store
 from chunkdedup.store.textindex import ROW_TRIGGERS
-from conftest import POLICY, POLICY_MANIFEST, traced_statements
+from conftest import POLICY, POLICY_MANIFEST, new_index_schema_sql, schema_sql, traced_statements
 
 QUERIES = ("privacy", "account termination", "copyright infringement notice", "export controls")
 
@@ -69,45 +68,28 @@ def test_a_killed_deferred_run_is_completed_by_the_next(
     conn = sqlite3.connect(index)
     assert conn.execute("SELECT value FROM meta WHERE key='fts_deferred'").fetchone() == ("1",)
     assert conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0] > 0
-    assert _triggers(conn) == {}  # dropped while deferred
+    assert _triggers(index) == {}  # dropped while deferred
     conn.close()
     monkeypatch.undo()
     ingest([POLICY / "current"], index)
     assert all(_ranked(index))
-    conn = sqlite3.connect(index)
-    try:
-        assert _triggers(conn) == _TRIGGERS_OF_A_NEW_INDEX  # made again as the migrations made them
-    finally:
-        conn.close()
+    assert _triggers(index) == _TRIGGERS_OF_A_NEW_INDEX  # made again as the migrations made them
 
 
-def _triggers(conn: sqlite3.Connection) -> dict[str, str]:
-    marks = ",".join("?" * len(ROW_TRIGGERS))
-    rows = conn.execute(f"SELECT name, sql FROM sqlite_master WHERE type='trigger' AND name IN ({marks})",
-                        ROW_TRIGGERS)
-    return dict(rows.fetchall())
+def _triggers(index: Path) -> dict[str, str]:
+    return schema_sql(index, "trigger", ROW_TRIGGERS)
 
 
-def _new_index_triggers() -> dict[str, str]:
-    with tempfile.TemporaryDirectory() as tmp:
-        Store.open(Path(tmp) / "i.sqlite", create=True).close()
-        conn = sqlite3.connect(Path(tmp) / "i.sqlite")
-        try:
-            return _triggers(conn)
-        finally:
-            conn.close()
-
-
-_TRIGGERS_OF_A_NEW_INDEX = _new_index_triggers()
+_TRIGGERS_OF_A_NEW_INDEX = new_index_schema_sql("trigger", ROW_TRIGGERS)
 
 
 def test_a_fresh_ingest_leaves_the_row_triggers_as_the_schema_has_them(tmp_path: Path) -> None:
     assert sorted(_TRIGGERS_OF_A_NEW_INDEX) == sorted(ROW_TRIGGERS)
     index = tmp_path / "i.sqlite"
     ingest([POLICY / "current"], index)
+    assert _triggers(index) == _TRIGGERS_OF_A_NEW_INDEX
     conn = sqlite3.connect(index)
     try:
-        assert _triggers(conn) == _TRIGGERS_OF_A_NEW_INDEX
         assert conn.execute("SELECT COUNT(*) FROM meta WHERE key IN ('fts_deferred', 'deferred_triggers')"
                             ).fetchone()[0] == 0
     finally:

@@ -155,8 +155,7 @@ def defer_fts(store: Store) -> bool:
     """
     if store.meta("fts_deferred") is not None:
         return True
-    conn = store.conn
-    if conn.execute("SELECT 1 FROM groups LIMIT 1").fetchone() is not None:
+    if store.chunks.has_groups():
         return False
     with store.transaction():
         store.drop_keeping_sql("trigger", ROW_TRIGGERS, "deferred_triggers")
