@@ -12,7 +12,7 @@ import pytest
 
 from chunkdedup import ConfigError, IngestOptions, LocalExecutor, ingest, ingest_with
 from chunkdedup.execute import IN_FLIGHT_PER_WORKER
-from conftest import POLICY, POLICY_MANIFEST, SEC
+from conftest import NTSB, POLICY, POLICY_MANIFEST, SEC
 from test_ingest import snapshot
 
 
@@ -197,3 +197,40 @@ def test_each_written_batch_frees_its_cycles(
     finally:
         gc.enable()
     assert (left < 300) if collect else (left > 1000), left
+
+
+class _Recording(LocalExecutor):
+    """A one-process executor that notes the files of each parse job it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.parse_jobs: list[list[Path]] = []
+
+    def map(self, fn, items):  # type: ignore[no-untyped-def]
+        if fn.__name__ == "parse_inputs":
+            items = list(items)
+            self.parse_jobs.extend([inp.path for inp, _ in job.files] for job in items)
+        yield from super().map(fn, items)
+
+
+def test_parse_jobs_are_cut_by_bytes_and_the_index_is_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parse job holds at most ``PARSE_JOB_BYTES`` of input (a larger file alone), so one job of a
+    few large files does not hold back the in-order writer; where jobs are cut changes nothing."""
+    from chunkdedup import pipeline
+
+    pdfs = sorted(NTSB.glob("*.pdf"))
+    whole = _Recording()
+    ingest_with(pdfs, tmp_path / "a.sqlite", IngestOptions(), whole)
+    cap = 256 * 1024
+    monkeypatch.setattr(pipeline, "PARSE_JOB_BYTES", cap)
+    monkeypatch.setattr(pipeline, "PARSE_BATCH_CHARS", 50_000)  # a parse batch of a few files
+    cut = _Recording()
+    ingest_with(pdfs, tmp_path / "b.sqlite", IngestOptions(), cut)
+    assert [p for job in cut.parse_jobs for p in job] == [p for job in whole.parse_jobs for p in job]
+    assert len(cut.parse_jobs) > len(whole.parse_jobs)
+    for job in cut.parse_jobs:
+        assert len(job) == 1 or sum(p.stat().st_size for p in job) <= cap, job
+        assert len(job) <= pipeline.PARSE_JOB_FILES
+    assert snapshot(tmp_path / "b.sqlite") == snapshot(tmp_path / "a.sqlite")

@@ -68,11 +68,20 @@ STORE_BATCH = 4096
 #: page text (characters) held for one transaction, at most: a batch of large documents commits early,
 #: so memory stays bounded whatever the documents' sizes
 STORE_BATCH_CHARS = 64 * 1024 * 1024
+#: page text (characters) the parse phase stores a transaction, at most: a quarter of a chunk
+#: batch's, so a pool's workers parse the next files while the writer stores these (at one batch of
+#: 64 MB, ten 6.7 MB shards were stored only once all were parsed)
+PARSE_BATCH_CHARS = STORE_BATCH_CHARS // 4
 #: page text (characters) the parse phase hands to the chunk phase as parsed, at most: those documents'
 #: pages are not read back and decompressed (50k records: 0.8-1.0 s of CPU); the rest are read back
 AT_HAND_CHARS = 128 * 1024 * 1024
 #: files per parse job: a few, so a pool's round trips stay cheap next to the parsing
 PARSE_JOB_FILES = 8
+#: input bytes per parse job, at most (a larger file is a job of its own): the results are taken in
+#: input order, so one job of eight large shards would keep the writer and the other workers waiting
+#: for it (ten 6.7 MB JSONL shards in jobs of eight: the parse phase took 7.1 s on two workers
+#: against 5.0 s in one process)
+PARSE_JOB_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,7 +352,7 @@ def _parse_phase(
     at_hand: dict[str, tuple[Page, ...]] | None = None,
 ) -> list[FileResult]:
     """Parse and key the new and changed files on the executor; store them in input order, at most
-    ``STORE_BATCH`` files or ``STORE_BATCH_CHARS`` of page text a transaction. The pages of the
+    ``STORE_BATCH`` files or ``PARSE_BATCH_CHARS`` of page text a transaction. The pages of the
     documents of the files stored go to ``at_hand`` (by doc id), up to ``AT_HAND_CHARS`` of text."""
     results: list[FileResult] = []
     pending: list[ParsedInput] = []
@@ -381,9 +390,10 @@ def _parse_phase(
     # The files are hashed first (on the executor) and only the changed ones parsed: what the index
     # knows of a file's documents (a read of every row of its own) is then read for those alone, not
     # for the unchanged shards that are most of an incremental run's files.
+    sizes = [_size(i) for i in inputs]
     hashes: list[str | None] = [None] * len(inputs)
     if same_parse and inputs:
-        parts = (tuple(inputs[i : i + PARSE_JOB_FILES]) for i in range(0, len(inputs), PARSE_JOB_FILES))
+        parts = (tuple(inputs[i] for i in part) for part in job_parts(range(len(inputs)), sizes))
         hashes = [h for part in executor.map(fingerprint_inputs, parts) for h in part]
     unchanged = [is_unchanged(h, store.known_hash(str(i.path))) for i, h in zip(inputs, hashes, strict=True)]
     todo = [i for i in range(len(inputs)) if not unchanged[i]]
@@ -399,10 +409,9 @@ def _parse_phase(
         # a run of a few small files keys its pages on the str path (the same keys, no numba start-up)
         # until the files read pass NUMPY_CHARS bytes; a larger run uses the compiled walk from the start
         loaded = 0 if len(todo) <= NUMPY_KEYS else NUMPY_CHARS + 1
-        for lo in range(0, len(todo), PARSE_JOB_FILES):
-            part = todo[lo : lo + PARSE_JOB_FILES]
+        for part in job_parts(todo, sizes):
             files = tuple((inputs[i], known(inputs[i])) for i in part)
-            loaded += sum(_size(inputs[i]) for i in part) if loaded <= NUMPY_CHARS else 0
+            loaded += sum(sizes[i] for i in part) if loaded <= NUMPY_CHARS else 0
             yield ParseJob(files, cfg, tuple(hashes[i] for i in part), compiled=loaded > NUMPY_CHARS)
 
     tick("parse", 0, len(inputs))
@@ -412,7 +421,7 @@ def _parse_phase(
         pending.append(p)
         if p.parsed is not None:
             chars += sum(len(pg.text) for d in p.parsed.documents for pg in d.pages)
-        if len(pending) >= STORE_BATCH or chars >= STORE_BATCH_CHARS:
+        if len(pending) >= STORE_BATCH or chars >= PARSE_BATCH_CHARS:
             flush()
             chars = 0
         if done % PARSE_JOB_FILES == 0 or done == len(inputs):
@@ -476,6 +485,26 @@ def store_file(
     notes = "; ".join(pf.notes) or None
     store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
     return FileResult(path, FileStatus.INGESTED, pf.doc_ids, notes)
+
+
+def job_parts(items: Sequence[int], sizes: Sequence[int]) -> Iterator[list[int]]:
+    """``items`` (indexes into ``sizes``) in consecutive parts of at most ``PARSE_JOB_FILES`` files
+    and ``PARSE_JOB_BYTES`` bytes, each part holding one file at least.
+
+    Example:
+        >>> list(job_parts([0, 1, 2, 3], [5 << 20, 1 << 20, 1 << 20, 1 << 20]))
+        [[0], [1, 2, 3]]
+    """
+    part: list[int] = []
+    held = 0
+    for i in items:
+        if part and (len(part) >= PARSE_JOB_FILES or held + sizes[i] > PARSE_JOB_BYTES):
+            yield part
+            part, held = [], 0
+        part.append(i)
+        held += sizes[i]
+    if part:
+        yield part
 
 
 def _size(inp: InputFile) -> int:
@@ -712,6 +741,7 @@ def remove_documents(
 
 
 __all__ = [
+    "PARSE_JOB_BYTES",
     "PARSE_JOB_FILES",
     "STORE_BATCH",
     "STORE_BATCH_CHARS",
