@@ -13,12 +13,15 @@ exact key). Written once to a temporary folder (``--corpus DIR`` keeps it there 
 * ``chunkdedup ingest, 1 process``: ``chunkdedup ingest DIR --index FILE --parallelism 1`` into a fresh
   index: parse, boilerplate, chunk, exact and near dedup, FTS5, every row written to SQLite, in one
   process (as the loop runs);
-* ``chunkdedup ingest, N worker processes``: the same with the CLI's default, the per-document stages
-  in one worker process per core (N, at most 8) while the driver writes.
+* ``chunkdedup ingest, N worker processes``: the same with ``--parallelism N``, the per-document
+  stages in one worker process per core (N, at most 8) while the driver writes. (Not the CLI's
+  default, which leaves a core to the writer: on 2 cores that is one process, the row above.)
 
 Printed: every row (median and every round), the ratio of the loop's median to each ingest row's, the
 canonical count of each, and the index's bytes against the raw text bytes of the corpus (``text``
-fields, UTF-8).
+fields, UTF-8); the datasketch and NumPy versions with the machine. Read the ratio of one run only:
+the loop's time moves with the machine more than the ingest's (50k records: 120 s in one session,
+65-67 s on a faster machine, where datasketch 1.6.5 and 2.0.0 took the same time).
 
 Example:
     python benchmarks/ingest_vs_datasketch.py --records 50000 --rounds 3
@@ -113,6 +116,15 @@ def datasketch_loop(folder: Path) -> int:
     return kept
 
 
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def _timed(cmd: Sequence[str]) -> tuple[float, str]:
     t = time.perf_counter()
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -149,7 +161,7 @@ def _compare(args: argparse.Namespace, corpus: Path, counts: dict[str, int], tmp
     from chunkdedup import Index
 
     workers = max(1, min(8, os.cpu_count() or 1))
-    variants = {1: ["--parallelism", "1"], workers: []}  # one process; the CLI's default
+    variants = {1: ["--parallelism", "1"], workers: ["--parallelism", str(workers)]}
     ours: dict[int, list[float]] = {n: [] for n in variants}
     theirs: list[float] = []
     kept = 0
@@ -172,7 +184,8 @@ def _compare(args: argparse.Namespace, corpus: Path, counts: dict[str, int], tmp
     for col in ("row", "wall s (median)", "rounds", "canonicals", "loop / row"):
         table.add_column(col, justify="left" if col == "row" else "right")
     table.add_row(
-        "datasketch loop (update per shingle, LSH query + insert, nothing stored; 1 process)",
+        f"datasketch {_version('datasketch')} loop (update per shingle, LSH query + insert, nothing stored;"
+        " 1 process)",
         f"{statistics.median(theirs):.1f}",
         " / ".join(f"{s:.1f}" for s in theirs),
         f"{kept:,}",
@@ -202,6 +215,8 @@ def _compare(args: argparse.Namespace, corpus: Path, counts: dict[str, int], tmp
             "platform": platform.platform(),
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
+            "datasketch": _version("datasketch"),
+            "numpy": _version("numpy"),
         },
         "corpus": counts,
         "rounds": args.rounds,
