@@ -23,7 +23,7 @@ import json
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -313,20 +313,24 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
             clock.seconds["cluster"] = clock.seconds.get("cluster", 0.0) - (time.perf_counter() - start)
             return found
 
-        with clock("cluster"):
-            near = update_clusters(
-                store,
-                cfg,
-                run_id,
-                tick,
-                embedder=opts.embedder,
-                reembed=opts.reembed,
-                near_edges=near_edges,
-                known=keys,
-                held=held,
-            )
-        with clock("text index"):
-            text = textindex.sync(store, tick) if not opts.dry_run else None
+        # A first ingest's FTS5 tables are built from the texts as the chunk phase left them, on the
+        # other core while the writer clusters (the cluster pass changes no text it indexes)
+        prebuild = textindex.prebuilt_fts(store) if not opts.dry_run else nullcontext()
+        with prebuild as fts:
+            with clock("cluster"):
+                near = update_clusters(
+                    store,
+                    cfg,
+                    run_id,
+                    tick,
+                    embedder=opts.embedder,
+                    reembed=opts.reembed,
+                    near_edges=near_edges,
+                    known=keys,
+                    held=held,
+                )
+            with clock("text index"):
+                text = textindex.sync(store, tick, prebuilt=fts) if not opts.dry_run else None
         store.reclaim()
         view = Index(store)
         summary = run_totals(results, view.stats(), chunked, near, text, signed=signed)

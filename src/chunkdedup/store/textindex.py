@@ -24,9 +24,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -34,6 +35,7 @@ from typing import Any
 
 from chunkdedup.errors import ConfigError, MissingExtraError
 from chunkdedup.store import Store
+from chunkdedup.store.fts_prebuild import FtsPrebuild
 
 ENGINES = ("fts5", "tantivy")
 #: From about this many texts (exact-key groups) FTS5's p95 per question passes ~200 ms on 2 cores:
@@ -164,23 +166,54 @@ def defer_fts(store: Store) -> bool:
     return True
 
 
-def _build_deferred_fts(store: Store) -> None:
-    """One FTS5 'rebuild' of the groups and of the contexts, and the row triggers made again (one
-    transaction)."""
+@contextlib.contextmanager
+def prebuilt_fts(store: Store) -> Iterator[FtsPrebuild | None]:
+    """While the block runs, build the deferred FTS5 tables (:func:`defer_fts`) from what the index
+    holds now, in a thread (:mod:`~chunkdedup.store.fts_prebuild`); :func:`sync` given the build
+    installs it instead of rebuilding in place. ``None`` when nothing is deferred. The caller holds
+    the writer lock and changes no group text, group ``gid`` or document context inside the block
+    (the cluster pass changes none). A build not installed is stopped when the block ends.
+
+    Example:
+        >>> with prebuilt_fts(store) as fts:  # doctest: +SKIP
+        ...     update_clusters(store, cfg, run_id)
+        ...     sync(store, prebuilt=fts)
+    """
+    if store.meta("fts_deferred") is None or store.conn.in_transaction:
+        yield None
+        return
+    build = FtsPrebuild.start(store)
+    try:
+        yield build
+    finally:
+        build.close()
+
+
+def _build_deferred_fts(store: Store, prebuilt: FtsPrebuild | None = None) -> None:
+    """The deferred FTS5 tables of the groups and of the contexts: ``prebuilt``'s copied in, or one
+    'rebuild' each; then the row triggers made again and the mark cleared (one transaction)."""
     if store.meta("fts_deferred") is None:
         return
     conn = store.conn
+    installed = prebuilt is not None and prebuilt.install()
     with store.transaction():
-        conn.execute("INSERT INTO groups_fts(groups_fts) VALUES('rebuild')")
-        conn.execute("INSERT INTO contexts_fts(contexts_fts) VALUES('rebuild')")
+        if not installed:
+            conn.execute("INSERT INTO groups_fts(groups_fts) VALUES('rebuild')")
+            conn.execute("INSERT INTO contexts_fts(contexts_fts) VALUES('rebuild')")
         store.make_again("trigger", "deferred_triggers")
         store.delete_meta("fts_deferred")
 
 
-def sync(store: Store, progress: Callable[[str, int, int], None] | None = None) -> SyncStats:
-    """Build a deferred FTS5 table (:func:`defer_fts`), and bring the tantivy folder up to the index's
-    groups. Needs the writer lock."""
-    _build_deferred_fts(store)
+def sync(
+    store: Store,
+    progress: Callable[[str, int, int], None] | None = None,
+    *,
+    prebuilt: FtsPrebuild | None = None,
+) -> SyncStats:
+    """Build a deferred FTS5 table (:func:`defer_fts`; ``prebuilt``: the build :func:`prebuilt_fts`
+    made, installed instead), and bring the tantivy folder up to the index's groups. Needs the
+    writer lock."""
+    _build_deferred_fts(store, prebuilt)
     name = engine(store)
     if name != "tantivy":
         return SyncStats(name, False, 0)
