@@ -27,6 +27,7 @@ from chunkdedup.context import ContextSource, running_lines
 from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.store import counts, keyunits
+from chunkdedup.store.checkpointer import WalCheckpointer
 from chunkdedup.store.chunk_tables import ChunkTables, pack_bands, rows_for_ids, staged_rows
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
@@ -42,7 +43,9 @@ NEW_FILE_PAGE_BYTES = 16384
 #: While a writer holds the index, the WAL is folded into the file once it reaches this many bytes
 #: (SQLite's default is 1,000 pages). A write transaction of an ingest touches thousands of pages spread
 #: over the B-trees, so with the default every commit checkpoints (and syncs the file); with 256 MiB
-#: (64k pages of 4 KiB, 16k of 16 KiB) a page written by many commits is copied back once.
+#: (64k pages of 4 KiB, 16k of 16 KiB) a page written by many commits is copied back once. It is the
+#: safety net: a thread beside the writer checkpoints from 32 MiB on (:mod:`~chunkdedup.store.checkpointer`),
+#: so the writer's commits rarely copy anything back themselves.
 WRITER_AUTOCHECKPOINT_BYTES = 256 << 20
 #: The indexes of groups a first ingest builds after its chunk phase (:meth:`Store.defer_indexes`):
 #: the chunk phase of an index with no groups reads none of them (the cluster pass reads groups by
@@ -237,8 +240,10 @@ class Store:
         self._wrote = False
         page_bytes = int(self.conn.execute("PRAGMA page_size").fetchone()[0])
         self.conn.execute(f"PRAGMA wal_autocheckpoint = {WRITER_AUTOCHECKPOINT_BYTES // page_bytes}")
+        checkpointer = WalCheckpointer(self.path)
         try:
-            yield
+            with checkpointer:  # the WAL copied back beside the writer, not inside its commits
+                yield
             if self._wrote and not self.conn.in_transaction:
                 self._keep_counts()
         finally:
