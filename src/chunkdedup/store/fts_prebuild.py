@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import urllib.parse
@@ -110,7 +111,8 @@ class FtsPrebuild:
         except BaseException as exc:  # reported by install(); the caller rebuilds in place
             self._error = exc
             if c.in_transaction:
-                c.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):  # an interrupted build may be rolled back already
+                    c.execute("ROLLBACK")
 
     def install(self) -> bool:
         """Wait for the build and copy its tables into the index, in one transaction of this
@@ -140,7 +142,8 @@ class FtsPrebuild:
                 c.execute("COMMIT")
             except BaseException:
                 if c.in_transaction:
-                    c.execute("ROLLBACK")
+                    with contextlib.suppress(sqlite3.Error):  # the error that caused it is the one to see
+                        c.execute("ROLLBACK")
                 raise
         finally:
             c.execute("DETACH dst")
