@@ -84,7 +84,8 @@ class FtsPrebuild:
         :meth:`install` (see the module's notes)."""
         sql = dict(
             store.conn.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type='table' AND name IN (?, ?)",
+                "SELECT name, sql FROM sqlite_master WHERE type='table'"
+                f" AND name IN ({','.join('?' * len(DEFERRED_FTS))})",
                 [t.name for t in DEFERRED_FTS],
             ).fetchall()
         )

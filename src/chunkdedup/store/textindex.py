@@ -35,7 +35,7 @@ from typing import Any
 
 from chunkdedup.errors import ConfigError, MissingExtraError
 from chunkdedup.store import Store
-from chunkdedup.store.fts_prebuild import FtsPrebuild
+from chunkdedup.store.fts_prebuild import DEFERRED_FTS, FtsPrebuild
 
 ENGINES = ("fts5", "tantivy")
 #: From about this many texts (exact-key groups) FTS5's p95 per question passes ~200 ms on 2 cores:
@@ -198,8 +198,8 @@ def _build_deferred_fts(store: Store, prebuilt: FtsPrebuild | None = None) -> No
     installed = prebuilt is not None and prebuilt.install()
     with store.transaction():
         if not installed:
-            conn.execute("INSERT INTO groups_fts(groups_fts) VALUES('rebuild')")
-            conn.execute("INSERT INTO contexts_fts(contexts_fts) VALUES('rebuild')")
+            for t in DEFERRED_FTS:
+                conn.execute(f"INSERT INTO {t.name}({t.name}) VALUES('rebuild')")
         store.make_again("trigger", "deferred_triggers")
         store.delete_meta("fts_deferred")
 
