@@ -142,3 +142,31 @@ def test_an_incremental_run_writes_the_indexed_tables_once_per_batch(
         hits = store.conn.execute(question).fetchall()
         assert len(hits) > 5
         assert hits == other.conn.execute(question).fetchall()
+
+
+def test_rows_are_staged_only_while_triggers_feed_fts5(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first ingest (FTS5 deferred: no row trigger) inserts groups and contexts straight into their
+    tables; a later one, whose triggers feed FTS5, through a staged statement per batch (a statement
+    per row would write a segment per row). Both end with the FTS5 tables whole (``_ranked``)."""
+    part = tmp_path / "part"
+    shutil.copytree(POLICY / "current", part / "current")
+    index = tmp_path / "i.sqlite"
+    statements = traced_statements(monkeypatch)
+    ingest([part], index, manifest=POLICY_MANIFEST)
+    first = list(statements)
+    statements.clear()
+    shutil.copytree(POLICY / "history", part / "history")
+    ingest([part], index, manifest=POLICY_MANIFEST)
+    later = list(statements)
+    monkeypatch.undo()
+
+    def writes(sql: list[str], table: str, staged: bool) -> int:
+        into = [s for s in sql if s.lstrip().startswith(f"INSERT INTO {table}(")]
+        return sum(("FROM temp." in s) == staged for s in into)
+
+    for table in ("groups", "contexts"):
+        assert writes(first, table, staged=False) > 0 and writes(first, table, staged=True) == 0
+        assert writes(later, table, staged=True) > 0 and writes(later, table, staged=False) == 0
+    assert all(_ranked(index))
