@@ -211,3 +211,48 @@ def test_a_failed_staging_leaves_no_transaction_open(policy_index: Path, tmp_pat
         assert not store.conn.in_transaction
         with store.writer(), store.transaction():
             assert store.conn.execute("SELECT COUNT(*) FROM temp.t_stage").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("stop", ["after the chunk phase", "within the chunk phase"])
+def test_a_first_ingest_stopped_before_its_cluster_pass_is_completed_by_the_next(
+    policy_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: str
+) -> None:
+    """A first ingest writes each new group with its band keys and the band rows at its cluster pass:
+    stopped between the two, the index holds signed groups and no band row, and the next run (with
+    documents left to chunk, or none) writes the rows from those keys: the same bands, neighbours,
+    clusters and export as an ingest never stopped."""
+    import chunkdedup.pipeline as pipeline
+    from test_ingest import snapshot
+
+    index = tmp_path / "stopped.sqlite"
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    if stop == "after the chunk phase":
+        monkeypatch.setattr(pipeline, "update_clusters", stopped)
+    else:  # the third chunk batch's write fails: two are committed, with their groups signed
+        monkeypatch.setattr(pipeline, "STORE_BATCH", 8)
+        real = Store.replace_chunks
+        calls = {"n": 0}
+
+        def third_fails(self: Store, *args: object, **kwargs: object) -> None:
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise KeyboardInterrupt
+            real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Store, "replace_chunks", third_fails)
+    with pytest.raises(KeyboardInterrupt):
+        ingest([POLICY], index, manifest=POLICY_MANIFEST)
+    monkeypatch.undo()
+    conn = sqlite3.connect(index)
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM bands").fetchone()[0] == 0
+        signed = conn.execute("SELECT COUNT(*) FROM groups WHERE signed IS NOT NULL").fetchone()[0]
+        assert signed > 0
+    finally:
+        conn.close()
+    ingest([POLICY], index, manifest=POLICY_MANIFEST)
+    assert _neighbours(index) == _neighbours(policy_index)
+    assert snapshot(index) == snapshot(policy_index)

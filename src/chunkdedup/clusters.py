@@ -37,8 +37,9 @@ _WHOLE_SCAN_SHARE = 2
 class HeldBands:
     """The band keys of a first ingest's groups, held from the chunk phase to the cluster pass, which
     writes them into the empty bands in one ordered insert and reads the band neighbours from them
-    (:meth:`~chunkdedup.store.chunk_tables.ChunkTables.put_first_bands`). Until then the groups are
-    not marked signed: a run stopped before leaves them to be signed again from their texts."""
+    (:meth:`~chunkdedup.store.chunk_tables.ChunkTables.put_first_bands`). The chunk phase writes each
+    new group with its keys (its ``signed`` value): a run stopped before its cluster pass leaves
+    signed groups and empty bands, and the next cluster pass writes their rows from those values."""
 
     def __init__(self, hashing: str) -> None:
         self.hashing = hashing  # the hashing settings the keys were made under
@@ -143,6 +144,12 @@ def update_clusters(
             table = tables.put_first_bands(*first)
             if table is None:  # bands were not empty: these go through the stage as any other
                 tables.sign_groups(zip(first[0], first[1].tolist(), strict=True))
+    elif near.enabled and tables.signed_without_bands():
+        # a first ingest stopped after its chunk phase: its groups are signed, their band rows unwritten
+        import numpy as np
+
+        with store.transaction():
+            table = tables.put_first_bands([], np.empty((0, near.bands), np.int64))
     del first
     signed = _sign(store, near, progress, keys) if near.enabled else 0
     with store.transaction():

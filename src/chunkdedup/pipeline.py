@@ -613,8 +613,10 @@ def _chunk_phase(
     def write() -> None:
         nonlocal signed, done
         docs = [d for batch in held for d in batch.documents]
+        # a first ingest writes each new group with its band keys (its band rows: the cluster pass)
+        new_keys = [(b.band_ids, b.band_keys) for b in held if b.band_keys is not None] if first else []
         with store.transaction():
-            store.replace_chunks(docs, fingerprint, run_id)
+            store.replace_chunks(docs, fingerprint, run_id, new_keys)
             if keep_bands and not first:
                 given = {g: keys for batch in held if batch.band_keys is not None
                          for g, keys in zip(batch.band_ids, batch.band_keys.tolist(), strict=True)}

@@ -61,6 +61,7 @@ _NONE_BORN: Born = {}
 #: Clean page texts at hand, by (doc_id, page): a batch's own pages, so its spans are sliced in memory.
 Pages = Mapping[tuple[str, int], str]
 _NO_PAGES: Pages = {}
+_NO_SIGNED: Mapping[str, bytes] = {}
 
 
 #: the band rows with their groups' ids (bands name a group by its integer key, migration 0012)
@@ -80,7 +81,7 @@ def rows_for_ids(
 _GROUP_STAGE = (
     "group_stage",
     "id TEXT, text TEXT, n_sources INTEGER, rep_doc TEXT, rep_page INTEGER, rep_start INTEGER,"
-    " canonical_id TEXT",
+    " canonical_id TEXT, signed BLOB",
 )
 _ID_STAGE = ("id_stage", "id TEXT")
 _BAND_STAGE = ("group_bands", "id TEXT, gid INTEGER, band_key INTEGER")  # groups' own band rows
@@ -89,6 +90,15 @@ _BAND_STAGE = ("group_bands", "id TEXT, gid INTEGER, band_key INTEGER")  # group
 def pack_bands(keys: Sequence[int]) -> bytes:
     """A group's band keys as its ``signed`` value: signed 64-bit little-endian integers, in order."""
     return struct.pack(f"<{len(keys)}q", *keys)
+
+
+def packed_band_keys(ids: Sequence[str], keys: npt.NDArray[np.int64]) -> dict[str, bytes]:
+    """Each group's ``signed`` value from its band keys (``keys[i]``: those of ``ids[i]``), as
+    :func:`pack_bands` packs them, from one array."""
+    import numpy as np
+
+    packed = np.ascontiguousarray(keys, dtype="<i8")
+    return {gid: packed[i].tobytes() for i, gid in enumerate(ids)}
 
 
 def unpack_bands(blob: bytes) -> tuple[int, ...]:
@@ -201,7 +211,12 @@ class ChunkTables:
                                                     sorted(set(doc_ids)))})
 
     def replace_sources(
-        self, doc_ids: Sequence[str], chunks: Sequence[KeyedChunk], run_id: int, pages: Pages = _NO_PAGES
+        self,
+        doc_ids: Sequence[str],
+        chunks: Sequence[KeyedChunk],
+        run_id: int,
+        pages: Pages = _NO_PAGES,
+        signed: Mapping[str, bytes] = _NO_SIGNED,
     ) -> int:
         """Replace the sources of ``doc_ids`` by ``chunks`` (chunks of those documents), then re-derive
         every group and canonical they touched, once for the whole batch. ``pages``: the clean texts of
@@ -247,7 +262,7 @@ class ChunkTables:
         for rows in born.values():
             rows.sort()  # by (doc_id, page, start): the order of the sources' key
         old_canonicals = {r[1] for r in old}
-        lost = self.refresh_groups(sorted({r[0] for r in old} | set(new_groups)), pages, born)
+        lost = self.refresh_groups(sorted({r[0] for r in old} | set(new_groups)), pages, born, signed)
         self._copy_group_relation([g for g in new_groups if g in current])  # a born group is exact
         canonicals = old_canonicals | set(current.values()) | lost | set(new_groups)
         self.refresh_canonicals(sorted(canonicals), run_id, pages, born)
@@ -263,7 +278,11 @@ class ChunkTables:
 
     # -- groups --------------------------------------------------------------------------------
     def refresh_groups(
-        self, ids: Sequence[str], pages: Pages = _NO_PAGES, born: Born = _NONE_BORN
+        self,
+        ids: Sequence[str],
+        pages: Pages = _NO_PAGES,
+        born: Born = _NONE_BORN,
+        signed: Mapping[str, bytes] = _NO_SIGNED,
     ) -> set[str]:
         """Re-derive groups from their sources; mark new, moved or emptied ones dirty.
 
@@ -271,6 +290,8 @@ class ChunkTables:
         batched (each group's first source in one query, its text sliced from its page, see
         :meth:`span_texts`), and a group whose text, count and first source are unchanged is not written.
         ``born``: groups not in the index yet, with every source row they have (sorted), not read.
+        ``signed``: the ``signed`` values (band keys) of new groups of a first ingest, written with
+        their rows (:meth:`put_first_bands` writes their band rows).
         """
         c = self.conn
         stored = [g for g in ids if g not in born]
@@ -293,7 +314,7 @@ class ChunkTables:
                 continue
             doc_id, page, start, n, text = now
             if was is None:
-                inserts.append((gid, text, n, doc_id, page, start, gid))
+                inserts.append((gid, text, n, doc_id, page, start, gid, signed.get(gid)))
                 dirty.append((gid,))
                 continue
             if (was[4], was[5], tuple(was[:3])) != (text, n, (doc_id, page, start)):
@@ -306,16 +327,16 @@ class ChunkTables:
         staged = (inserts or updates) and has_row_triggers(c, "groups")
         if inserts and not staged:
             c.executemany(
-                "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id, signed)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 inserts,
             )
         elif inserts:
             with staged_rows(c, _GROUP_STAGE, inserts) as stage:
                 c.execute(
-                    "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
-                    f" SELECT id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id FROM {stage}"
-                    " ORDER BY rowid"
+                    "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id,"
+                    " signed) SELECT id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id, signed"
+                    f" FROM {stage} ORDER BY rowid"
                 )
         if updates and not staged:
             c.executemany(
@@ -323,7 +344,7 @@ class ChunkTables:
                 updates,
             )
         elif updates:
-            with staged_rows(c, _GROUP_STAGE, [(u[5], *u[:5], u[5]) for u in updates]) as stage:
+            with staged_rows(c, _GROUP_STAGE, [(u[5], *u[:5], u[5], None) for u in updates]) as stage:
                 c.execute(
                     "UPDATE groups SET text=s.text, n_sources=s.n_sources, rep_doc=s.rep_doc,"
                     f" rep_page=s.rep_page, rep_start=s.rep_start FROM {stage} s WHERE groups.id = s.id"
@@ -404,6 +425,14 @@ class ChunkTables:
         tables = ("bands", "band_stage")
         return any(c.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() is not None for t in tables)
 
+    def signed_without_bands(self) -> bool:
+        """Whether groups are signed while no band row is stored or staged (a first ingest stopped
+        between its chunk phase and its cluster pass); a scan of the groups only when bands are empty."""
+        if self.has_bands():
+            return False
+        found = self.conn.execute("SELECT 1 FROM groups WHERE signed IS NOT NULL LIMIT 1")
+        return found.fetchone() is not None
+
     def group_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0])
 
@@ -449,10 +478,12 @@ class ChunkTables:
 
     def put_first_bands(self, ids: Sequence[str], keys: npt.NDArray[np.int64]) -> BandTable | None:
         """Into empty bands and an empty stage (a first ingest): the band rows of the groups ``ids``
-        still in the index (``keys[i]``: the band keys of group ``ids[i]``), written in key order from
-        memory, and each of those groups' keys kept as its ``signed`` value. Returns the rows as
-        written, for the cluster pass to read its band neighbours from; ``None`` when bands or the
-        stage hold rows (nothing is written: the caller signs through the stage).
+        still in the index (``keys[i]``: the band keys of group ``ids[i]``) and of every other group
+        with a ``signed`` value (its keys: a run stopped between its chunk phase and its cluster pass
+        left it so), written in key order from memory; a group of ``ids`` with no ``signed`` value
+        gets its keys as one. Returns the rows as written, for the cluster pass to read its band
+        neighbours from; ``None`` when bands or the stage hold rows (nothing is written: the caller
+        signs through the stage).
 
         The stage's way (a row per group and band into ``band_stage``, then an SQL sort of all of
         them into bands, then a scan of bands for the neighbours) sorted 7.7M rows of a 1M-chunk
@@ -462,7 +493,8 @@ class ChunkTables:
         c = self.conn
         if self.has_bands():
             return None
-        where = dict(c.execute("SELECT id, gid FROM groups WHERE signed IS NULL"))
+        where = dict(c.execute("SELECT id, gid FROM groups"))  # from the index of ids alone
+        unsigned = {r[0] for r in c.execute("SELECT gid FROM groups WHERE signed IS NULL")}
         # each held group's gid (-1: dropped since, no row), and for each gid, sorted, the last of its
         # places in ids (a group named twice has the same keys twice): NumPy, not a dict per group
         found = np.fromiter((where.get(g, -1) for g in ids), np.int64, len(ids))
@@ -471,6 +503,15 @@ class ChunkTables:
         places = places[last]
         held = dict(zip(gids.tolist(), [ids[i] for i in places.tolist()], strict=True))  # gid -> id
         rows = np.asarray(keys, np.int64)[places]
+        if len(where) - len(unsigned) > len(held.keys() - unsigned):  # signed groups not held
+            sql = "SELECT id, gid, signed FROM groups WHERE signed IS NOT NULL"
+            others = [(gid, gid_id, blob) for gid_id, gid, blob in c.execute(sql) if gid not in held]
+            extra = np.array([np.frombuffer(blob, "<i8") for _, _, blob in others], np.int64)
+            gids = np.concatenate((gids, np.array([g for g, _, _ in others], np.int64)))
+            rows = np.concatenate((rows, extra.reshape(len(others), rows.shape[1])))
+            held.update((g, gid_id) for g, gid_id, _ in others)
+            in_order = np.argsort(gids, kind="stable")
+            gids, rows = gids[in_order], rows[in_order]
         owner = np.repeat(gids, rows.shape[1]) if rows.size else np.empty(0, np.int64)
         flat = rows.reshape(-1)
         by_key = np.argsort(flat, kind="stable")  # (band key, gid): the rows were in gid order
@@ -489,11 +530,12 @@ class ChunkTables:
         if whole < len(values):
             c.execute(_band_insert((len(values) - whole) // 2), values[whole:])
         del values
-        # each group's keys, in gid order (one pass over the groups' B-tree)
+        # the keys of held groups not signed yet (their rows were written with them, most of a first
+        # ingest's: an UPDATE of every group rewrote the whole table, 45k groups 0.4-0.6 s)
         packed = np.ascontiguousarray(rows, dtype="<i8")
         c.executemany(
             "UPDATE groups SET signed=? WHERE gid=?",
-            ((packed[i].tobytes(), g) for i, g in enumerate(gids.tolist())),
+            ((packed[i].tobytes(), g) for i, g in enumerate(gids.tolist()) if g in unsigned),
         )
         return BandTable(flat, owner, held)
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkdedup.boilerplate import DocumentKeys, key_id
 from chunkdedup.config import Config
@@ -28,11 +28,22 @@ from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.store import counts, keyunits
 from chunkdedup.store.checkpointer import WalCheckpointer
-from chunkdedup.store.chunk_tables import ChunkTables, has_row_triggers, pack_bands, rows_for_ids, staged_rows
+from chunkdedup.store.chunk_tables import (
+    ChunkTables,
+    has_row_triggers,
+    pack_bands,
+    packed_band_keys,
+    rows_for_ids,
+    staged_rows,
+)
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
 from chunkdedup.store.schema import CLEAN_TEXT, MIGRATIONS, RAW_TEXT
 from chunkdedup.types import Document, KnownFile, Page, StrippedLine
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 #: The page cache of each connection, KiB.
 PAGE_CACHE_KIB = 256 * 1024
@@ -719,11 +730,19 @@ class Store:
         return self.meta(_CHUNKED_CONFIG) == config_hash
 
     # -- chunks and canonicals -----------------------------------------------------------------
-    def replace_chunks(self, docs: Sequence[KeyedDocument], config_hash: str, run_id: int) -> None:
+    def replace_chunks(
+        self,
+        docs: Sequence[KeyedDocument],
+        config_hash: str,
+        run_id: int,
+        band_keys: Sequence[tuple[Sequence[str], npt.NDArray[np.int64]]] = (),
+    ) -> None:
         """Replace documents' cleaned text, sources and stripped lines; mark them indexed.
 
         The groups and canonicals their old and new sources touch are re-derived once for the whole
-        batch (a transaction's worth of documents), not once per document.
+        batch (a transaction's worth of documents), not once per document. ``band_keys``: (group ids,
+        their band keys) of a first ingest's batch: a new group is written with its ``signed`` value
+        (:meth:`ChunkTables.put_first_bands` writes the band rows).
         """
         c = self.conn
         if self.meta(_CHUNKED_CONFIG) not in (None, config_hash):
@@ -743,7 +762,8 @@ class Store:
         )
         pages = {(d.doc_id, p.number): p.text for d in docs for p in d.clean}
         keyed = [k for d in docs for k in d.keyed]
-        self.chunks.replace_sources([d.doc_id for d in docs], keyed, run_id, pages)
+        signed = {g: v for ids, keys in band_keys for g, v in packed_band_keys(ids, keys).items()}
+        self.chunks.replace_sources([d.doc_id for d in docs], keyed, run_id, pages, signed)
         self._put_stripped(docs)
         ids = [(d.doc_id,) for d in docs]
         c.executemany("DELETE FROM doc_chrome WHERE doc_id=?", ids)
