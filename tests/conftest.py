@@ -19,6 +19,23 @@ POLICY = DATA / "site-policy"
 POLICY_MANIFEST = POLICY / "manifest.jsonl"
 
 
+def stop_at_chunk_write(monkeypatch: pytest.MonkeyPatch, nth: int) -> None:
+    """Make the ``nth`` chunk-phase write (``Store.replace_chunks``) raise ``KeyboardInterrupt``, as a
+    run killed there: the writes before it are committed, its transaction is rolled back."""
+    from chunkdedup.store import Store
+
+    calls: list[int] = []
+    replace = Store.replace_chunks
+
+    def stopped(self: Store, *args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == nth:
+            raise KeyboardInterrupt
+        replace(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "replace_chunks", stopped)
+
+
 def traced_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every SQL statement of the connections opened from now until ``monkeypatch.undo()``."""
     statements: list[str] = []

@@ -13,7 +13,7 @@ import pytest
 from chunkdedup import Index, ingest
 from chunkdedup.store import Store
 from chunkdedup.store.chunk_tables import unpack_bands
-from conftest import POLICY, POLICY_MANIFEST
+from conftest import POLICY, POLICY_MANIFEST, stop_at_chunk_write
 
 
 def _neighbours(index: Path) -> dict[str, list[str]]:
@@ -233,16 +233,7 @@ def test_a_first_ingest_stopped_before_its_cluster_pass_is_completed_by_the_next
         monkeypatch.setattr(pipeline, "update_clusters", stopped)
     else:  # the third chunk batch's write fails: two are committed, with their groups signed
         monkeypatch.setattr(pipeline, "STORE_BATCH", 8)
-        real = Store.replace_chunks
-        calls = {"n": 0}
-
-        def third_fails(self: Store, *args: object, **kwargs: object) -> None:
-            calls["n"] += 1
-            if calls["n"] == 3:
-                raise KeyboardInterrupt
-            real(self, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(Store, "replace_chunks", third_fails)
+        stop_at_chunk_write(monkeypatch, 3)
     with pytest.raises(KeyboardInterrupt):
         ingest([POLICY], index, manifest=POLICY_MANIFEST)
     monkeypatch.undo()

@@ -12,6 +12,7 @@ import pytest
 from chunkdedup import ingest
 from chunkdedup.config import ChunkConfig, Config
 from chunkdedup.store import Store
+from conftest import stop_at_chunk_write
 from test_ingest import snapshot
 
 OTHER = Config(chunk=ChunkConfig(target_words=8, max_words=20))
@@ -51,16 +52,7 @@ def test_a_run_killed_while_rechunking_under_another_config_is_undone_by_the_nex
     corpus, index = _corpus(tmp_path / "c"), tmp_path / "i.sqlite"
     ingest([corpus], index)
     monkeypatch.setattr("chunkdedup.pipeline.STORE_BATCH", 4)  # batches of 1 document (a job is a quarter)
-    calls: list[int] = []
-    replace = Store.replace_chunks
-
-    def killed(self: Store, *args: object, **kwargs: object) -> None:
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        replace(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Store, "replace_chunks", killed)
+    stop_at_chunk_write(monkeypatch, 3)
     with pytest.raises(KeyboardInterrupt):
         ingest([corpus], index, config=OTHER)
     monkeypatch.undo()
