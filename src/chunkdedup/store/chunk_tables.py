@@ -83,6 +83,8 @@ _GROUP_STAGE = (
     "id TEXT, text TEXT, n_sources INTEGER, rep_doc TEXT, rep_page INTEGER, rep_start INTEGER,"
     " canonical_id TEXT, signed BLOB",
 )
+#: the columns of a new group's row, as refresh_groups writes them (the stage's, in its order)
+_GROUP_COLUMNS = "id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id, signed"
 _ID_STAGE = ("id_stage", "id TEXT")
 _BAND_STAGE = ("group_bands", "id TEXT, gid INTEGER, band_key INTEGER")  # groups' own band rows
 
@@ -149,6 +151,27 @@ def has_row_triggers(conn: sqlite3.Connection, table: str) -> bool:
     0.25 s filling it, and the ``INSERT ... SELECT`` from it as long as the rows' own inserts)."""
     found = conn.execute("SELECT 1 FROM sqlite_master WHERE type='trigger' AND tbl_name=? LIMIT 1", (table,))
     return found.fetchone() is not None
+
+
+def insert_rows(
+    conn: sqlite3.Connection,
+    stage: tuple[str, str],
+    table: str,
+    columns: str,
+    rows: Sequence[tuple[object, ...]],
+    conflict: str = "",
+) -> None:
+    """``INSERT INTO table(columns)`` of ``rows`` (``conflict``: an ``ON CONFLICT`` clause): with
+    ``executemany`` where no trigger runs on ``table`` (:func:`has_row_triggers`), else in one
+    statement from ``stage`` (:func:`staged_rows`; its columns are ``columns``, in that order)."""
+    if not has_row_triggers(conn, table):
+        marks = ",".join("?" * len(columns.split(",")))
+        conn.executemany(f"INSERT INTO {table}({columns}) VALUES ({marks}){conflict}", rows)
+        return
+    with staged_rows(conn, stage, rows) as name:
+        # WHERE true: an upsert's ON CONFLICT after a SELECT needs it to parse
+        sql = f"INSERT INTO {table}({columns}) SELECT {columns} FROM {name} WHERE true ORDER BY rowid"
+        conn.execute(sql + conflict)
 
 
 #: band rows per statement of put_first_bands: 998 variables, within SQLite's oldest limit (999)
@@ -324,21 +347,9 @@ class ChunkTables:
         self._drop_groups(gone)
         # one statement each (see staged_rows): the text-index triggers then write the FTS5 index once
         # per batch, not once per row
-        staged = (inserts or updates) and has_row_triggers(c, "groups")
-        if inserts and not staged:
-            c.executemany(
-                "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id, signed)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                inserts,
-            )
-        elif inserts:
-            with staged_rows(c, _GROUP_STAGE, inserts) as stage:
-                c.execute(
-                    "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id,"
-                    " signed) SELECT id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id, signed"
-                    f" FROM {stage} ORDER BY rowid"
-                )
-        if updates and not staged:
+        if inserts:
+            insert_rows(c, _GROUP_STAGE, "groups", _GROUP_COLUMNS, inserts)
+        if updates and not has_row_triggers(c, "groups"):
             c.executemany(
                 "UPDATE groups SET text=?, n_sources=?, rep_doc=?, rep_page=?, rep_start=? WHERE id=?",
                 updates,

@@ -30,11 +30,10 @@ from chunkdedup.store import counts, keyunits
 from chunkdedup.store.checkpointer import WalCheckpointer
 from chunkdedup.store.chunk_tables import (
     ChunkTables,
-    has_row_triggers,
+    insert_rows,
     pack_bands,
     packed_band_keys,
     rows_for_ids,
-    staged_rows,
 )
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
@@ -609,19 +608,14 @@ class Store:
         all of them (FTS5 triggers: see :func:`~chunkdedup.store.chunk_tables.staged_rows`)."""
         if not rows:
             return
-        if not has_row_triggers(self.conn, "contexts"):  # FTS5 deferred: nothing to save a segment of
-            self.conn.executemany(
-                "INSERT INTO contexts(doc_id, text) VALUES (?, ?)"
-                " ON CONFLICT(doc_id) DO UPDATE SET text=excluded.text WHERE text IS NOT excluded.text",
-                rows,
-            )
-            return
-        with staged_rows(self.conn, _CONTEXT_STAGE, rows) as stage:
-            self.conn.execute(
-                f"INSERT INTO contexts(doc_id, text) SELECT doc_id, text FROM {stage}"
-                " WHERE true ORDER BY rowid"
-                " ON CONFLICT(doc_id) DO UPDATE SET text=excluded.text WHERE text IS NOT excluded.text"
-            )
+        insert_rows(
+            self.conn,
+            _CONTEXT_STAGE,
+            "contexts",
+            "doc_id, text",
+            rows,
+            " ON CONFLICT(doc_id) DO UPDATE SET text=excluded.text WHERE text IS NOT excluded.text",
+        )
 
     def load_pages(self, doc_id: str, *, clean: bool = False) -> tuple[Page, ...]:
         """A document's pages as parsed, or (``clean``) as stripped; a stripped page of a document not
