@@ -133,3 +133,13 @@ def test_an_always_strip_line_inside_a_block_still_goes() -> None:
     got = boilerplate.strip([page], (), config)
     assert "SECRET" not in got.pages[0].text
     assert got == _plain_strip([page], (), config)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(texts.map(lambda t: t.replace("\n", " ")), st.sampled_from(_CONFIGS))
+def test_a_one_line_record_gets_the_keys_of_its_layout(text: str, config: BoilerplateConfig) -> None:
+    # document_keys keys a one-page, one-line document from its line alone (the records' shortcut)
+    pages = [Page(1, text)]
+    want = _plain_document_keys(pages, config)
+    assert boilerplate.document_keys(pages, config) == want
+    assert boilerplate.document_keys(pages, config, compiled=True) == want

@@ -177,6 +177,10 @@ class DocumentKeys:
     strippable: frozenset[str]
 
 
+#: a document without a key
+_NO_KEYS = DocumentKeys(frozenset(), frozenset())
+
+
 def document_keys(
     pages: Sequence[Page], config: BoilerplateConfig, *, compiled: bool = False
 ) -> DocumentKeys:
@@ -188,6 +192,8 @@ def document_keys(
     footer on every page is, and so is the last line of a one-page policy. ``compiled``: lay the pages
     out with the compiled walk (the same keys; see :mod:`chunkdedup.boilerplate_kernel`).
     """
+    if len(pages) == 1 and "\n" not in pages[0].text:
+        return _one_line_keys(pages[0].text, config)
     if compiled:
         n, seen, counted = _compiled_keys(pages, config)
     else:
@@ -198,6 +204,21 @@ def document_keys(
     need = math.ceil(config.running_share * n)
     candidates = counted | {k for k, c in seen.items() if c >= need}
     return DocumentKeys(frozenset(candidates), frozenset(candidates | seen.keys()))
+
+
+def _one_line_keys(text: str, config: BoilerplateConfig) -> DocumentKeys:
+    """``document_keys`` of a document of one page holding one line (most JSONL and Parquet records):
+    its line is its only edge line and stands on every page with text (``need`` is 1, as
+    ``running_share`` is in (0, 1]), so its key, when it holds a letter, is both candidate and
+    strippable, whether or not the line is also a counted block. One key instead of a layout: 50k
+    records of ~1,300 characters spent ~23 us each in the layout's way, ~12 us here."""
+    if text.isspace():
+        return _NO_KEYS
+    key = boilerplate_key(text) if len(text) <= config.max_block_chars else ""
+    if not has_letters(key):
+        return _NO_KEYS
+    keys = frozenset((key,))
+    return DocumentKeys(keys, keys)
 
 
 def _compiled_keys(pages: Sequence[Page], config: BoilerplateConfig) -> tuple[int, dict[str, int], set[str]]:
