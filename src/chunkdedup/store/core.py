@@ -476,9 +476,10 @@ class Store:
     def changed_documents(self, docs: Sequence[Document]) -> set[str]:
         """The ids of ``docs`` not stored exactly as they are (content hash, metadata, place): an
         unchanged record of a JSONL or Parquet file that changed elsewhere is not among them."""
-        rows = {doc.doc_id: document_row(doc) for doc in docs}
-        stored = {r[0]: tuple(r[1:]) for r in rows_for_ids(self.conn, _DOCUMENT_ROWS, sorted(rows))}
-        return {doc_id for doc_id, row in rows.items() if stored.get(doc_id) != row}
+        ids = sorted({doc.doc_id for doc in docs})
+        stored = {r[0]: tuple(r[1:]) for r in rows_for_ids(self.conn, _DOCUMENT_ROWS, ids)}
+        # a row is made only to be compared with a stored one (a first ingest's documents: none)
+        return {d.doc_id for d in docs if d.doc_id not in stored or stored[d.doc_id] != document_row(d)}
 
     def put_documents(self, items: Sequence[tuple[Document, DocumentKeys]], run_id: int) -> None:
         """Store parsed documents (pages and boilerplate candidate keys) as pending chunking, a few
@@ -540,7 +541,10 @@ class Store:
         self.conn.executemany("DELETE FROM doc_keys WHERE doc_id=?", [(doc_id,) for doc_id, _ in items])
         rows: list[tuple[int, str, int]] = []
         for doc_id, keys in items:
-            hashes = {key_id(k): 0 for k in keys.strippable} | {key_id(k): 1 for k in keys.candidates}
+            # each key hashed once (a one-line record's only key is both)
+            hashes = {key_id(k): 0 for k in keys.strippable - keys.candidates} | {
+                key_id(k): 1 for k in keys.candidates
+            }
             rows.extend((h, doc_id, counted) for h, counted in sorted(hashes.items()))
         self.conn.executemany("INSERT INTO doc_keys(khash, doc_id, counted) VALUES (?, ?, ?)", rows)
         keyunits.mark_keys(self.conn, sorted({r[0] for r in rows if r[2] == 1}))
@@ -853,7 +857,7 @@ def document_row(doc: Document) -> tuple[Any, ...]:
         doc.path,
         doc.content_hash,
         doc.unit,
-        json.dumps(dict(doc.metadata), sort_keys=True),
+        json.dumps(dict(doc.metadata), sort_keys=True) if doc.metadata else "{}",
         doc.department,
         doc.family,
         doc.effective_date.isoformat() if doc.effective_date else None,
