@@ -287,3 +287,23 @@ def test_sec_filings_get_their_identity_from_the_manifest_and_the_running_footer
     assert "Form" in apple  # the stripped running footer "Apple Inc. | Q3 2023 Form 10-Q | n"
     assert best == "docs/2023 Q3 AAPL.pdf"
     assert off  # the question has hits without context too; the golden-set gain is in the benchmark
+
+
+def test_contexts_made_once_per_input_are_those_of_each_document() -> None:
+    # document_contexts makes a context once per distinct (file, title, running lines, metadata):
+    # equal values of other types (1, 1.0, True, "1") are other inputs, with other contexts
+    config = RetrievalConfig()
+    inputs = [
+        ({"year": 1}, None, ()),
+        ({"year": True}, None, ()),
+        ({"year": 1.0}, None, ()),
+        ({"year": "1"}, "Annual Report", ("Acme | 2018",)),
+        ({}, None, ()),
+    ]
+    sources = [
+        ContextSource(f"d{i}", f"/in/acme_{i % 2}.jsonl", meta, title, running)
+        for i, (meta, title, running) in enumerate(inputs * 3)
+    ]
+    got = document_contexts(sources, config)
+    assert got == [document_context(s, config) for s in sources]
+    assert len(set(got[:5])) == 5  # the five inputs differ, so do their contexts

@@ -59,12 +59,21 @@ def filename_words(path: str) -> str:
 
 def document_contexts(sources: Sequence[ContextSource], config: RetrievalConfig) -> list[str]:
     """:func:`document_context` of each source; the file name's words are made once per file (the
-    records of a JSONL or Parquet file share it: building a path object cost half the context)."""
+    records of a JSONL or Parquet file share it: building a path object cost half the context), and a
+    context once per distinct input (records of one file with the same metadata, title and running
+    lines: 50k records of ten shards, ~8 us each, made ten contexts)."""
     names: dict[str, str] = {}
-    return [
-        document_context(s, config, names.get(s.path) or names.setdefault(s.path, filename_words(s.path)))
-        for s in sources
-    ]
+    made: dict[tuple[object, ...], str] = {}
+    out: list[str] = []
+    for s in sources:
+        # a value's type is part of its key: 1, 1.0 and True are equal, and give other contexts
+        key = (s.path, s.title, s.running, *((k, type(v), v) for k, v in s.metadata.items()))
+        text = made.get(key)
+        if text is None:
+            name = names.get(s.path) or names.setdefault(s.path, filename_words(s.path))
+            text = made[key] = document_context(s, config, name)
+        out.append(text)
+    return out
 
 
 def document_context(source: ContextSource, config: RetrievalConfig, filename: str | None = None) -> str:
