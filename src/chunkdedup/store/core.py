@@ -584,8 +584,15 @@ class Store:
                 " ORDER BY doc_id",
                 part,
             )
+            # most records hold no metadata: "{}" is not parsed (50k json.loads of it: 0.12-0.14 s)
             out.extend(
-                ContextSource(d, path, json.loads(meta), title, running_lines(running.get(d, ())))
+                ContextSource(
+                    d,
+                    path,
+                    {} if meta == "{}" else json.loads(meta),
+                    title,
+                    running_lines(running.get(d, ())),
+                )
                 for d, path, meta, title in rows
             )
         return out
