@@ -733,3 +733,37 @@ def test_the_chunk_phase_takes_the_parsed_pages_at_hand(
     monkeypatch.setattr(pipeline, "AT_HAND_CHARS", 0 if room is None else 1 << 30)
     ingest([POLICY], again, manifest=POLICY_MANIFEST, workers=1)
     assert snapshot(index) == snapshot(again)
+
+
+def test_a_document_id_two_files_of_one_transaction_give_is_kept_by_the_first(tmp_path: Path) -> None:
+    # A record "r1.md" of notes.jsonl has the id "notes.jsonl#r1.md", which a file of that name also
+    # has. The files of a transaction are decided one by one (input order) and stored together: the
+    # second is told the id is taken, as when the first was stored before it was decided.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    records = corpus / "notes.jsonl"
+    records.write_text(
+        json.dumps({"id": "r1.md", "text": "Refunds take 30 days from the request."})
+        + "\n"
+        + json.dumps({"id": "r2", "text": "Badges go back to security on the last day."})
+        + "\n"
+    )
+    clash = corpus / "notes.jsonl#r1.md"
+    clash.write_text("Visitors sign in at the front desk and wear a badge.\n")
+    index = tmp_path / "i.sqlite"
+    by_path = {Path(r.path).name: r for r in ingest([corpus], index).files}
+    assert by_path["notes.jsonl"].status == FileStatus.INGESTED
+    assert by_path[clash.name].status == FileStatus.FAILED
+    assert "'notes.jsonl#r1.md' is already taken by" in (by_path[clash.name].reason or "")
+    with Index.open(index) as ix:
+        (doc,) = [d for d in ix.documents() if d["doc"] == "notes.jsonl#r1.md"]
+        assert Path(doc["path"]).name == "notes.jsonl"  # the record's, not overwritten by the file
+        assert ix.stats()["documents"] == 2
+    # once the record is gone from its file (the earlier input), the file may take the id in one run
+    records.write_text(json.dumps({"id": "r2", "text": "Badges go back to security on the last day."}) + "\n")
+    by_path = {Path(r.path).name: r for r in ingest([corpus], index).files}
+    assert by_path[clash.name].status == FileStatus.INGESTED
+    with Index.open(index) as ix:
+        (doc,) = [d for d in ix.documents() if d["doc"] == "notes.jsonl#r1.md"]
+        assert Path(doc["path"]).name == clash.name
+        assert ix.stats()["documents"] == 2

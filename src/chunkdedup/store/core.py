@@ -455,6 +455,10 @@ class Store:
         ).fetchall()
         return KnownFile(self.file_hash(path) if rows else None, tuple(rows))
 
+    def has_documents(self) -> bool:
+        """Whether the index holds any document (a first ingest's index holds none)."""
+        return self.conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
+
     def known_hash(self, path: str) -> str | None:
         """:meth:`known_file`'s content hash alone (two index lookups): enough to tell an unchanged file."""
         has = self.conn.execute("SELECT 1 FROM documents WHERE file_path=? LIMIT 1", (path,)).fetchone()
