@@ -77,6 +77,17 @@ def rows_for_ids(
         yield from conn.execute(sql.format(",".join("?" * len(part))), part)
 
 
+def execute_for_ids(
+    conn: sqlite3.Connection, sql: str, ids: Sequence[str] | Sequence[int], params: Sequence[object] = ()
+) -> None:
+    """A write ``sql`` (``params``, then one ``{}`` placeholder list) for ``ids``, 500 ids per
+    statement: one statement per id (``executemany``) spent twice as long stepping and resetting it
+    (50k documents' ``UPDATE documents``: 0.12 -> 0.08 s; their pages' clean text 0.08 -> 0.03 s)."""
+    for i in range(0, len(ids), 500):
+        part = list(ids[i : i + 500])
+        conn.execute(sql.format(",".join("?" * len(part))), [*params, *part])
+
+
 #: staging tables for one-statement writes (:func:`staged_rows`): name and columns
 _GROUP_STAGE = (
     "group_stage",
@@ -254,9 +265,7 @@ class ChunkTables:
         old = list(
             self._batched("SELECT DISTINCT group_id, canonical_id FROM sources WHERE doc_id IN ({})", ids)
         )
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            c.execute(f"DELETE FROM sources WHERE doc_id IN ({','.join('?' * len(part))})", part)
+        execute_for_ids(c, "DELETE FROM sources WHERE doc_id IN ({})", ids)
         new_groups = sorted({k.canonical_id for k in chunks})
         current = dict(self._batched("SELECT id, canonical_id FROM groups WHERE id IN ({})", new_groups))
         c.executemany(

@@ -30,6 +30,7 @@ from chunkdedup.store import counts, keyunits
 from chunkdedup.store.checkpointer import WalCheckpointer
 from chunkdedup.store.chunk_tables import (
     ChunkTables,
+    execute_for_ids,
     insert_rows,
     pack_bands,
     packed_band_keys,
@@ -511,7 +512,7 @@ class Store:
         c.executemany(_REPLACE_DOCUMENT, inserted)
         c.executemany(_UPSERT_DOCUMENT, rewritten)
         c.executemany(_MOVE_DOCUMENT, [(r[1], r[5], r[6], r[0], r[1], r[5], r[6]) for r in rewritten])
-        c.executemany("DELETE FROM pages WHERE doc_id=?", [(r[0],) for r in inserted])
+        execute_for_ids(c, "DELETE FROM pages WHERE doc_id IN ({})", [r[0] for r in inserted])
         c.executemany(
             "DELETE FROM pages WHERE doc_id=? AND page NOT IN (SELECT value FROM json_each(?))",
             [(d.doc_id, json.dumps([p.number for p in d.pages])) for d, _ in items if d.doc_id in over],
@@ -541,8 +542,9 @@ class Store:
         corpus chrome is to be decided again (:meth:`chrome_decided`)."""
         if items:
             self.set_meta(_CHROME_STALE, "1")
-        keyunits.mark_docs(self.conn, [doc_id for doc_id, _ in items])  # their units may change too
-        self.conn.executemany("DELETE FROM doc_keys WHERE doc_id=?", [(doc_id,) for doc_id, _ in items])
+        ids = [doc_id for doc_id, _ in items]
+        keyunits.mark_docs(self.conn, ids)  # their units may change too
+        execute_for_ids(self.conn, "DELETE FROM doc_keys WHERE doc_id IN ({})", ids)
         rows: list[tuple[int, str, int]] = []
         for doc_id, keys in items:
             # each key hashed once (a one-line record's only key is both)
@@ -761,11 +763,18 @@ class Store:
         # it removed no line from as it was, so a page without stripped lines is such a page.
         changed = {(d.doc_id, s.page) for d in docs for s in d.stripped}
         self._keep_dict()
+        # a document stripped of nothing (most): all its pages' clean text NULL, a statement per 500
+        execute_for_ids(
+            c,
+            "UPDATE pages SET clean_text = NULL WHERE doc_id IN ({}) AND clean_text IS NOT NULL",
+            [d.doc_id for d in docs if not d.stripped],
+        )
         c.executemany(
             "UPDATE pages SET clean_text = ? WHERE doc_id=? AND page=?",
             [
                 (self.codec.encode(p.text) if (d.doc_id, p.number) in changed else None, d.doc_id, p.number)
                 for d in docs
+                if d.stripped
                 for p in d.clean
             ],
         )
@@ -774,17 +783,19 @@ class Store:
         signed = {g: v for ids, keys in band_keys for g, v in packed_band_keys(ids, keys).items()}
         self.chunks.replace_sources([d.doc_id for d in docs], keyed, run_id, pages, signed)
         self._put_stripped(docs)
-        ids = [(d.doc_id,) for d in docs]
-        c.executemany("DELETE FROM doc_chrome WHERE doc_id=?", ids)
-        c.executemany(
+        ids = [d.doc_id for d in docs]
+        execute_for_ids(c, "DELETE FROM doc_chrome WHERE doc_id IN ({})", ids)
+        execute_for_ids(
+            c,
             "INSERT INTO doc_chrome(doc_id, khash)"
-            " SELECT doc_id, khash FROM doc_keys JOIN chrome USING(khash)"
-            " WHERE doc_id=?",
+            " SELECT doc_id, khash FROM doc_keys JOIN chrome USING(khash) WHERE doc_id IN ({})",
             ids,
         )
-        c.executemany(
-            "UPDATE documents SET state='indexed', config_hash=?, run_id=? WHERE doc_id=?",
-            [(config_hash, run_id, d.doc_id) for d in docs],
+        execute_for_ids(
+            c,
+            "UPDATE documents SET state='indexed', config_hash=?, run_id=? WHERE doc_id IN ({})",
+            ids,
+            (config_hash, run_id),
         )
 
     def _put_stripped(self, docs: Sequence[KeyedDocument]) -> None:
@@ -803,7 +814,7 @@ class Store:
                 rows.append((d.doc_id, khash, scope, len({ln.page for ln in lines}), len(lines), example))
                 keys.append((khash, key))
         c = self.conn
-        c.executemany("DELETE FROM stripped WHERE doc_id=?", [(d.doc_id,) for d in docs])
+        execute_for_ids(c, "DELETE FROM stripped WHERE doc_id IN ({})", [d.doc_id for d in docs])
         c.executemany("INSERT OR IGNORE INTO bp_keys(khash, key) VALUES (?, ?)", keys)
         c.executemany(
             "INSERT INTO stripped(doc_id, khash, scope, pages, lines, example) VALUES (?, ?, ?, ?, ?, ?)",

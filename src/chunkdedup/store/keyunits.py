@@ -22,7 +22,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from chunkdedup.store.chunk_tables import rows_for_ids
+from chunkdedup.store.chunk_tables import execute_for_ids, rows_for_ids
 
 #: meta key: the boilerplate settings the kept counts are of (absent: none kept)
 SETTINGS_KEY = "key_units_settings"
@@ -66,9 +66,7 @@ def counts(conn: sqlite3.Connection, min_units: int, settings: str) -> dict[int,
     if row is not None and row[0] == settings:
         stale = [r[0] for r in conn.execute("SELECT khash FROM stale_keys ORDER BY khash")]
         fresh = [(k, n) for k, n in rows_for_ids(conn, _COUNT_SOME, stale) if n >= min_units]
-        for i in range(0, len(stale), 500):
-            part = stale[i : i + 500]
-            conn.execute(f"DELETE FROM key_units WHERE khash IN ({','.join('?' * len(part))})", part)
+        execute_for_ids(conn, "DELETE FROM key_units WHERE khash IN ({})", stale)
     else:
         conn.execute("DELETE FROM key_units")
         fresh = [(r[0], r[1]) for r in conn.execute(_COUNT_ALL, (min_units,))]
