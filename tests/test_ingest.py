@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -138,13 +139,25 @@ def test_chrome_crossing_the_threshold_later_is_stripped_everywhere_and_restored
     report = ingest([corpus], index, config=cfg)
     assert not any("Confidential" in r["text"] for r in _records(index))
     assert report.totals["documents_chunked"] == 4  # the two new ones and the two that hold the footer
+    assert _stored_clean_pages(index) == ["doc000.md", "doc001.md", "doc010.md", "doc011.md"]
     remove_documents(index, ["doc010.md", "doc011.md"])
     (corpus / "doc010.md").unlink()
     (corpus / "doc011.md").unlink()
     assert any("Confidential" in r["text"] for r in _records(index))  # back under the threshold: restored
+    assert _stored_clean_pages(index) == []  # a page stripped of nothing keeps no second copy
     fresh = tmp_path / "fresh.sqlite"
     ingest([corpus], fresh, config=cfg)
     assert snapshot(index)["records"] == snapshot(fresh)["records"]
+
+
+def _stored_clean_pages(index: Path) -> list[str]:
+    """The documents whose pages hold a clean text of their own (stripping changed them)."""
+    conn = sqlite3.connect(index)
+    try:
+        rows = conn.execute("SELECT DISTINCT doc_id FROM pages WHERE clean_text IS NOT NULL ORDER BY doc_id")
+        return [r[0] for r in rows]
+    finally:
+        conn.close()
 
 
 def _records(index: Path) -> list[dict[str, Any]]:
