@@ -155,6 +155,32 @@ def test_filter_parsing_and_semantics() -> None:
             Filter.parse([bad])
 
 
+def test_filter_bounds_on_one_key_are_a_range() -> None:
+    """Two bounds on one key AND (a range), while its equalities still OR; an OR of the bounds would
+    pass every date (the audit's `--where effective_date>=2024-01-01 --where effective_date<=2024-12-31`
+    returned 2023 and 2025 versions)."""
+    year = Filter.parse(["effective_date>=2024-01-01", "effective_date<=2024-12-31"])
+    assert year.passes({"effective_date": "2024-06-30"})
+    assert not year.passes({"effective_date": "2023-12-27"})
+    assert not year.passes({"effective_date": "2025-12-08"})
+    mixed = Filter.parse(["level=1", "level=3", "level<=2"])  # (1 OR 3) AND <= 2
+    assert mixed.passes({"level": 1}) and not mixed.passes({"level": 3}) and not mixed.passes({"level": 2})
+    assert str(year) == "(effective_date<=2024-12-31) AND (effective_date>=2024-01-01)"
+
+
+def test_filter_refuses_not_equal_and_compares_only_decimals_as_numbers() -> None:
+    with pytest.raises(InputError, match="no !="):
+        Filter.parse(["department!=privacy-policies"])
+    with pytest.raises(InputError, match="no !="):
+        Filter.parse(["department != legal"])
+    # a hex version is a string: float() read "480e3063" as infinity and "nan" as unordered
+    assert Filter.parse(["version<=5"]).passes({"version": "480e3063"})  # "4" < "5" as strings
+    assert not Filter.parse(["version>=5"]).passes({"version": "480e3063"})
+    assert Filter.parse(["level>=10"]).passes({"level": " 12 "})  # 12 >= 10, not " 12" < "10"
+    assert Filter.parse(["level>=-2.5"]).passes({"level": -1})
+    assert not Filter.parse(["size<=1_000"]).passes({"size": 999})  # "999" > "1_000" as strings
+
+
 def test_query_config_validates() -> None:
     with pytest.raises(ConfigError, match=r"query\.versions"):
         QueryConfig(versions="newest")
@@ -241,6 +267,20 @@ def test_latest_within_the_filter_answers_as_of_a_date(policy_index: Path) -> No
             meta = docs[c.doc]
             assert meta["effective_date"] <= cutoff
             assert meta["effective_date"] == as_of[meta["family"]]
+
+
+def test_a_date_range_on_the_command_line_keeps_only_that_range(policy_index: Path) -> None:
+    """The audit's command: two bounds on effective_date are the year 2024, not an OR of all dates."""
+    docs = _docs(policy_index)
+    args = ["query", "terms of service", "--index", str(policy_index), "--versions", "all", "-k", "10",
+            "--where", "effective_date>=2024-01-01", "--where", "effective_date<=2024-12-31", "--json"]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    cited = [c["doc"] for hit in json.loads(out.output)["hits"] for c in hit["citations"]]
+    assert cited, "site-policy has 2024 versions of its terms"
+    assert all("2024-01-01" <= str(docs[d]["effective_date"]) <= "2024-12-31" for d in cited), cited
+    outside = [d for d, m in docs.items() if not str(m.get("effective_date", "")).startswith("2024")]
+    assert outside, "the corpus holds other years: the bounds must exclude them"
 
 
 def test_label_policy_puts_dates_next_to_the_text(policy_index: Path) -> None:

@@ -505,8 +505,9 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
     "where",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Filter on sources: KEY=VALUE, KEY>=VALUE or KEY<=VALUE; the same key repeated is OR, "
-    "different keys AND. Keys: doc, department, family, effective_date, any metadata key.",
+    help="Filter on sources: KEY=VALUE, KEY>=VALUE or KEY<=VALUE; equalities on one key are OR, bounds "
+    "AND (a range: --where effective_date>=2024-01-01 --where effective_date<=2024-12-31), different "
+    "keys AND. Keys: doc, department, family, effective_date, any metadata key.",
 )
 @click.option(
     "--versions",

@@ -66,7 +66,8 @@ def search(
     """Answer ``text`` with up to ``k`` distinct, cited hits, and every dropped candidate with why.
 
     Keyword arguments override the matching ``config`` fields. ``where`` is a mapping (equality; a
-    list value is OR) or a list of ``KEY=VALUE`` / ``KEY>=VALUE`` / ``KEY<=VALUE`` strings.
+    list value is OR) or a list of ``KEY=VALUE`` / ``KEY>=VALUE`` / ``KEY<=VALUE`` strings
+    (equalities on one key OR, bounds AND: :class:`~chunkdedup.query.where.Filter`).
     ``retriever`` is ``auto``/``bm25``/``vector``/``hybrid`` or any :class:`Retriever`. ``embedder``
     (a name or an embedder) must be the index's recorded one; it defaults to that one.
 

@@ -1,14 +1,20 @@
 """Filters on sources: ``KEY=VALUE``, ``KEY>=VALUE``, ``KEY<=VALUE``.
 
-The same key repeated is OR, different keys AND. Keys are ``doc`` (the document id), ``department``,
-``family``, ``effective_date``, or any metadata key. A source whose document lacks the key fails.
-``>=``/``<=`` compare numbers as numbers when both sides are numbers, else as strings (ISO dates
-order correctly as strings).
+Equalities on the same key are OR (``department=legal`` and ``department=hr``: either); bounds are
+always AND, with each other and with the rest (``effective_date>=2024-01-01`` and
+``effective_date<=2024-12-31``: a range); different keys AND. Keys are ``doc`` (the document id),
+``department``, ``family``, ``effective_date``, or any metadata key. A source whose document lacks
+the key fails. ``>=``/``<=`` compare numbers as numbers when both sides are decimal numbers
+(``-2``, ``10.5``), else as strings (ISO dates order correctly as strings; ``480e3063`` is a string).
+There is no ``!=``: a filter names what passes.
 
 Example:
     >>> f = Filter.parse(["department=legal", "department=hr", "effective_date>=2024-01-01"])
     >>> f.passes({"department": "hr", "effective_date": "2024-05-01"})
     True
+    >>> year = Filter.parse(["effective_date>=2024-01-01", "effective_date<=2024-12-31"])
+    >>> year.passes({"effective_date": "2024-05-01"}), year.passes({"effective_date": "2025-01-01"})
+    (True, False)
 """
 
 from __future__ import annotations
@@ -22,7 +28,10 @@ from chunkdedup.errors import InputError
 from chunkdedup.types import MetaValue
 
 Op = Literal["=", ">=", "<="]
-_CONDITION = re.compile(r"^\s*([^\s=<>]+)\s*(>=|<=|=)\s*(.*?)\s*$", re.DOTALL)
+_CONDITION = re.compile(r"^\s*([^\s=<>!]+)\s*(>=|<=|=)\s*(.*?)\s*$", re.DOTALL)
+#: a decimal number (what ``>=``/``<=`` compare as a number): not ``float()``'s ``inf``, ``nan``,
+#: ``1e3`` or ``1_000``, which are strings in metadata (a version ``480e3063`` is not infinity)
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
 #: What the Python API accepts: equality by mapping (a list value is OR), or condition strings.
 Where = Mapping[str, MetaValue | Sequence[MetaValue]] | Sequence["str | Condition"]
 
@@ -37,6 +46,11 @@ class Condition:
     def parse(cls, text: str) -> Condition:
         """Parse ``KEY=VALUE``, ``KEY>=VALUE`` or ``KEY<=VALUE``."""
         m = _CONDITION.match(text)
+        if m is None and "!=" in text:
+            raise InputError(
+                f"cannot read the filter {text!r}: there is no != (a filter names what passes: "
+                "give KEY=VALUE for each value to keep)"
+            )
         if m is None or not m.group(3):
             raise InputError(
                 f"cannot read the filter {text!r}: write KEY=VALUE, KEY>=VALUE or KEY<=VALUE "
@@ -62,7 +76,9 @@ class Condition:
 
 @dataclass(frozen=True, slots=True)
 class Filter:
-    """Conditions grouped by key: a document passes when, for every key, one condition holds."""
+    """An AND of groups, each an OR of conditions on one key: a document passes when every group has
+    a condition that holds. :meth:`parse` puts a key's equalities in one group and each bound in a
+    group of its own."""
 
     groups: tuple[tuple[str, tuple[Condition, ...]], ...] = ()
 
@@ -81,10 +97,15 @@ class Filter:
             raise InputError(f"where={where!r} is one string: pass a list of conditions or a mapping")
         else:
             conditions = [c if isinstance(c, Condition) else Condition.parse(c) for c in where]
-        grouped: dict[str, list[Condition]] = {}
+        equal: dict[str, list[Condition]] = {}
+        groups: list[tuple[str, tuple[Condition, ...]]] = []
         for c in conditions:
-            grouped.setdefault(c.key, []).append(c)
-        return cls(tuple((k, tuple(v)) for k, v in sorted(grouped.items())))
+            if c.op == "=":
+                equal.setdefault(c.key, []).append(c)
+            else:  # a bound: ANDed (two bounds on one key are a range, never an OR that passes all)
+                groups.append((c.key, (c,)))
+        groups.extend((k, tuple(v)) for k, v in equal.items())
+        return cls(tuple(sorted(groups, key=lambda g: (g[0], [str(c) for c in g[1]]))))
 
     @classmethod
     def clauses(cls, clauses: Sequence[Sequence[Condition]]) -> Filter:
@@ -125,7 +146,5 @@ def _text(value: MetaValue) -> str:
 
 
 def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
+    text = text.strip()
+    return float(text) if _DECIMAL.fullmatch(text) else None
