@@ -38,6 +38,7 @@ from chunkdedup.store.chunk_tables import (
 )
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
+from chunkdedup.store.readonly import read_uri
 from chunkdedup.store.schema import CLEAN_TEXT, MIGRATIONS, RAW_TEXT
 from chunkdedup.types import Document, KnownFile, Page, StrippedLine
 
@@ -103,7 +104,7 @@ class Store:
             raise SchemaError(f"index {p} is a folder: give the path of an index file")
         try:
             if readonly:
-                conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, isolation_level=None)
+                conn = sqlite3.connect(read_uri(p), uri=True, isolation_level=None)
             else:
                 conn = sqlite3.connect(p, isolation_level=None)
         except sqlite3.Error as e:
@@ -180,7 +181,7 @@ class Store:
         """A consistent copy of an index file (SQLite's backup API), for dry runs. The file is copied as
         it is, even one that an older chunkdedup wrote: opening the copy migrates the copy."""
         try:
-            source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+            source = sqlite3.connect(read_uri(src), uri=True)
         except sqlite3.Error as e:
             raise index_error(src, e) from None
         try:
@@ -207,7 +208,7 @@ class Store:
     def _read_dict(self, dict_id: int) -> bytes | None:
         """A dictionary another connection stored after this one read them (a reader opened before the
         writer trained it sees the committed row on a connection of its own)."""
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        conn = sqlite3.connect(read_uri(self.path), uri=True)
         try:
             row = conn.execute("SELECT data FROM text_dicts WHERE dict_id=?", (dict_id,)).fetchone()
         finally:

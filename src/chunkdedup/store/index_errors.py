@@ -19,6 +19,7 @@ from chunkdedup.errors import (
     IndexIOError,
     SchemaError,
 )
+from chunkdedup.store.readonly import read_uri
 
 #: Up to this size a damaged index is also run through ``PRAGMA quick_check`` for the message
 #: (about 3 ms per MB: 40 ms for a 13 MB index).
@@ -71,9 +72,11 @@ def index_error(path: str | Path, error: sqlite3.Error | OSError | UnicodeDecode
             f"index {p} cannot be written ({text}): check the permissions of the file and of its folder "
             "(SQLite writes INDEX-wal and INDEX-shm beside it)"
         )
-    if code.startswith("SQLITE_CANTOPEN") or "unable to open" in low:
+    if _cannot_open(error):
         return IndexIOError(
-            f"index {p} cannot be opened ({text}): check that its folder exists and may be written"
+            f"index {p} cannot be opened ({text}): check that its folder exists and may be written (a "
+            "reader needs that too while INDEX-wal or INDEX-shm lies beside the index: a writer is at "
+            "work, or one died, and the next ingest or a writable copy of the three files completes it)"
         )
     if code.startswith("SQLITE_IOERR") or "i/o error" in low:
         return IndexIOError(
@@ -94,7 +97,7 @@ def index_error(path: str | Path, error: sqlite3.Error | OSError | UnicodeDecode
 def quick_check(path: str | Path, *, full: bool = False, limit: int = 20) -> list[str]:
     """What ``PRAGMA quick_check`` (``integrity_check`` with ``full``) finds: ``["ok"]`` when sound."""
     pragma = "integrity_check" if full else "quick_check"
-    conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    conn = sqlite3.connect(read_uri(path), uri=True)
     try:
         conn.execute("PRAGMA busy_timeout = 30000")
         found = [str(r[0]) for r in conn.execute(f"PRAGMA {pragma}({int(limit)})")]
@@ -111,9 +114,11 @@ def check_index(path: str | Path, *, full: bool = False) -> list[str]:
     try:
         found = quick_check(path, full=full)
     except SQLITE_FAILURES as e:
+        if _cannot_open(e):  # not damage: a folder or permission the reader lacks (its own message)
+            raise index_error(Path(path), e) from None
         return [f"PRAGMA quick_check fails: {_one_line(_message(e))}"]
     problems = [] if found == ["ok"] else found
-    conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    conn = sqlite3.connect(read_uri(path), uri=True)
     try:
         names = conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
         tables = [r[0] for r in names]
@@ -149,6 +154,11 @@ def _quick_check(p: Path) -> str:
         return "; PRAGMA quick_check finds the pages sound, so the damage is inside stored values"
     more = f" (+{len(found) - 1} more)" if found[1:] else ""
     return f"; PRAGMA quick_check: {_one_line(found[0])}{more}"
+
+
+def _cannot_open(error: BaseException) -> bool:
+    code = str(getattr(error, "sqlite_errorname", ""))
+    return code.startswith("SQLITE_CANTOPEN") or "unable to open" in str(error).lower()
 
 
 def _message(error: BaseException) -> str:
