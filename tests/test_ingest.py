@@ -780,3 +780,17 @@ def test_a_document_id_two_files_of_one_transaction_give_is_kept_by_the_first(tm
         (doc,) = [d for d in ix.documents() if d["doc"] == "notes.jsonl#r1.md"]
         assert Path(doc["path"]).name == clash.name
         assert ix.stats()["documents"] == 2
+
+
+def test_inputs_the_manifest_does_not_list_are_named(tmp_path: Path) -> None:
+    """site-policy's LICENSE.md is read with no metadata (no family: no version of anything, found by
+    no department filter): the report says so, naming it, instead of indexing it silently."""
+    listed = {json.loads(line)["path"] for line in POLICY_MANIFEST.read_text().splitlines() if line.strip()}
+    report = ingest([POLICY], tmp_path / "p.sqlite", manifest=POLICY_MANIFEST, dry_run=True)
+    read = {d for f in report.files if f.status == FileStatus.INGESTED for d in f.doc_ids}
+    assert read - listed == {"LICENSE.md"}
+    assert len(report.notes) == 1 and "LICENSE.md" in report.notes[0] and "1 input file is" in report.notes[0]
+    assert report.to_json()["notes"] == list(report.notes)
+    current = POLICY / "current"  # every file under it is listed: nothing to say
+    assert ingest([current], tmp_path / "c.sqlite", manifest=POLICY_MANIFEST, dry_run=True).notes == ()
+    assert ingest([current], tmp_path / "n.sqlite", dry_run=True).notes == ()  # no manifest, no note

@@ -237,6 +237,8 @@ def _print_report(report: IngestReport, index_path: Path) -> None:
     noted = [f for f in report.files if f.status == "ingested" and f.reason]
     for f in noted:
         out.print(f"note {safe_text(f.path)}: {safe_text(f.reason or '')}", markup=False)
+    for note in report.notes:
+        out.print(f"note: {safe_text(note)}", markup=False)
 
 
 def _trim(text: str, n: int) -> str:

@@ -119,6 +119,7 @@ class IngestReport:
                 }
                 for b in self.top_stripped
             ],
+            "notes": list(self.notes),
         }
 
 
@@ -200,7 +201,7 @@ def ingest_with(
     """
     found = survey(paths, options.manifest, options.config.parse)
     textindex.require(options.text_engine)  # a bad name or a missing extra fails before the index is touched
-    run = _Run(found.inputs, paths, options, found.unread)
+    run = _Run(found.inputs, paths, options, found.unread, _manifest_notes(found.unlisted, options.manifest))
     try:
         with executor, collector_paused():
             if not options.dry_run:
@@ -210,6 +211,21 @@ def ingest_with(
                 return replace(report, run_id=None, dry_run=True)
     except SQLITE_FAILURES as e:  # a damaged index, a full disk, an I/O error: each named, with the way out
         raise index_error(index, e) from e
+
+
+def _manifest_notes(unlisted: Sequence[str], manifest: str | Path | None) -> tuple[str, ...]:
+    """What a person should know of the inputs the manifest does not list: read, with no metadata (no
+    family, department or date, so they are no version of anything and no department filter finds
+    them). Named, a few of them."""
+    if not unlisted:
+        return ()
+    shown = ", ".join(unlisted[:3]) + (f" and {len(unlisted) - 3} more" if len(unlisted) > 3 else "")
+    n = len(unlisted)
+    return (
+        f"{n} input file{'s are' if n > 1 else ' is'} not in the manifest {manifest} and carr"
+        f"{'y' if n > 1 else 'ies'} no metadata (no family, department or date): {shown}; add "
+        f"{'them' if n > 1 else 'it'} to the manifest, or leave {'them' if n > 1 else 'it'} out of the paths",
+    )
 
 
 @contextmanager
@@ -251,6 +267,8 @@ class _Run:
     options: IngestOptions
     #: entries of the folder arguments that are not read (unsupported, hidden, unlistable, ...)
     unread: Sequence[FileResult] = ()
+    #: what the report says of the run as a whole (inputs the manifest does not list)
+    notes: tuple[str, ...] = ()
 
 
 @contextmanager
@@ -341,7 +359,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         engine["seconds"] = clock.rounded()
         summary["engine"] = engine
         top = tuple(view.boilerplate(limit=10))
-        report = IngestReport(run_id, tuple(results), summary, top, opts.dry_run)
+        report = IngestReport(run_id, tuple(results), summary, top, opts.dry_run, run.notes)
         store.finish_run(run_id, summary)
     return report
 

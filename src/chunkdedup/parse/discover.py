@@ -41,11 +41,13 @@ class Discovery:
 
     ``unread`` lists each entry under a folder argument that is not an input (an unsupported format,
     a hidden file, a dangling symlink, a folder that cannot be listed, ...) as a ``skipped`` or
-    ``failed`` file result, so no entry of a folder disappears unreported.
+    ``failed`` file result, so no entry of a folder disappears unreported. ``unlisted``: the document
+    ids of the inputs a manifest was given for but does not list (they are read, with no metadata).
     """
 
     inputs: list[InputFile]
     unread: list[FileResult]
+    unlisted: tuple[str, ...] = ()
 
 
 def discover(
@@ -96,7 +98,8 @@ def survey(paths: Sequence[str | Path], manifest: str | Path | None, config: Par
                 )
             by_path[file] = by_id[inp.doc_id] = inp
     unread = sorted(walk.skipped.values(), key=lambda r: r.path)
-    return Discovery(sorted(by_id.values(), key=lambda i: i.doc_id), unread)
+    unlisted = sorted(i.doc_id for f, i in by_path.items() if f not in man.rows) if man is not None else []
+    return Discovery(sorted(by_id.values(), key=lambda i: i.doc_id), unread, tuple(unlisted))
 
 
 _NOT_UTF8 = "the file name is not valid UTF-8: rename it (e.g. `convmv -f latin1 -t utf-8`) to read it"
