@@ -711,3 +711,25 @@ def test_screened_groups_answer_as_every_group_checked(
     screened = answers()
     monkeypatch.setattr(eligible.Eligibility, "visible", lambda self, scored: list(scored))
     assert answers() == screened
+
+
+def test_misuse_gets_a_chunkdedup_error_that_says_what_to_do(policy_index: Path) -> None:
+    """The audit's misuses raised raw sqlite3/TypeError/AttributeError, or silently took k=1.5."""
+    import numpy as np
+
+    from chunkdedup.errors import IndexError_
+
+    ix = Index.open(policy_index)
+    assert [h.rank for h in search(ix, "personal data", k=np.int64(2)).hits] == [1, 2]
+    for bad_k in (1.5, "3", True):
+        with pytest.raises(ConfigError, match="k must be a whole number"):
+            search(ix, "personal data", k=bad_k)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="is a tuple: give 'KEY=VALUE' strings"):
+        search(ix, "personal data", where=[("department", "x")])  # type: ignore[list-item]
+    with pytest.raises(ConfigError, match="takes an open Index"):
+        search(str(policy_index), "personal data")  # type: ignore[arg-type]
+    ix.close()
+    ix.close()  # a second close does nothing
+    for read in (lambda: search(ix, "personal data"), ix.stats, lambda: list(ix.records())):
+        with pytest.raises(IndexError_, match="this Index is closed: open it again"):
+            read()

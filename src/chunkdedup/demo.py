@@ -126,7 +126,7 @@ def write_demo_corpus(folder: Path, *, seed: int = 0) -> DemoCorpus:
 
     Example:
         >>> corpus = write_demo_corpus(Path("demo"), seed=0)  # doctest: +SKIP
-        >>> corpus.documents, corpus.pdfs
+        >>> corpus.documents, corpus.pdfs  # doctest: +SKIP
         (36, 12)
     """
     _prepare_folder(folder)

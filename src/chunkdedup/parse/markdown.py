@@ -102,7 +102,7 @@ def title(body: str) -> str | None:
     """The first heading of the highest level (``# A`` before ``## B``), if the body has headings.
 
     Example:
-        >>> title("Intro\n\n## 1. Scope\n\n# Refund policy #\n")
+        >>> title("Intro\\n\\n## 1. Scope\\n\\n# Refund policy #\\n")
         'Refund policy'
     """
     headings = [(len(m.group(1)), m.start(), m.group(2)) for m in _HEADING.finditer(body)]

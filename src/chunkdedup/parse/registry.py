@@ -183,8 +183,8 @@ def split_page_text(text: str, limit: int) -> list[str]:
     Linear in ``len(text)``; ``"".join(parts) == text``.
 
     Example:
-        >>> split_page_text("aaaa\n\nbbbb cc", 8)
-        ['aaaa\n\n', 'bbbb cc']
+        >>> split_page_text("aaaa\\n\\nbbbb cc", 8)
+        ['aaaa\\n\\n', 'bbbb cc']
     """
     parts: list[str] = []
     start = 0

@@ -95,7 +95,7 @@ def content_terms(text: str, parts: bool = True) -> list[str]:
 
     Example:
         >>> content_terms("What is the refund policy? REFUND within 30 days")
-        ['refund', 'policy', '30', 'days']
+        ['refund', 'policy', 'within', '30', 'days']
         >>> content_terms("3M's FY2018 capex in Q3")
         ['3m', '3', 'fy2018', '2018', 'capex', 'q3']
     """

@@ -10,7 +10,9 @@ cosine of their stored vectors when the index has embeddings, else by shingle Ja
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Sequence
+from os import PathLike
 from typing import TYPE_CHECKING
 
 from chunkdedup.config import QueryConfig
@@ -76,8 +78,16 @@ def search(
         ...     result = search(ix, "how long are logs kept", where={"department": "privacy"})
         ...     [(h.rank, h.citations[0].doc) for h in result.hits]
     """
+    if isinstance(index, (str, PathLike)):
+        raise ConfigError(
+            f"search() takes an open Index, got the path {str(index)!r}: "
+            "`with Index.open(path) as ix: search(ix, text)`"
+        )
     cfg = config or QueryConfig()
     k = cfg.k if k is None else k
+    if isinstance(k, bool) or not hasattr(k, "__index__"):  # an int or a NumPy integer; not 1.5 or "3"
+        raise ConfigError(f"k must be a whole number >= 1, got {k!r}")
+    k = operator.index(k)
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
     policy = versions or cfg.versions

@@ -96,6 +96,12 @@ class Filter:
         elif isinstance(where, str):
             raise InputError(f"where={where!r} is one string: pass a list of conditions or a mapping")
         else:
+            for c in where:
+                if not isinstance(c, (str, Condition)):
+                    raise InputError(
+                        f"filter condition {c!r} is a {type(c).__name__}: give 'KEY=VALUE' strings "
+                        "(or a mapping {key: value})"
+                    )
             conditions = [c if isinstance(c, Condition) else Condition.parse(c) for c in where]
         equal: dict[str, list[Condition]] = {}
         groups: list[tuple[str, tuple[Condition, ...]]] = []

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chunkdedup.errors import ChunkdedupError, MigrationPendingError
+from chunkdedup.errors import ChunkdedupError, IndexError_, MigrationPendingError
 from chunkdedup.store import Store, counts
 from chunkdedup.store.schema import CANONICAL_TEXT
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef
@@ -26,8 +26,15 @@ class Index:
     """
 
     def __init__(self, store: Store) -> None:
-        self.store = store
+        self._store: Store | None = store
         self._text_handle: Any = None
+
+    @property
+    def store(self) -> Store:
+        """The store this view reads; an :class:`~chunkdedup.errors.IndexError_` once it is closed."""
+        if self._store is None:
+            raise IndexError_("this Index is closed: open it again (`with Index.open(path) as ix:`)")
+        return self._store
 
     def text_handle(self) -> Any:
         """The open ``tantivy.Index`` of this index's text folder, or None when the index uses FTS5,
@@ -56,7 +63,10 @@ class Index:
             return cls(Store.open(path, readonly=True))
 
     def close(self) -> None:
-        self.store.close()
+        """Close the index (a second close does nothing); every later read says it is closed."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
     def __enter__(self) -> Index:
         return self
