@@ -190,3 +190,18 @@ def _view_partial(store: SimpleVectorStore, docstore: SimpleDocumentStore) -> Vi
             store.data.metadata_dict[cid]["sources"],
         )
     return out
+
+
+def test_sync_to_a_store_without_text_and_no_docstore_is_refused(policy_index: Path, tmp_path: Path) -> None:
+    """The audit's case: SimpleVectorStore keeps no text; without a docstore the 1,005 chunks' text was
+    lost and the state file marked them synced, so a second sync with a docstore upserted nothing."""
+    from chunkdedup.errors import ConfigError
+
+    state = tmp_path / "state.json"
+    store = SimpleVectorStore()
+    with pytest.raises(ConfigError, match="SimpleVectorStore keeps no text: pass docstore="):
+        sync(policy_index, store, embed_model=MockEmbedding(embed_dim=8), state=state)
+    assert not state.exists() and not store.data.embedding_dict  # nothing written, nothing recorded
+    docstore = SimpleDocumentStore()
+    report = sync(policy_index, store, embed_model=MockEmbedding(embed_dim=8), docstore=docstore, state=state)
+    assert report.upserts == len(store.data.embedding_dict) == len(docstore.docs) > 0

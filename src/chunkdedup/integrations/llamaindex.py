@@ -6,7 +6,7 @@ Example:
     >>> retriever = Retriever(index="policies.sqlite", k=5, where={"department": "privacy"})
     >>> nodes = retriever.retrieve("how long are logs kept")  # doctest: +SKIP
     >>> nodes[0].node.node_id, nodes[0].score, nodes[0].node.metadata["sources"]  # doctest: +SKIP
-    >>> sync("policies.sqlite", SimpleVectorStore(), embed_model=embed_model)  # doctest: +SKIP
+    >>> sync("policies.sqlite", SimpleVectorStore(), embed_model=embed_model, docstore=docs)  # doctest: +SKIP
 
 Filters: ``where`` (as :func:`chunkdedup.search`) and ``filters`` (LlamaIndex ``MetadataFilters``:
 ``EQ``, ``IN``, ``GTE``, ``LTE``, ``AND``, and ``OR`` over one key), both of which must hold; see
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chunkdedup.errors import MissingExtraError, SyncError
+from chunkdedup.errors import ConfigError, MissingExtraError, SyncError
 
 try:
     from llama_index.core.base.base_retriever import BaseRetriever
@@ -155,7 +155,9 @@ def sync(
 
     An upsert embeds the text with ``embed_model``, deletes the node id (``delete_nodes``; a store
     without it must upsert on ``add``) and adds a ``TextNode`` with ``metadata={"sources": [...]}``.
-    Stores that keep no text (``SimpleVectorStore``) want a ``docstore`` to hold it. No node gets a
+    A store that keeps no text (``stores_text`` false: ``SimpleVectorStore``) needs a ``docstore`` to
+    hold it: without one, :class:`~chunkdedup.errors.ConfigError` before anything is written (the text
+    would be lost, and the state would record the run as synced). No node gets a
     ``ref_doc_id``: a canonical belongs to every document it cites, so deleting a document here never
     deletes a shared node (the index sends its deletes by id).
 
@@ -165,6 +167,11 @@ def sync(
         >>> store, docs = SimpleVectorStore(), SimpleDocumentStore()  # doctest: +SKIP
         >>> sync("policies.sqlite", store, embed_model=model, docstore=docs)  # doctest: +SKIP
     """
+    if docstore is None and not getattr(vector_store, "stores_text", True):
+        raise ConfigError(
+            f"{type(vector_store).__name__} keeps no text: pass docstore= (e.g. SimpleDocumentStore(), "
+            "persisted with the store) so the chunks' text is kept; nothing was synced"
+        )
     sink = _Sink(vector_store, embed_model, docstore)
     return run_sync(index, sink, since=since, state=state, batch_size=batch_size)
 
