@@ -6,6 +6,7 @@ import json
 import sqlite3
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,30 @@ def test_mmr_prefers_a_different_passage_over_a_near_copy() -> None:
     assert mmr_step(cands, 5, 0.5, sim)[1] == []  # k above the pool: nothing dropped
     m = sim.matrix([base, base, "other words entirely here now"])
     assert m[0][1] == 1.0 and m[0][2] == 0.0 and m[2][2] == 1.0
+
+
+def test_mmr_never_drops_the_version_in_force_for_an_old_one() -> None:
+    base = "the retention period for personal data is one year after the application is closed"
+    old = replace(cand("old", 10.0, base, "v2025"), effective_date="2025-05-28", superseded_by="2026-03-17")
+    newer = base + " unless the law says otherwise"
+    new = replace(cand("new", 9.9, newer, "v2026"), effective_date="2026-03-17")
+    other = cand("c", 8.0, "security incidents are reported to the response team within a day", "d3")
+    chosen, _ = mmr_step([old, new, other], 2, 0.5, ShingleJaccard(5))
+    assert [c.id for c in chosen] == ["old", "new"]  # beside it, not instead of it
+    # the other way round the rule is MMR's own: an old wording is redundant next to the current one
+    chosen, dropped = mmr_step([replace(new, score=10.1), old, other], 2, 0.5, ShingleJaccard(5))
+    assert [c.id for c in chosen] == ["new", "c"] and dropped[0].id == "old"
+
+
+def test_label_policy_keeps_the_current_wording_beside_an_old_one(policy_index: Path) -> None:
+    """site-policy: the 2025 Sponsors wording outranks the 2026 one, which MMR dropped as 0.81-similar."""
+    q = "GitHub Sponsors payout minimum threshold"
+    with Index.open(policy_index) as ix:
+        current = search(ix, q, k=4).hits[0]
+        labelled = search(ix, q, k=4, versions="label").hits
+    assert current.superseded_by is None
+    assert any(h.superseded_by for h in labelled)  # old wording is shown, with its dates
+    assert current.id in [h.id for h in labelled]
 
 
 def test_reciprocal_rank_fusion() -> None:

@@ -152,6 +152,11 @@ def mmr_step(
     Relevance is the score divided by the best score (BM25 is unbounded, the similarity is not);
     min-max scaled instead when a score is negative. Ties go to the better-ranked candidate. Scores
     themselves are left untouched.
+
+    An old version never makes the version in force redundant: a candidate with no ``superseded_by``
+    is not penalised for its similarity to a superseded one (``versions="label"`` shows old wording
+    beside the current, never instead of it; site-policy's "GitHub Sponsors payout minimum
+    threshold" ranked the 2025 wording first and dropped the 2026 one as 0.81-similar to it).
     """
     if not cands or k <= 0:
         return [], [_mmr_drop(c, "k is 0") for c in cands]
@@ -170,7 +175,10 @@ def mmr_step(
         best = max(left, key=lambda i: (lam * rel[i] - (1 - lam) * closest[i], -i))
         chosen.append(best)
         left.remove(best)
+        outdated = cands[best].superseded_by is not None
         for i in left:
+            if outdated and cands[i].superseded_by is None:
+                continue  # the version in force is never redundant next to an old one
             if sim[i][best] > closest[i]:
                 closest[i], nearest[i] = sim[i][best], best
     dropped = []
