@@ -45,6 +45,11 @@ def test_ingest_json_accounts_for_every_file_and_export_round_trips(tmp_path: Pa
 
     stats = json.loads(run("stats", "--index", str(index), "--json"))
     assert stats["canonical_chunks"] == out["totals"]["canonical_chunks"]
+    plain = run("stats", "--index", str(index))  # for a person: no Python reprs, shares as percentages
+    ls = stats["lines_stripped"]
+    assert f"lines_stripped: running {ls['running']}, chrome {ls['chrome']}\n" in plain
+    assert f"exact_share_removed: {stats['exact_share_removed']:.1%}\n" in plain
+    assert "{" not in plain and "'" not in plain
 
     export = tmp_path / "chunks.jsonl"
     run("export", "--index", str(index), "--out", str(export))

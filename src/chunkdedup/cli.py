@@ -270,7 +270,16 @@ def stats_cmd(index_path: Path, as_json: bool) -> None:
         click.echo(json.dumps(stats, indent=2, sort_keys=True))
         return
     for key, value in stats.items():
-        click.echo(f"{key}: {safe_text(str(value))}")
+        click.echo(f"{key}: {safe_text(_plain(value))}")
+
+
+def _plain(value: object) -> str:
+    """A stats value for a person: a mapping as ``key value, ...`` (not a Python repr), shares as %."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_plain(v)}" for k, v in value.items())
+    if isinstance(value, float):
+        return f"{value:.1%}"
+    return str(value)
 
 
 @main.command("check")
