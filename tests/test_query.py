@@ -294,6 +294,21 @@ def test_latest_within_the_filter_answers_as_of_a_date(policy_index: Path) -> No
             assert meta["effective_date"] == as_of[meta["family"]]
 
 
+def test_a_list_value_passes_when_one_of_its_members_does(policy_index: Path) -> None:
+    """site-policy's front matter `topics: [Policy, Legal]` is stored as JSON text: `topics=Legal`
+    matched nothing (only the literal `topics=["Policy", "Legal"]` did)."""
+    assert Filter.parse(["topics=Legal"]).passes({"topics": '["Policy", "Legal"]'})
+    assert not Filter.parse(["topics=Leg"]).passes({"topics": '["Policy", "Legal"]'})
+    assert Filter.parse(["level>=3"]).passes({"level": "[1, 4]"})
+    assert not Filter.parse(["topics=a"]).passes({"topics": '[{"a": 1}]'})  # not a list of scalars
+    assert Filter.parse(["note=[draft]"]).passes({"note": "[draft]"})  # not JSON: the text itself
+    docs = _docs(policy_index)
+    with Index.open(policy_index) as ix:
+        hits = search(ix, "legal requests for user data", where=["topics=Legal"], k=5).hits
+    cited = {c.doc for h in hits for c in h.citations}
+    assert cited and all("Legal" in json.loads(str(docs[d]["topics"])) for d in cited)
+
+
 def test_a_date_range_on_the_command_line_keeps_only_that_range(policy_index: Path) -> None:
     """The audit's command: two bounds on effective_date are the year 2024, not an OR of all dates."""
     docs = _docs(policy_index)

@@ -6,7 +6,8 @@ always AND, with each other and with the rest (``effective_date>=2024-01-01`` an
 ``department``, ``family``, ``effective_date``, or any metadata key. A source whose document lacks
 the key fails. ``>=``/``<=`` compare numbers as numbers when both sides are decimal numbers
 (``-2``, ``10.5``), else as strings (ISO dates order correctly as strings; ``480e3063`` is a string).
-There is no ``!=``: a filter names what passes.
+A list value (front matter's ``topics: [Policy, Legal]``) passes when one of its members does, so
+``topics=Legal`` finds it. There is no ``!=``: a filter names what passes.
 
 Example:
     >>> f = Filter.parse(["department=legal", "department=hr", "effective_date>=2024-01-01"])
@@ -19,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -60,6 +62,16 @@ class Condition:
         return cls(m.group(1), op, m.group(3))
 
     def holds(self, actual: MetaValue) -> bool:
+        """Whether a document's value of the key passes; a list value (front matter's ``topics: [a,
+        b]``, stored as JSON text) passes when one of its members does."""
+        if actual is None:
+            return False
+        members = _members(actual)
+        if members is not None:
+            return any(self._holds(m) for m in members)
+        return self._holds(actual)
+
+    def _holds(self, actual: MetaValue) -> bool:
         if actual is None:
             return False
         left = _text(actual)
@@ -143,6 +155,19 @@ class Filter:
 
     def __str__(self) -> str:
         return " AND ".join("(" + " OR ".join(map(str, conds)) + ")" for _, conds in self.groups)
+
+
+def _members(value: MetaValue) -> list[MetaValue] | None:
+    """The members of a list metadata value (JSON text of scalars, as :func:`~chunkdedup.parse.base.
+    meta_value` stores a list), else None."""
+    if not (isinstance(value, str) and value.startswith("[") and value.endswith("]")):
+        return None
+    try:
+        found = json.loads(value)
+    except ValueError:
+        return None
+    scalar = (str, int, float, bool, type(None))
+    return found if isinstance(found, list) and all(isinstance(v, scalar) for v in found) else None
 
 
 def _text(value: MetaValue) -> str:
