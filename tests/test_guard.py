@@ -28,6 +28,10 @@ def diff(a: str, b: str) -> tuple[str, ...]:
         ("See the 1st clause.", "See the 2nd clause.", ("-1st", "+2nd")),
         ("Valid in 2021.", "Valid in 2022.", ("-2021", "+2022")),
         ("Opens at 10:30 a.m.", "Opens at 11:30 a.m.", ("-10:30am", "+11:30am")),
+        ("Open until 9 a.m. daily.", "Open until 9 p.m. daily.", ("-9am", "+9pm")),  # an audit's merge
+        ("Open until 9 AM daily.", "Open until 9pm daily.", ("-9am", "+9pm")),
+        ("Sales changed by -5% this year.", "Sales changed by 5% this year.", ("--5%", "+5%")),
+        ("A margin of (−0.3) points.", "A margin of (0.3) points.", ("--0.3", "+0.3")),
         ("Use SHA256 hashes.", "Use SHA512 hashes.", ("-sha256", "+sha512")),
     ],
 )  # fmt: skip
@@ -51,6 +55,8 @@ def test_an_added_or_removed_number_is_caught() -> None:
         ("Rates of 3.50% apply.", "Rates of 3.5 percent apply."),
         ("Since March 17, 2026.", "Since 17 March 2026."),
         ("Since mar. 17th, 2026.", "Since March 17, 2026."),
+        ("Open 9am to 5pm.", "Open 9 a.m. to 5 p.m."),
+        ("The COVID-19 rules of 2020-2021.", "The covid-19 rules of 2020-2021."),  # hyphens, no signs
     ],
 )
 def test_word_and_format_edits_pass(a: str, b: str) -> None:
@@ -132,6 +138,8 @@ def test_fingerprints_see_number_changes_but_not_far_word_edits() -> None:
         ("due on march 17 for it", "due on june 17 for it"),  # one word left
         ("a fee of $ 5 for it", "a fee of # 5 for it"),
         ("open 10:30 a.m. for it", "open 10:30 p.m. for it"),
+        ("open until 9 a.m. for it", "open until 9 p.m. for it"),
+        ("changed by -5% for it", "changed by 5% for it"),
     ],
 )
 def test_fingerprints_cover_every_word_a_token_reaches(a: str, b: str) -> None:

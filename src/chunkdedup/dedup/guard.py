@@ -19,7 +19,9 @@ written                        token                       rule
 ``$1.2 million``               ``$1200000``                canonical (separators, trailing zeros
                                                            and scale words folded into the value)
 ``3.50%``, ``3.5 percent``     ``3.5%``                    percentages: value canonical
-``10:30 a.m.``                 ``10:30am``                 times
+``10:30 a.m.``, ``9 p.m.``     ``10:30am``, ``9pm``        times (an hour only with a.m./p.m.)
+``-5%``, ``(−0.3)``            ``-5%``, ``-0.3``           a minus sign opening a word is the
+                                                           value's (``covid-19``, ``10-20``: none)
 ``1st``, ``21st``              ``1st``, ``21st``           ordinals, as written
 ``1,000``, ``2.10``, ``2021``  ``1000``, ``2.10``, ``2021``  other numbers: thousands separators
                                                            dropped, decimals kept as written
@@ -99,6 +101,9 @@ _SCALE = "|".join(sorted(_SCALES, key=lambda w: (-len(w), w)))
 # runs at C speed (the regex engine skips to the next candidate without trying each alternative at
 # every position): a 300-word key costs a few microseconds, not hundreds.
 _LEAD = re.compile(r"[\d$€£¥₹]")
+#: minus signs (the hyphen-minus, U+2212), and what may stand before one that opens a word
+_MINUS = "-\u2212"
+_SIGN_BEFORE = " ([{\"'"
 # A month name written just before the digit: "march 17", "mar. 17", "march 2026".
 _MONTH_BEFORE = re.compile(rf"{_NB}(?P<m>{_MONTH}),? $")
 _MONTH_LOOKBACK = 12
@@ -116,6 +121,8 @@ _TOKEN = re.compile(
             rf"{_NB}(?P<num_date>[0-9]{{1,2}}(?P<nd_sep>[-/])[0-9]{{1,2}}(?P=nd_sep)[0-9]{{2,4}}){_NA}",
             # 10:30, 10:30:15 a.m.
             rf"{_NB}(?P<time>[0-9]{{1,2}}:[0-9]{{2}}(?::[0-9]{{2}})?)(?: ?(?P<ampm>[ap])\.?m\b\.?)?{_NA}",
+            # 9 a.m., 9pm: an hour is a time only with its a.m./p.m. (9 a.m. is not 9 p.m.)
+            rf"{_NB}(?P<hour>1[0-2]|0?[1-9]) ?(?P<h_ampm>[ap])\.?m\b\.?{_NA}",
             # $1,250.00, € 3 million
             rf"(?P<cur>[$€£¥₹]) ?(?P<amount>{_NUM})(?: ?(?P<scale>{_SCALE}){_NA})?(?![0-9])",
             # 3.5%, 3.5 percent
@@ -172,6 +179,8 @@ def _token(key: str, m: re.Match[str]) -> str:
         return "/".join(str(int(p)) for p in re.split(r"[-/]", g("num_date")))
     if g("time"):
         return g("time") + (g("ampm") + "m" if g("ampm") else "")
+    if g("hour"):
+        return str(int(g("hour"))) + g("h_ampm") + "m"
     if g("amount"):
         scale = _SCALES[g("scale")] if g("scale") else 1
         return g("cur") + _value(g("amount"), scale)
@@ -200,7 +209,12 @@ def _tokens(key: str) -> list[str]:
         if m is None:  # a currency sign with no amount
             pos = p + 1
             continue
-        out.append(_token(key, m))
+        token = _token(key, m)
+        # a minus sign opening the word (-5%, −0.3): a change of sign is a change of value; a hyphen
+        # inside a word or a range (covid-19, 10-20) is none
+        if p >= 1 and key[p - 1] in _MINUS and (p == 1 or key[p - 2] in _SIGN_BEFORE):
+            token = "-" + token
+        out.append(token)
         pos = m.end()
     return out
 
