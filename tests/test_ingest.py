@@ -794,3 +794,30 @@ def test_inputs_the_manifest_does_not_list_are_named(tmp_path: Path) -> None:
     current = POLICY / "current"  # every file under it is listed: nothing to say
     assert ingest([current], tmp_path / "c.sqlite", manifest=POLICY_MANIFEST, dry_run=True).notes == ()
     assert ingest([current], tmp_path / "n.sqlite", dry_run=True).notes == ()  # no manifest, no note
+
+
+def test_an_html_site_navigation_and_footer_lists_are_stripped_whole(tmp_path: Path) -> None:
+    """30 pages sharing an 8-link nav and a 5-link footer: each list is one block, so the corpus chrome
+    counts it; as one-word blocks, 8 of the 13 links stayed in every page's first chunk."""
+    words = ["install", "configure", "deploy", "server", "cluster", "node", "backup", "restore", "upgrade",
+             "monitor", "alert", "metric"]
+    links = ["Home", "Docs", "Guides", "API reference", "Pricing", "Blog", "Community forum", "Sign in"]
+    nav = "".join(f"<li><a href='#'>{x}</a></li>" for x in links)
+    foot = "".join(f"<li>{x}</li>" for x in ["About", "Careers", "Press", "Status", "Security"])
+    site = tmp_path / "site"
+    site.mkdir()
+    for i in range(30):
+        body = " ".join(words[(i * 7 + j) % len(words)] for j in range(40))
+        (site / f"p{i:02d}.html").write_text(
+            f"<html><head><title>Guide {i}</title></head><body><header><nav><ul>{nav}</ul></nav></header>"
+            f"<main><h1>How to {words[i % 12]} the {words[(i * 5) % 12]} {i}</h1><p>{body.capitalize()}.</p>"
+            f"</main><footer><ul>{foot}</ul><p>Example Inc. All rights reserved.</p></footer></body></html>"
+        )
+    index = tmp_path / "site.sqlite"
+    ingest([site], index)
+    with Index.open(index) as ix:
+        texts = [r["text"] for r in ix.export()]
+    lines = {line for t in texts for line in t.split("\n")}
+    assert not lines & {"- Home", "- API reference", "- Sign in", "- Careers", "- Security"}
+    assert not any("All rights reserved" in t for t in texts)
+    assert sum(f"How to {words[0]} the" in t for t in texts) >= 1  # the pages' own text stays

@@ -262,13 +262,20 @@ def test_html_keeps_blocks_and_drops_scripts(tmp_path: Path) -> None:
         "Home",
         "Refunds",
         "Refunds are paid within 30 days.",
-        "- Keep the receipt",
-        "- Ask support",
+        "- Keep the receipt\n- Ask support",  # a list is one block, an item a line
         "Plan | Days",
         "Pro | 45",
         "Loose text",
     ]
     assert doc.metadata == {"title": "Refund policy"}
+
+
+def test_html_pre_keeps_its_lines_and_indentation(tmp_path: Path) -> None:
+    """Code on a documentation page: whitespace collapsed, it became `def f(x): if x: return 1 return 2`."""
+    code = "def f(x):\n    if x:\n        return 1\n    return 2"
+    markup = f"<html><body><p>Call   it   so:</p><pre>\n{code}\n</pre><p>Done.</p></body></html>"
+    (doc,) = _parse_one(_write(tmp_path, "code.html", markup)).documents
+    assert doc.pages[0].text == f"Call it so:\n\n{code}\n\nDone."
 
 
 @given(st.lists(st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=8), max_size=6))

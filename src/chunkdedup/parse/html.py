@@ -1,4 +1,10 @@
-"""HTML to text blocks with BeautifulSoup's stdlib parser: one block per heading, paragraph, item, row."""
+"""HTML to text blocks with BeautifulSoup's stdlib parser: one block per heading, paragraph, list, row.
+
+A list (``<ul>``, ``<ol>``, ``<menu>``) is one block of ``- item`` lines, as a Markdown list is: a
+site's navigation or footer links are then one block the corpus chrome can count, not a dozen
+one-word blocks too short to count (30 pages sharing an 8-link nav kept 8 of its links in every
+page's first chunk). ``<pre>`` keeps its text as written (code keeps its lines and indentation).
+"""
 
 from __future__ import annotations
 
@@ -23,14 +29,18 @@ _INLINE = frozenset(
     }
 )  # fmt: skip
 _NON_TEXT = (Comment, Declaration, Doctype, ProcessingInstruction)
+#: elements whose block children are lines of one block (its items), not blocks of their own
+_LISTS = frozenset({"ul", "ol", "menu"})
 
 
 def html_blocks(markup: str) -> tuple[str | None, list[str]]:
     """The ``<title>`` and the text blocks of an HTML document, whitespace collapsed in each.
 
     Example:
-        >>> html_blocks("<title>T</title><h1>Refunds</h1><ul><li>30 days</li></ul><script>x()</script>")
-        ('T', ['Refunds', '- 30 days'])
+        >>> html_blocks("<title>T</title><h1>Refunds</h1><ul><li>30 days</li><li>a receipt</li></ul>")
+        ('T', ['Refunds', '- 30 days\\n- a receipt'])
+        >>> html_blocks("<p>Run</p><pre>if x:\\n    y()\\n</pre>")[1]
+        ['Run', 'if x:\\n    y()']
     """
     soup = BeautifulSoup(markup, "html.parser")
     title_tag = soup.find("title")
@@ -60,6 +70,17 @@ def _walk(node: Any, blocks: list[str], buf: list[str], prefix: str) -> None:
         elif child.name == "tr":
             _flush(buf, blocks, prefix)
             _row(child, blocks)
+        elif child.name == "pre":
+            _flush(buf, blocks, prefix)
+            text = child.get_text().strip("\n")
+            if text.strip():
+                blocks.append(text)
+        elif child.name in _LISTS:
+            _flush(buf, blocks, prefix)
+            items: list[str] = []
+            _block(child, items, "")
+            if items:
+                blocks.append("\n".join(items))
         else:
             _flush(buf, blocks, prefix)
             _block(child, blocks, "- " if child.name == "li" else "")
