@@ -33,7 +33,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture()
 def client(index: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(index)) as c:
+    with TestClient(base_url="http://localhost", app=create_app(index)) as c:
         yield c
 
 

@@ -25,7 +25,25 @@ def test_load_golden_reads_optional_fields(tmp_path: Path) -> None:
     assert qs[1].relevant == (Relevant("z"),) and qs[1].answers == ()
 
 
-BAD = ['{"relevant": []}', '{"question": "q", "relevant": [{"doc": "a", "page": 0}]}', "not json", "[1]"]
+def test_relevant_may_name_documents_by_name(tmp_path: Path) -> None:
+    """A string or a list of strings crashed eval with AttributeError: they are document names."""
+    p = tmp_path / "g.jsonl"
+    lines = [
+        {"id": "s", "question": "Q?", "relevant": "a.md"},
+        {"id": "l", "question": "Q?", "relevant": ["a", "b"]},
+        {"id": "o", "question": "Q?", "relevant": {"doc": "c", "page": 2}},
+    ]
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    qs = load_golden(p)
+    assert [q.relevant for q in qs] == [
+        (Relevant("a.md"),), (Relevant("a"), Relevant("b")), (Relevant("c", 2),)
+    ]
+
+
+BAD = [
+    '{"relevant": []}', '{"question": "q", "relevant": [{"doc": "a", "page": 0}]}', "not json", "[1]",
+    '{"question": "q"}', '{"question": "q", "relevant": 3}', '{"question": "q", "relevant": [{"page": 1}]}',
+]
 
 
 @pytest.mark.parametrize("line", BAD)

@@ -73,6 +73,27 @@ def test_evaluate_builds_then_reuses_then_rebuilds_the_baseline(corpus: Path, go
     assert ensure_baseline(index, base).reason == "rebuilt (corpus fingerprint differs)"
 
 
+def test_a_baseline_of_other_files_is_a_warning_in_every_output(
+    corpus: Path, golden: Path, tmp_path: Path
+) -> None:
+    """Files edited after the ingest: the baseline is built from them, the index is not. `eval --json`
+    said nothing of it (the note lived in meta.baseline_status only)."""
+    from click.testing import CliRunner
+
+    from chunkdedup.cli import main
+
+    index = tmp_path / "ix.sqlite"
+    ingest([corpus], index)
+    (corpus / "travel.md").write_text("# Travel policy\n\nTravel is booked 21 days ahead.\n")
+    ev = evaluate(golden, index, baseline=tmp_path / "b1.sqlite", k=2)
+    assert any("see different corpora" in w for w in ev.meta["warnings"])
+    out = CliRunner().invoke(main, ["eval", str(golden), "--index", str(index), "--baseline",
+                                    str(tmp_path / "b2.sqlite"), "--json"])
+    assert out.exit_code == 0, out.output
+    assert "warning: the input files of index" in out.stderr and "see different corpora" in out.stderr
+    json.loads(out.stdout)  # stdout stays the JSON summary alone
+
+
 def test_evaluate_json_shape_and_per_result_log(corpus: Path, golden: Path, tmp_path: Path) -> None:
     index = tmp_path / "ix.sqlite"
     ingest([corpus], index)

@@ -319,6 +319,9 @@ def test_control_characters_are_escaped_in_every_human_output(tmp_path: Path) ->
     _, out = _cli("query", "refunds thirty days", "--index", index)
     outputs.append(out)
     assert "\\x1b" in out
+    _, out = _cli("query", "evil refunds", "--index", index, "--explain")  # its context list names files
+    outputs.append(out)
+    assert "evil\\x1b[31m.txt" in out, out
     with Index.open(index) as ix:
         ids = [r["id"] for r in ix.export()]
     for chunk_id in ids:

@@ -201,7 +201,7 @@ def traced(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 def _overview(index: Path) -> dict[str, Any]:
-    with TestClient(create_app(index, None)) as client:
+    with TestClient(base_url="http://localhost", app=create_app(index, None)) as client:
         r = client.get("/?format=json")
         assert r.status_code == 200, r.text
         body: dict[str, Any] = r.json()

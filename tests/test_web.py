@@ -33,7 +33,7 @@ __all__ = ["served"]  # the session fixture (tests/web_corpus.py), used by name
 
 @pytest.fixture(scope="module")
 def client(served: tuple[Path, Path]) -> Iterator[TestClient]:
-    with TestClient(create_app(*served)) as c:
+    with TestClient(base_url="http://localhost", app=create_app(*served)) as c:
         yield c
 
 
@@ -311,7 +311,7 @@ def test_report_is_rendered_from_report_json(client: TestClient, served: tuple[P
 
 
 def test_report_without_report_dir_is_404(served: tuple[Path, Path]) -> None:
-    with TestClient(create_app(served[0])) as c:
+    with TestClient(base_url="http://localhost", app=create_app(served[0])) as c:
         r = c.get("/report")
         assert r.status_code == 404 and "--report DIR" in r.text
         assert '<a href="/report">' not in c.get("/").text
@@ -349,7 +349,8 @@ def test_a_bug_is_an_error_page_not_a_traceback(
         raise KeyError("boom")
 
     monkeypatch.setattr(pages, "documents_page", broken)
-    with TestClient(create_app(served[0]), raise_server_exceptions=False) as c:
+    app = create_app(served[0])
+    with TestClient(base_url="http://localhost", app=app, raise_server_exceptions=False) as c:
         r = c.get("/documents")
         assert r.status_code == 500 and "KeyError while answering &#39;/documents&#39;" in r.text
         assert "Traceback" not in r.text and "<nav>" in r.text
@@ -385,7 +386,7 @@ def test_damaged_or_missing_index_gives_a_clear_error(
     tmp_path: Path, served: tuple[Path, Path], kind: str, said: str
 ) -> None:
     path = _damaged(tmp_path, served[0], kind)
-    with TestClient(create_app(path), raise_server_exceptions=False) as c:
+    with TestClient(base_url="http://localhost", app=create_app(path), raise_server_exceptions=False) as c:
         for url in PAGES:
             r = c.get(url)
             assert r.status_code == 503, (url, r.status_code)
@@ -408,7 +409,7 @@ def test_browsing_leaves_the_index_file_as_it_was(served: tuple[Path, Path], tmp
     copy = tmp_path / "ro.sqlite"
     shutil.copy(served[0], copy)
     before = hashlib.sha256(copy.read_bytes()).hexdigest()
-    with TestClient(create_app(copy)) as c:
+    with TestClient(base_url="http://localhost", app=create_app(copy)) as c:
         doc = get_json(c, "/documents?limit=1")["documents"]["items"][0]["doc"]
         hit = get_json(c, "/query?q=logs")["result"]["hits"][0]["id"]
         for url in ("/", "/documents", f"/documents/{quote(doc)}", "/boilerplate", f"/chunks/{hit}"):
@@ -423,7 +424,7 @@ def test_pages_answer_while_a_writer_holds_the_index(served: tuple[Path, Path], 
 
     copy = tmp_path / "busy.sqlite"
     shutil.copy(served[0], copy)
-    with TestClient(create_app(copy)) as c:
+    with TestClient(base_url="http://localhost", app=create_app(copy)) as c:
         before = get_json(c, "/")
         keys = get_json(c, "/boilerplate")["keys"]["total"]
         # a write transaction as an ingest's (Store.transaction: it also deletes the stored counts)
@@ -496,3 +497,18 @@ def test_serve_without_the_web_extra_names_the_install(
     monkeypatch.setattr(builtins, "__import__", no_starlette)
     r = CliRunner().invoke(main, ["serve", "--index", str(served[0])])
     assert r.exit_code == 1 and "pip install 'chunkdedup[web]'" in r.output
+
+
+def test_a_request_naming_another_host_is_refused(served: tuple[Path, Path]) -> None:
+    """DNS rebinding: a page of another site points its name at 127.0.0.1 and reads the loopback-bound
+    server through the user's browser; its requests carry that site's name (an audit read a whole
+    document with `curl -H 'Host: attacker.example.com' http://127.0.0.1:PORT/documents/...`)."""
+    doc = "current/privacy-policies/github-cookies.md"
+    with TestClient(base_url="http://localhost", app=create_app(served[0])) as c:
+        for host in ("localhost:8765", "127.0.0.1:8765", "[::1]:8765", "LOCALHOST"):
+            assert c.get("/documents", headers={"host": host}).status_code == 200, host
+        for host in ("attacker.example.com", "attacker.example.com:8765", "127.0.0.1.nip.io"):
+            r = c.get(f"/documents/{doc}?format=json", headers={"host": host})
+            assert r.status_code == 400 and "github" not in r.text.lower(), host
+    with TestClient(base_url="http://anything.example", app=create_app(served[0], allowed_hosts=["*"])) as c:
+        assert c.get("/documents").status_code == 200  # bound to a public address on purpose

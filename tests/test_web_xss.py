@@ -66,7 +66,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def client(hostile: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(hostile)) as c:
+    with TestClient(base_url="http://localhost", app=create_app(hostile)) as c:
         yield c
 
 

@@ -626,7 +626,7 @@ def query_cmd(
             why = "each adds its score x query.context_weight to its chunks"
             out.print(f"\ncontext matched ({why}):", markup=False)
             for m in result.context:
-                out.print(f"  {m.score:.4f}  {m.doc}", markup=False)
+                out.print(f"  {m.score:.4f}  {safe_text(m.doc)}", markup=False)
         out.print(f"\ndropped ({len(result.dropped)}):", markup=False)
         for d in result.dropped:
             out.print(f"  {d.step:<12} {d.score:.6f}  {d.id}  {safe_text(d.reason)}", markup=False)
@@ -676,12 +676,15 @@ def serve_cmd(index_path: Path, host: str, port: int, report_dir: Path | None) -
         chunkdedup serve --index policies.sqlite --port 9000 --report eval-out/
     """
     with cli_errors(index_path):
-        from chunkdedup.web import create_app
+        from chunkdedup.web import LOOPBACK_NAMES, create_app
 
         # fail now on a missing or foreign file (an older index gets its schema once, as `stats` does);
         # each request then opens it read-only
         Index.open(index_path).close()
-        app = create_app(index_path, report_dir)
+        # on a loopback address it answers this machine's names only (a page rebinding its own name to
+        # 127.0.0.1 gets 400); bound to another address on purpose, any name reaches it anyway
+        hosts = (*LOOPBACK_NAMES, f"[{host}]" if ":" in host else host) if host in LOOPBACK_HOSTS else ("*",)
+        app = create_app(index_path, report_dir, allowed_hosts=hosts)
         import uvicorn
     where = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
     if host in LOOPBACK_HOSTS:

@@ -59,12 +59,12 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
         ev = evaluate(golden, index_path, baseline=baseline_path, k=k, progress=tick)
         paths = write_report(ev.to_json(), out_dir) if out_dir else None
     for warning in ev.meta.get("warnings", []):
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {safe_text(warning)}", err=True)
     if as_json:
         click.echo(json.dumps(ev.summary_json(), indent=2))
         return
     out = _console()
-    out.print(f"baseline: {ev.meta['baseline']} ({ev.meta['baseline_status']})")
+    out.print(safe_text(f"baseline: {ev.meta['baseline']} ({ev.meta['baseline_status']})"), markup=False)
     table = Table("metric", "baseline", "index", "change", title=f"{len(ev.queries)} questions, k = {k}")
     for row in comparison_rows(ev.runs, ev.meta["ks"]):
         table.add_row(*row)
@@ -77,7 +77,7 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
     out.print(f"answer_in_context counts {n.get('answer_in_context_questions', 0)} question(s) with answers "
               f"of at most 30 words; page_recall counts {n.get('page_recall_questions', 0)}")
     if paths:
-        out.print(f"wrote {paths[0]} and {paths[1]}")
+        out.print(safe_text(f"wrote {paths[0]} and {paths[1]}"), markup=False)
 
 
 @click.command("audit")

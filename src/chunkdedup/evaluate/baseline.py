@@ -26,12 +26,15 @@ class RecordedRun:
 
 @dataclass(frozen=True, slots=True)
 class Baseline:
-    """The baseline index file, whether it was (re)built now, and its corpus fingerprint."""
+    """The baseline index file, whether it was (re)built now, and its corpus fingerprint;
+    ``warning``: why its numbers do not compare with the index's (its input files changed since the
+    index was built), else None."""
 
     path: Path
     rebuilt: bool
     fingerprint: str
     reason: str
+    warning: str | None = None
 
 
 def recorded_run(store: Store) -> RecordedRun:
@@ -100,10 +103,13 @@ def ensure_baseline(index: str | Path, baseline: str | Path, *, progress: Progre
     ingest(list(run.paths), target, manifest=run.manifest, config=config, progress=tick)
     with Store.open(target, readonly=True) as store:
         built = corpus_fingerprint(store)
+    warning = None
     if built != wanted:
+        warning = (f"the input files of index {index} changed since it was built, so the baseline and the "
+                   "index see different corpora and their numbers do not compare: re-ingest the index")
         reason += "; the input files changed since the index was built, so the two runs see different " \
                   "corpora: re-ingest the index"
-    return Baseline(target, True, built, f"rebuilt ({reason})")
+    return Baseline(target, True, built, f"rebuilt ({reason})", warning)
 
 
 def default_baseline_path(index: str | Path) -> Path:

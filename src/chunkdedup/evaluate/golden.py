@@ -86,8 +86,17 @@ def _question(data: Any, line: int) -> Question:
     question = data["question"]
     if not isinstance(question, str) or not question.strip():
         raise ValueError("'question' must be a non-empty string")
+    listed = data.get("relevant", [])
+    if isinstance(listed, str | dict):  # one document: "a.pdf" or {"doc": "a.pdf", "page": 3}
+        listed = [listed]
+    if not isinstance(listed, list):
+        raise TypeError(f"'relevant' must be a list of {{\"doc\", \"page\"?}} objects, got {listed!r}")
     relevant = []
-    for r in data.get("relevant", []):
+    for r in listed:
+        r = {"doc": r} if isinstance(r, str) else r  # a bare name is a document
+        if not isinstance(r, dict) or "doc" not in r:
+            raise TypeError(f"a 'relevant' entry must be a document name or a {{\"doc\", \"page\"?}} object, "
+                            f"got {r!r}")
         page = r.get("page")
         if page is not None and (not isinstance(page, int) or isinstance(page, bool) or page < 1):
             raise ValueError(f"page must be an integer >= 1, got {page!r}")
@@ -95,6 +104,8 @@ def _question(data: Any, line: int) -> Question:
     answers = data.get("answers", [])
     if isinstance(answers, str):
         answers = [answers]
+    if not relevant and not answers:
+        raise ValueError("the question lists no 'relevant' document and no 'answers': nothing to score it by")
     return Question(str(data.get("id", line)), question, tuple(relevant), tuple(str(a) for a in answers))
 
 

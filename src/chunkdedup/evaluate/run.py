@@ -96,7 +96,7 @@ def evaluate(
             "baseline": str(base.path), "baseline_status": base.reason,
             "corpus_fingerprint": base.fingerprint, "ks": ks, "settings": settings,
             "identity_gaps": [{"term": g.term, "questions": g.questions} for g in gaps],
-            "warnings": [w for w in (gap_warning(gaps, len(resolved)),) if w]}
+            "warnings": [w for w in (base.warning, gap_warning(gaps, len(resolved))) if w]}
     return Evaluation(k, {n: aggregate(s) for n, s in scores.items()}, queries, figures, meta)
 
 

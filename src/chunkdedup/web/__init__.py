@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,12 +30,24 @@ def require_web() -> None:
             raise MissingExtraError("chunkdedup serve", "web", module) from None
 
 
-def create_app(index_path: str | Path, report_dir: str | Path | None = None) -> Starlette:
+#: the Host names a browser on this machine sends to a loopback address. A request naming any other
+#: host is refused (400): a web page of another site can point its own name at 127.0.0.1 (DNS
+#: rebinding) and read a loopback-bound server through the user's browser; its requests carry that
+#: site's name as their Host.
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
+def create_app(
+    index_path: str | Path,
+    report_dir: str | Path | None = None,
+    *,
+    allowed_hosts: Sequence[str] = LOOPBACK_NAMES,
+) -> Starlette:
     """The Starlette app serving the index at ``index_path`` read-only (see :mod:`chunkdedup.web.app`)."""
     require_web()
     from chunkdedup.web.app import create_app as make
 
-    return make(index_path, report_dir)
+    return make(index_path, report_dir, allowed_hosts=allowed_hosts)
 
 
-__all__ = ["create_app", "require_web"]
+__all__ = ["LOOPBACK_NAMES", "create_app", "require_web"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
@@ -17,6 +17,7 @@ from urllib.parse import quote, urlencode
 import jinja2
 from starlette.applications import Starlette
 from starlette.datastructures import QueryParams
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -28,7 +29,7 @@ from chunkdedup.store import Store
 from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.views import IndexViews
-from chunkdedup.web import pages
+from chunkdedup.web import LOOPBACK_NAMES, pages
 from chunkdedup.web.pages import QueryForm
 
 HERE = Path(__file__).resolve().parent
@@ -113,8 +114,16 @@ def _bytes(n: int) -> str:
     return f"{n} B"
 
 
-def create_app(index_path: str | Path, report_dir: str | Path | None = None) -> Starlette:
+def create_app(
+    index_path: str | Path,
+    report_dir: str | Path | None = None,
+    *,
+    allowed_hosts: Sequence[str] = LOOPBACK_NAMES,
+) -> Starlette:
     """The web view of the index at ``index_path`` (``report_dir``: also ``/report`` from its report.json).
+
+    ``allowed_hosts``: the ``Host`` names it answers (Starlette's ``TrustedHostMiddleware``; ``"*"``:
+    any, for a server bound to a public address on purpose); the default is this machine's names.
 
     Example:
         >>> import uvicorn  # doctest: +SKIP
@@ -136,6 +145,7 @@ def create_app(index_path: str | Path, report_dir: str | Path | None = None) -> 
     handlers = {404: view.not_found_handler, 500: view.server_error_handler}
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.add_middleware(_Headers)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))  # outermost: first
     return app
 
 
