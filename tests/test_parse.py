@@ -284,6 +284,14 @@ def test_html_paragraphs_become_one_block_each(words: list[str]) -> None:
     assert blocks == words
 
 
+def test_a_comment_in_a_markdown_code_block_is_no_title(tmp_path: Path) -> None:
+    """A shell comment in a fenced block outranked the page's `##` heading as its title (the title
+    goes into the document's retrieval context)."""
+    text = "## Installing the CLI\n\n```sh\n# remove all user data\nrm -rf ~/.app\n```\n\n~~~\n# x\n~~~\n"
+    (doc,) = _parse_one(_write(tmp_path, "install.md", text)).documents
+    assert doc.title == "Installing the CLI"
+
+
 def test_markdown_front_matter_becomes_metadata(tmp_path: Path) -> None:
     text = "---\ntitle: Leave\neffective_date: 2024-03-01\ntags: [hr, leave]\n---\n\n# Leave\n\nTake it.\n"
     (doc,) = _parse_one(_write(tmp_path, "leave.md", text)).documents

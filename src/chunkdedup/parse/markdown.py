@@ -13,6 +13,7 @@ from chunkdedup.parse.text import decode_noted
 from chunkdedup.types import Page
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 _OPEN = "---"
 _CLOSE = ("---", "...")
 #: What front matter may expand to, counted as values plus characters of their strings once YAML
@@ -101,12 +102,37 @@ def _problem(error: yaml.YAMLError) -> str:
 def title(body: str) -> str | None:
     """The first heading of the highest level (``# A`` before ``## B``), if the body has headings.
 
+    A ``#`` line inside a fenced code block (a shell comment) is no heading.
+
     Example:
         >>> title("Intro\\n\\n## 1. Scope\\n\\n# Refund policy #\\n")
         'Refund policy'
+        >>> title("## Installing the CLI\\n\\n```sh\\n# remove all user data\\nrm -rf ~/.app\\n```\\n")
+        'Installing the CLI'
     """
-    headings = [(len(m.group(1)), m.start(), m.group(2)) for m in _HEADING.finditer(body)]
+    fenced = _fenced_spans(body)
+    headings = [
+        (len(m.group(1)), m.start(), m.group(2))
+        for m in _HEADING.finditer(body)
+        if not any(lo <= m.start() < hi for lo, hi in fenced)
+    ]
     return min(headings)[2] if headings else None
+
+
+def _fenced_spans(body: str) -> list[tuple[int, int]]:
+    """The (start, end) offsets of the fenced code blocks (```` ``` ```` or ``~~~``, closed by a fence of
+    the same character at least as long; an unclosed one runs to the end)."""
+    spans: list[tuple[int, int]] = []
+    opened: re.Match[str] | None = None
+    for m in _FENCE.finditer(body):
+        if opened is None:
+            opened = m
+        elif m.group(1)[0] == opened.group(1)[0] and len(m.group(1)) >= len(opened.group(1)):
+            spans.append((opened.start(), m.end()))
+            opened = None
+    if opened is not None:
+        spans.append((opened.start(), len(body)))
+    return spans
 
 
 class MarkdownParser:
