@@ -157,3 +157,55 @@ def test_json_carries_the_text_unchanged(hostile: Path, client: TestClient) -> N
     assert data["document"]["doc"] == NAME and data["document"]["metadata"]["department"] == SCRIPT
     assert client.get(f"/documents/{quote(NAME)}?format=json").headers["content-type"].startswith(
         "application/json")
+
+
+def test_control_characters_and_bidi_overrides_are_shown_escaped(tmp_path: Path) -> None:
+    """HTML escaping stops markup, not U+202E: `cabc\u202edcba.exe.md` was shown with its extension
+    reversed, and ESC/BEL reached the page; the report's tables and tooltips alike. JSON stays exact."""
+    from chunkdedup.evaluate.run import evaluate
+    from chunkdedup.report import render_html
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    name = "cabc\u202edcba.exe.md"
+    text = ("# Title \x1b[31m red\n\nRetention \u202eof\u202c personal data is thirty days after closing."
+            "\x07\n")
+    (docs / name).write_text(text, encoding="utf-8")
+    (docs / "other.md").write_text("# Other\n\nSomething else entirely about cookies and consent.\n")
+    index = tmp_path / "i.sqlite"
+    ingest([docs], index)
+    with TestClient(base_url="http://localhost", app=create_app(index)) as c:
+        pages = [c.get("/documents").text, c.get(f"/documents/{quote(name)}").text,
+                 c.get("/query", params={"q": "retention personal data"}).text]
+        with Index.open(index) as ix:
+            pages.append(c.get(f"/chunks/{next(iter(ix.export()))['id']}").text)
+        raw = c.get("/documents", params={"format": "json"}).text
+    for html in pages:
+        assert not re.search("[\u202a-\u202e\u2066-\u2069\x00-\x08\x0b-\x1f]", html), html[:300]
+    assert "cabc\\u202edcba.exe.md" in pages[0] and "\\x1b[31m" in pages[1]
+    assert name in json.dumps(json.loads(raw), ensure_ascii=False)  # JSON: exact
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"id": "q\u202e1", "question": "retention \u202eof personal data",
+                                  "relevant": [name]}) + "\n", encoding="utf-8")
+    report = render_html(evaluate(golden, index, baseline=tmp_path / "b.sqlite", k=1).to_json())
+    assert not re.search("[\u202a-\u202e\x00-\x08\x0b-\x1f]", report)
+    assert "q\\u202e1" in report
+
+
+def test_a_record_id_with_dot_segments_links_to_itself(tmp_path: Path) -> None:
+    """`recs.jsonl#/../a.txt` linked to /documents/recs.jsonl%23/../a.txt, which a browser (and httpx)
+    resolves to /documents/a.txt: the link labelled with the record opened another document."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("The plain text file about travel bookings made ahead of time.\n")
+    record = {"id": "/../a.txt", "text": "A record about refunds paid within thirty days of the request."}
+    (docs / "recs.jsonl").write_text(json.dumps(record) + "\n")
+    index = tmp_path / "i.sqlite"
+    ingest([docs], index)
+    with TestClient(base_url="http://localhost", app=create_app(index)) as c:
+        listing = c.get("/documents").text
+        found = re.findall(r'<a href="(/documents/[^"]*)">([^<]*)</a>', listing)
+        href = next(h for h, label in found if "recs.jsonl" in label)
+        page = c.get(href)
+    assert page.status_code == 200 and "refunds paid within thirty days" in page.text
+    assert "travel bookings" not in page.text

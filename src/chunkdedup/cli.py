@@ -21,11 +21,10 @@ from chunkdedup.cli_support import (
     cli_errors,
     json_text,
     progress_bar,
-    safe_block,
-    safe_text,
 )
 from chunkdedup.config import Config
 from chunkdedup.store.index import Index
+from chunkdedup.visible import safe_block, safe_text
 
 if TYPE_CHECKING:
     from rich.console import Console

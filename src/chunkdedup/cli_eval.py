@@ -15,13 +15,14 @@ from rich.console import Console
 from rich.markup import escape as markup_escape
 from rich.table import Table
 
-from chunkdedup.cli_support import cli_errors, progress_bar, safe_text
+from chunkdedup.cli_support import cli_errors, progress_bar
 from chunkdedup.evaluate.audit import NEIGHBOUR_SAMPLE, NO_EMBEDDINGS, audit
 from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
 from chunkdedup.evaluate.golden import convert_docugami
 from chunkdedup.evaluate.run import evaluate
 from chunkdedup.report import write_report
 from chunkdedup.report.table import comparison_rows, funnel_rows
+from chunkdedup.visible import safe_text
 
 _index = click.option("--index", "index_path", required=True,
                       type=click.Path(dir_okay=False, path_type=Path), help="The index file.")

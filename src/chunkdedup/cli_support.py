@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,7 @@ import click
 
 from chunkdedup.errors import ChunkdedupError
 from chunkdedup.store.index_errors import SQLITE_FAILURES
-
-# C0 and C1 controls (ESC, the CSI and OSC introducers, BEL, CR, NUL, DEL), lone surrogates (from
-# file names that are not UTF-8), line and paragraph separators, and the bidirectional overrides that
-# reorder what a terminal shows. Other format characters (soft hyphens, joiners) are harmless text.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+from chunkdedup.visible import safe_text
 
 #: The exit status of an ingest in which at least one file failed (its summary is still printed).
 EXIT_FILES_FAILED = 3
@@ -54,38 +49,6 @@ def _sqlite_message(e: UnicodeDecodeError) -> bool:
     """True when the undecodable bytes are an SQLite error message quoting damaged bytes."""
     raw = bytes(e.object)
     return raw.startswith((b"malformed database schema", b"database disk image", b"file is not a database"))
-
-
-def safe_text(text: str) -> str:
-    """``text`` with every control character (ESC, OSC/CSI introducers, BEL, CR, NUL, ...) shown as an
-    escape such as ``\\x1b``, so text from documents and file names cannot drive the terminal or
-    forge output lines. Newlines and tabs are escaped too: callers pass one field at a time.
-
-    Example:
-        >>> safe_text("ok\\x1b]0;owned\\x07\\nfiles: 9 ingested")
-        'ok\\\\x1b]0;owned\\\\x07\\\\nfiles: 9 ingested'
-    """
-    return _UNSAFE.sub(lambda m: _escape(m.group()), text)
-
-
-def safe_block(text: str) -> str:
-    """Like :func:`safe_text`, but keeps newlines and tabs: for a multi-line body (a chunk's text)."""
-    return "\n".join("\t".join(safe_text(part) for part in line.split("\t")) for line in text.split("\n"))
-
-
-def _escape(c: str) -> str:
-    code = ord(c)
-    if c == "\n":
-        return "\\n"
-    if c == "\t":
-        return "\\t"
-    if c == "\r":
-        return "\\r"
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
 
 
 @contextlib.contextmanager

@@ -3,10 +3,10 @@ report.json data, so a report can be re-drawn from its JSON alone."""
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from chunkdedup.report import svg
+from chunkdedup.visible import html_text as escape
 
 #: (metric, label, shown as a percentage, lower is better)
 METRICS = (

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
+
+from chunkdedup.visible import html_text as escape
 
 BASE = "#94a3b8"
 INDEX = "#2563eb"

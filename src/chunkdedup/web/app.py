@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import jinja2
+import markupsafe
 from starlette.applications import Starlette
 from starlette.datastructures import QueryParams
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -29,6 +30,7 @@ from chunkdedup.store import Store
 from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.views import IndexViews
+from chunkdedup.visible import safe_block
 from chunkdedup.web import LOOPBACK_NAMES, pages
 from chunkdedup.web.pages import QueryForm
 
@@ -78,6 +80,17 @@ class _Headers:
         await self.app(scope, receive, send_with_headers)
 
 
+def _visible(value: object) -> object:
+    """Every ``{{ }}`` value as shown: control characters and bidirectional overrides as escapes
+    (:func:`~chunkdedup.visible.safe_block`; autoescape then handles markup). A file named
+    ``cabc\u202edcba.exe.md`` was shown with its extension reversed."""
+    if isinstance(value, markupsafe.Markup):
+        return markupsafe.Markup(safe_block(str(value)))
+    if isinstance(value, str):
+        return safe_block(value)
+    return value
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -85,6 +98,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_visible,
     )
     env.globals.update(doc_url=doc_url, chunk_url=chunk_url, key_url=key_url, htmx_version=HTMX_VERSION)
     env.filters["bytes"] = _bytes
@@ -92,8 +106,11 @@ def _environment() -> jinja2.Environment:
 
 
 def doc_url(doc_id: str, page: int | None = None) -> str:
-    """The document page of ``doc_id`` (``page``: starting at that page, scrolled to it)."""
-    url = "/documents/" + quote(doc_id, safe="/")
+    """The document page of ``doc_id`` (``page``: starting at that page, scrolled to it). An id with a
+    ``.`` or ``..`` segment (a JSONL record ``recs.jsonl#/../a.txt``) has its slashes encoded too: a
+    browser resolves those segments, and the link opened another document."""
+    dots = any(part in (".", "..") for part in doc_id.split("/"))
+    url = "/documents/" + quote(doc_id, safe="" if dots else "/")
     return url if page is None else f"{url}?page={page}#p{page}"
 
 
