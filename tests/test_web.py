@@ -327,6 +327,7 @@ def test_report_without_report_dir_is_404(served: tuple[Path, Path]) -> None:
         ("/chunks/c000000000000000000000000", "c000000000000000000000000"),
         ("/boilerplate/12345", "12345"),
         ("/boilerplate/not-a-key", "not-a-key"),
+        ("/boilerplate/99999999999999999999999", "99999999999999999999999"),  # was a 500 (OverflowError)
     ],
 )
 def test_unknown_ids_are_404_naming_the_id(client: TestClient, url: str, ident: str) -> None:

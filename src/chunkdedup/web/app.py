@@ -307,6 +307,8 @@ class _View:
                 khash = int(raw)
             except ValueError:
                 raise _NotFound("boilerplate key", raw) from None
+            if not -(1 << 63) <= khash < (1 << 63):  # no key (SQLite's INTEGER), not an OverflowError
+                raise _NotFound("boilerplate key", raw)
             found = pages.key_page(ix, khash, limit=limit, offset=offset)
             if found is None:
                 raise _NotFound("boilerplate key", raw)
