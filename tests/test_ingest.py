@@ -821,3 +821,19 @@ def test_an_html_site_navigation_and_footer_lists_are_stripped_whole(tmp_path: P
     assert not lines & {"- Home", "- API reference", "- Sign in", "- Careers", "- Security"}
     assert not any("All rights reserved" in t for t in texts)
     assert sum(f"How to {words[0]} the" in t for t in texts) >= 1  # the pages' own text stays
+
+
+def test_a_document_emptied_by_boilerplate_stripping_is_named(tmp_path: Path) -> None:
+    """A file that is only the corpus's shared notice ended with no chunk and no word of why."""
+    notice = "Disclaimer: the information in this report is provided as is, without warranty of any kind."
+    topics = ["billing", "travel", "security", "hiring", "privacy", "payroll", "backups", "access"]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for t in topics:
+        (docs / f"{t}.md").write_text(f"# {t.title()} policy\n\nThe {t} team owns the {t} rules and "
+                                      f"reviews every {t} request within the quarter.\n\n{notice}\n")
+    (docs / "only-notice.md").write_text(notice + "\n")
+    report = ingest([docs], tmp_path / "i.sqlite")
+    assert len(report.notes) == 1 and "1 document lost every line" in report.notes[0]
+    assert "only-notice.md" in report.notes[0] and "billing.md" not in report.notes[0]
+    assert report.totals["raw_chunks"] == len(topics)

@@ -228,6 +228,20 @@ def _manifest_notes(unlisted: Sequence[str], manifest: str | Path | None) -> tup
     )
 
 
+def _emptied_notes(emptied: Sequence[str]) -> tuple[str, ...]:
+    """What a person should know of documents boilerplate stripping emptied: nothing of them is
+    indexed (a document that is only a shared notice, or a template whose lines all count as chrome)."""
+    if not emptied:
+        return ()
+    shown = ", ".join(emptied[:3]) + (f" and {len(emptied) - 3} more" if len(emptied) > 3 else "")
+    n = len(emptied)
+    return (
+        f"{n} document{'s' if n > 1 else ''} lost every line to boilerplate stripping and "
+        f"{'have' if n > 1 else 'has'} no chunk: {shown}; `chunkdedup boilerplate` lists what was "
+        "stripped ([boilerplate] always_keep keeps a line)",
+    )
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for the block (as it was after it).
@@ -317,9 +331,10 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         start_hashing(store, cfg.near)
         keys: dict[str, str] = {}
         held = HeldBands(near_hashing(cfg.near)) if cfg.near.enabled else None
+        emptied: list[str] = []
         with clock("chunk"):
             chunked, signed = _chunk_phase(
-                store, fingerprint, cfg, run_id, tick, keys, executor, held, at_hand
+                store, fingerprint, cfg, run_id, tick, keys, executor, held, at_hand, emptied
             )
             at_hand.clear()  # those of documents not chunked (unchanged records of a changed file)
         edges: list[bool] = []
@@ -359,7 +374,8 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         engine["seconds"] = clock.rounded()
         summary["engine"] = engine
         top = tuple(view.boilerplate(limit=10))
-        report = IngestReport(run_id, tuple(results), summary, top, opts.dry_run, run.notes)
+        notes = run.notes + _emptied_notes(sorted(emptied))
+        report = IngestReport(run_id, tuple(results), summary, top, opts.dry_run, notes)
         store.finish_run(run_id, summary)
     return report
 
@@ -613,6 +629,7 @@ def _chunk_phase(
     executor: Executor,
     bands: HeldBands | None = None,
     at_hand: dict[str, tuple[Page, ...]] | None = None,
+    emptied: list[str] | None = None,
 ) -> tuple[int, int]:
     """Strip, chunk, key and sign the documents to chunk on the executor, a batch a job; write each
     batch in one transaction, in order. The exact keys of the groups go to ``kept`` (group id -> key):
@@ -621,7 +638,8 @@ def _chunk_phase(
     first ingest) the band keys go to ``bands``, for the cluster pass to write; else to the stage.
     ``at_hand``: pages of documents as this run's parse phase stored them (taken from it as they are
     used), not read back. On an index with no groups, the group indexes it does not read are made
-    once at its end (:meth:`Store.defer_indexes`). Returns (documents chunked, groups signed)."""
+    once at its end (:meth:`Store.defer_indexes`). ``emptied`` collects the documents whose every
+    line boilerplate stripping removed (no chunk left). Returns (documents chunked, groups signed)."""
     held_pages = at_hand if at_hand is not None else {}
     store.defer_indexes()  # on an index with no groups: built once, below
     todo = store.docs_to_chunk(fingerprint)
@@ -676,6 +694,8 @@ def _chunk_phase(
                     signed += bands.add(batch.band_ids, batch.band_keys)
         if hashing is not None:
             kept.update((k.canonical_id, k.key) for d in docs for k in d.keyed)
+        if emptied is not None:
+            emptied.extend(d.doc_id for d in docs if not d.keyed and d.stripped)
         done += len(docs)
         held.clear()
         collect_young()
