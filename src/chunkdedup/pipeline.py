@@ -213,14 +213,18 @@ def ingest_with(
         raise index_error(index, e) from e
 
 
+def _a_few(names: Sequence[str]) -> str:
+    """The first three names, and how many more."""
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
 def _manifest_notes(unlisted: Sequence[str], manifest: str | Path | None) -> tuple[str, ...]:
     """What a person should know of the inputs the manifest does not list: read, with no metadata (no
     family, department or date, so they are no version of anything and no department filter finds
     them). Named, a few of them."""
     if not unlisted:
         return ()
-    shown = ", ".join(unlisted[:3]) + (f" and {len(unlisted) - 3} more" if len(unlisted) > 3 else "")
-    n = len(unlisted)
+    shown, n = _a_few(unlisted), len(unlisted)
     return (
         f"{n} input file{'s are' if n > 1 else ' is'} not in the manifest {manifest} and carr"
         f"{'y' if n > 1 else 'ies'} no metadata (no family, department or date): {shown}; add "
@@ -233,8 +237,7 @@ def _emptied_notes(emptied: Sequence[str]) -> tuple[str, ...]:
     indexed (a document that is only a shared notice, or a template whose lines all count as chrome)."""
     if not emptied:
         return ()
-    shown = ", ".join(emptied[:3]) + (f" and {len(emptied) - 3} more" if len(emptied) > 3 else "")
-    n = len(emptied)
+    shown, n = _a_few(emptied), len(emptied)
     return (
         f"{n} document{'s' if n > 1 else ''} lost every line to boilerplate stripping and "
         f"{'have' if n > 1 else 'has'} no chunk: {shown}; `chunkdedup boilerplate` lists what was "
