@@ -682,7 +682,8 @@ def serve_cmd(index_path: Path, host: str, port: int, report_dir: Path | None) -
         Index.open(index_path).close()
         # on a loopback address it answers this machine's names only (a page rebinding its own name to
         # 127.0.0.1 gets 400); bound to another address on purpose, any name reaches it anyway
-        hosts = (*LOOPBACK_NAMES, f"[{host}]" if ":" in host else host) if host in LOOPBACK_HOSTS else ("*",)
+        # (LOOPBACK_NAMES holds every name of LOOPBACK_HOSTS, ::1 as a Host header writes it)
+        hosts = LOOPBACK_NAMES if host in LOOPBACK_HOSTS else ("*",)
         app = create_app(index_path, report_dir, allowed_hosts=hosts)
         import uvicorn
     where = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"

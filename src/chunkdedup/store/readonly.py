@@ -27,8 +27,7 @@ def read_uri(path: str | Path) -> str:
     """
     p = Path(path)
     uri = f"file:{quote(str(p), safe='/')}?mode=ro"
-    folder = p.parent if str(p.parent) else Path(".")
-    if os.access(folder, os.W_OK) or _wal_bytes(p) > 0:
+    if os.access(p.parent, os.W_OK) or _wal_bytes(p) > 0:  # a bare name's parent is "."
         return uri
     return f"{uri}&immutable=1"
 
