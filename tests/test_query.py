@@ -669,8 +669,9 @@ def test_near_copies_are_found_only_through_sources_that_pass(
 ) -> None:
     """A word only one near-merged copy holds finds its cluster exactly when that copy's document
     passes the filter; outside the filter it finds nothing (no probing another department's wording
-    through a shared cluster). The text shown is the leader's where the caller may see it, else the
-    placing copy's."""
+    through a shared cluster). The words shown are the placing copy's (its own words, first cited);
+    with ``words="canonical"`` the leader's where the caller may see it, else the placing copy's.
+    Every other cited copy carries its own words and the words that differ."""
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "c"
         corpus.mkdir()
@@ -703,9 +704,18 @@ def test_near_copies_are_found_only_through_sources_that_pass(
                         hit = found[0]
                         assert hit.rank == 1  # the copy holding the word places its cluster
                         base = docs[marked][0]
+                        assert hit.citations[0].doc == f"d{marked}.txt"
+                        assert hit.text == _marked(base, marked).strip()
+                        for c in hit.citations[1:]:  # each other copy shows its own words
+                            assert c.text == _marked(base, int(c.doc[1:-4])).strip()
+                            assert f"+{MARKERS[int(c.doc[1:-4])]}" in c.differs
+                            assert f"-{MARKERS[marked]}" in c.differs
+                        canon = search(ix, text, where=conditions, versions="all", words="canonical").hits
+                        hit = next(h for h in canon if f"d{marked}.txt" in {c.doc for c in h.citations})
                         expect = leader[base] if leader[base] in allowed else f"d{marked}.txt"
                         assert hit.citations[0].doc == expect
                         assert hit.text == _marked(base, int(expect[1:-4])).strip()
+                        assert all(c.text is None for c in hit.citations if c.doc == expect)
                 assert_no_leak(ix, MARKERS[marked], conditions, "all", True, fields)
 
 

@@ -323,7 +323,7 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
         chunkdedup show c0123456789abcdef01234567 --index corpus.sqlite
     """
     with cli_errors(index_path), Index.open(index_path) as ix:
-        chunk = ix.canonical(chunk_id)
+        chunk = ix.record(chunk_id)
         if chunk is None:
             raise click.ClickException(f"no chunk {chunk_id!r} in {index_path}: ids are listed by `export`")
         merges = ix.merges(chunk_id)
@@ -333,27 +333,24 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
             "variants": variants,
             "id": chunk.id,
             "text": chunk.text,
-            "copies": chunk.copies,
+            "copies": len(chunk.sources),
             "sources": [
-                {
-                    "doc": s.doc_id,
-                    "page": s.page,
-                    "start": s.start,
-                    "end": s.end,
-                    "relation": s.relation,
-                    "similarity": s.similarity,
-                }
-                for s in chunk.sources
+                {k: v for k, v in s.to_json().items() if k != "metadata"} for s in chunk.sources
             ],
         }
     if as_json:
         click.echo(json.dumps(record, indent=2))
         return
-    click.echo(f"{chunk.id}  ({chunk.copies} source{'s' if chunk.copies != 1 else ''})\n")
-    click.echo(safe_block(chunk.text))
+    copies = len(chunk.sources)
+    click.echo(f"{chunk.id}  ({copies} source{'s' if copies != 1 else ''})\n")
+    click.echo(safe_block(chunk.text or ""))
     click.echo("\nsources:")
+    shown = chunk.sources[0]
     for s in chunk.sources:
-        click.echo(f"  {safe_text(s.doc_id)} p.{s.page} [{s.start}:{s.end}] {s.relation} {s.similarity!r}")
+        click.echo(f"  {safe_text(s.doc)} p.{s.page} [{s.start}:{s.end}] {s.relation} {s.similarity!r}")
+        if s.text is not None:
+            click.echo(f"    {safe_text(s.note(shown))}")
+            click.echo(f"    its own words: {_trim(s.text, 200)}")
     near = [m for m in merges if m["relation"] != "exact"]
     if near:
         click.echo("\nmerged near-duplicates (relation, similarity, words that differ from this text):")
@@ -527,6 +524,13 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
 )
 @click.option("--no-safety-net", is_flag=True, help="Skip dedup_chunks, the per-document cap and MMR.")
 @click.option(
+    "--words",
+    type=click.Choice(["source", "canonical"]),
+    default=None,
+    help="source (default): each hit in the words of the copy that placed it; canonical: in its "
+    "canonical's words when that source is cited. A cited near copy always shows its own words.",
+)
+@click.option(
     "--retriever",
     type=click.Choice(["auto", "bm25", "vector", "hybrid"]),
     default=None,
@@ -558,6 +562,7 @@ def query_cmd(
     where: tuple[str, ...],
     versions: str | None,
     no_safety_net: bool,
+    words: str | None,
     retriever: str | None,
     embedder: str | None,
     explain: bool,
@@ -588,6 +593,7 @@ def query_cmd(
                 config=cfg.query,
                 retriever=retriever,
                 embedder=embedder,
+                words=words,  # type: ignore[arg-type]
             )
             advice = _engine_advice(ix)
     if as_json:
@@ -611,6 +617,10 @@ def query_cmd(
         cites = "; ".join(f"{safe_text(c.doc)} p.{c.page}" for c in h.citations[:6])
         more = f" (+{len(h.citations) - 6} more)" if len(h.citations) > 6 else ""
         out.print(f"   {cites}{more}", markup=False)
+        for c in [c for c in h.citations if c.text is not None][:3]:
+            out.print(f"   {safe_text(c.doc)} p.{c.page}: {safe_text(c.note(h.citations[0]))}", markup=False)
+            if explain:
+                out.print(f"      its own words: {_trim(c.text or '', 200)}", markup=False)
     scores = [h.score for h in result.hits]
     if any(b > a for a, b in pairwise(scores)):
         out.print(

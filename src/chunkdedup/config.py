@@ -230,7 +230,9 @@ class QueryConfig:
     context matches best are also searched on their own, this many, so their chunks reach the pool.
     ``word_parts``: a letter-digit run in the question adds its parts as terms (``FY2018``: ``2018``).
     ``aliases``: an alias file (``JnJ = Johnson & Johnson`` a line, see :mod:`chunkdedup.query.aliases`);
-    empty: none.
+    empty: none. ``words``: ``source`` shows a hit in the words of the copy that placed it,
+    ``canonical`` in its canonical's words when that source is cited (a cited source with other
+    words carries them either way).
     """
 
     k: int = 5
@@ -246,8 +248,11 @@ class QueryConfig:
     context_docs: int = 3
     word_parts: bool = True
     aliases: str = ""
+    words: str = "source"
 
     def __post_init__(self) -> None:
+        if self.words not in ("source", "canonical"):
+            raise ConfigError(f"query.words must be source or canonical, got {self.words!r}")
         if self.context_weight < 0:
             raise ConfigError(
                 f"query.context_weight must be >= 0 (0 turns context off), got {self.context_weight}"

@@ -112,6 +112,8 @@ def _write_parquet(recs: Iterator[ExportRecord], out: Path) -> None:
             ("relation", pa.string()),
             ("similarity", pa.float64()),
             ("metadata", pa.string()),
+            ("text", pa.string()),  # a near or semantic copy's own words (null: the record's text)
+            ("differs", pa.list_(pa.string())),
         ]
     )
     schema = pa.schema(

@@ -22,7 +22,7 @@ from chunkdedup.store.index import Index
 
 IndexLike = str | Path | Index
 #: Metadata keys the retrievers set; LlamaIndex keeps them out of the LLM's and the embedder's view.
-HIT_KEYS = ("sources", "rank", "score", "effective_date", "superseded_by")
+HIT_KEYS = ("sources", "rank", "score", "effective_date", "superseded_by", "copies")
 #: The safety net's defaults are the query's.
 DEFAULTS = QueryConfig()
 
@@ -84,9 +84,22 @@ def sources_json(citations: Sequence[Citation]) -> list[dict[str, Any]]:
     return [c.to_json() for c in citations]
 
 
+def copy_notes(hit: Hit) -> list[str]:
+    """One line per cited source whose words are not the hit's text: "DOC p.N: near copy (0.878)
+    of the text shown, from DOC p.M; differs in: ..." (its own words are in its ``sources`` entry)."""
+    shown = hit.citations[0] if hit.citations else None
+    if shown is None:
+        return []
+    return [f"{c.doc} p.{c.page}: {c.note(shown)}" for c in hit.citations if c.text is not None]
+
+
 def hit_metadata(hit: Hit, *, with_score: bool = False) -> dict[str, Any]:
-    """A hit's metadata: its ``sources``, its rank, and the version fields when known."""
+    """A hit's metadata: its ``sources``, its rank, ``copies`` (:func:`copy_notes`) when a cited
+    source holds other words, and the version fields when known."""
     meta: dict[str, Any] = {"sources": sources_json(hit.citations), "rank": hit.rank}
+    copies = copy_notes(hit)
+    if copies:
+        meta["copies"] = copies
     if with_score:
         meta["score"] = hit.score
     if hit.effective_date is not None:

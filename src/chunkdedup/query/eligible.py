@@ -11,7 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from chunkdedup.query.records import Candidate, Citation, Dropped, VersionPolicy
+from chunkdedup.dedup.near import word_diff
+from chunkdedup.normalize import exact_key
+from chunkdedup.query.records import Candidate, Citation, Dropped, VersionPolicy, Words
 from chunkdedup.query.retrieve import Scored
 from chunkdedup.query.where import Filter
 from chunkdedup.store import Store, reads
@@ -35,6 +37,7 @@ class Eligibility:
     store: Store
     filter: Filter
     policy: VersionPolicy
+    words: Words = "source"
     docs: dict[str, DocInfo] = field(default_factory=dict)
     superseded: dict[str, str | None] = field(default_factory=dict)
     done: set[str] = field(default_factory=set)
@@ -151,15 +154,17 @@ class Eligibility:
         outside the filter holds neither finds nor ranks its cluster. Under ``latest`` a group only
         in superseded versions does not place its cluster either (its text is not the current one).
 
-        The text shown is the cluster's canonical text (its leader group's) when the leader has a
-        cited source, else the placing group's: the same id shows the same text as ``export`` and
-        other queries wherever the caller may see it, and a copy only where the leader is not
-        visible. Shown as the group's text when every source of that group is cited, else as the
-        group's first cited source's own span of its page: a group's text is its smallest source's
-        copy (exact keys ignore case, whitespace and generated ids), and an uncited copy is never
-        shown. Citations list every passing (and, under ``latest``, current) source of the cluster,
-        the shown group's first (the per-document cap charges a hit to its first cited document).
-        A cluster is decided once per query (:attr:`done`), at its first placing group.
+        The words shown are the placing group's (``words="source"``: the copy the question and the
+        filter picked), or the cluster's canonical text when its leader group has a cited source
+        (``words="canonical"``; the placing group's when the leader is not visible). Shown as the
+        group's text when every source of that group is cited, else as the group's first cited
+        source's own span of its page: a group's text is its smallest source's copy (exact keys
+        ignore case, whitespace and generated ids), and an uncited copy is never shown. Citations
+        list every passing (and, under ``latest``, current) source of the cluster, the shown
+        group's first (the per-document cap charges a hit to its first cited document); each one of
+        another group carries its own words and the words that differ (:meth:`_own_words`), so no
+        citation vouches for another source's words. A cluster is decided once per query
+        (:attr:`done`), at its first placing group.
         """
         groups = {g.id: (g.canonical_id, g.text) for g in reads.groups(self.store, [s.id for s in scored])}
         canon_ids = sorted({g[0] for g in groups.values()} - self.done)
@@ -188,7 +193,11 @@ class Eligibility:
             cited = {(c.doc, c.page, c.start) for c in cand.citations}
             if not any((r.doc_id, r.page, r.start) in cited for r in mine):
                 continue  # this copy is only in superseded versions: a current copy may place it
-            leader = [r for r in passing[cid] if r.group_id == cid and (r.doc_id, r.page, r.start) in cited]
+            leader: list[SourceRow] = []
+            if self.words == "canonical":
+                leader = [
+                    r for r in passing[cid] if r.group_id == cid and (r.doc_id, r.page, r.start) in cited
+                ]
             shown_id = cid if leader else s.id
             shown = leader or [r for r in mine if (r.doc_id, r.page, r.start) in cited]
             if len(shown) == sum(1 for r in refs[cid] if r.group_id == shown_id):
@@ -197,9 +206,35 @@ class Eligibility:
                 text = self._span(self._cite(shown[0]))
             first = {(r.doc_id, r.page, r.start) for r in shown}
             order = sorted(cand.citations, key=lambda c: (c.doc, c.page, c.start) not in first)
-            out.append(replace(cand, text=text, citations=tuple(order)))
+            cites = self._own_words(order, refs[cid], shown_id, text)
+            out.append(replace(cand, text=text, citations=cites))
             self.done.add(cid)
         return out
+
+    def _own_words(
+        self, cites: Sequence[Citation], refs: Sequence[SourceRow], shown_id: str, shown_text: str
+    ) -> tuple[Citation, ...]:
+        """``cites`` with each source of another group than the shown one given its own words and
+        the words that differ from ``shown_text``. A group's text is its first source's copy (refs
+        are in (doc, page, start) order); a later copy in the group is read from its page."""
+        where = {(r.doc_id, r.page, r.start): r for r in refs}
+        others = {where[(c.doc, c.page, c.start)].group_id for c in cites} - {shown_id}
+        if not others:
+            return tuple(cites)
+        texts = {g.id: g.text for g in reads.groups(self.store, sorted(others))}
+        first: dict[str, tuple[str, int, int]] = {}
+        for r in refs:
+            first.setdefault(r.group_id, (r.doc_id, r.page, r.start))
+        shown_key = exact_key(shown_text)
+        out = []
+        for c in cites:
+            gid = where[(c.doc, c.page, c.start)].group_id
+            if gid == shown_id:
+                out.append(c)
+                continue
+            own = texts.get(gid, "") if first[gid] == (c.doc, c.page, c.start) else self._span(c)
+            out.append(replace(c, text=own, differs=word_diff(exact_key(own), shown_key)))
+        return tuple(out)
 
     def _group_text(self, gid: str) -> str:
         return reads.group_text(self.store, gid)

@@ -16,6 +16,11 @@ from chunkdedup.types import MetaValue, Relation
 #: ``rank`` is "below the top k" when the safety net is off.
 Step = Literal["versions", "dedup_chunks", "cap", "mmr", "rank"]
 VersionPolicy = Literal["latest", "label", "all"]
+#: Whose words a hit shows: ``source``, those of its first citation (the copy that placed it: the
+#: words the caller's question and filter picked); ``canonical``, the canonical text whenever its
+#: source is cited (else the placing copy's). Either way every cited source whose words differ
+#: carries its own (:attr:`Citation.text`).
+Words = Literal["source", "canonical"]
 ExportOp = Literal["upsert", "delete"]
 
 
@@ -25,6 +30,12 @@ class Citation:
 
     ``effective_date`` and ``superseded_by`` come from the document's family (``None`` when it has
     none, or when no newer version within the filter exists).
+
+    ``text`` is this source's own words when they are not the words shown with it (a near or
+    semantic copy of the shown text, or the canonical a near copy joined): a citation never vouches
+    for words its source does not hold. ``differs`` names the words that differ from the shown text
+    (``+word`` only in this source, ``-word`` only in the shown text; casefolded, at most 20).
+    Both are empty for a source whose words are the shown ones.
     """
 
     doc: str
@@ -36,10 +47,18 @@ class Citation:
     metadata: Mapping[str, MetaValue] = field(default_factory=dict)
     effective_date: str | None = None
     superseded_by: str | None = None
+    text: str | None = None
+    differs: tuple[str, ...] = ()
+
+    @property
+    def own_words(self) -> bool:
+        """True when this source holds other words than the ones shown with it."""
+        return self.text is not None
 
     def to_json(self) -> dict[str, Any]:
-        """Exactly the fields of an export source."""
-        return {
+        """Exactly the fields of an export source; ``text`` and ``differs`` only for a source whose
+        words are not the shown ones."""
+        out: dict[str, Any] = {
             "doc": self.doc,
             "page": self.page,
             "start": self.start,
@@ -48,6 +67,23 @@ class Citation:
             "similarity": self.similarity,
             "metadata": dict(self.metadata),
         }
+        if self.text is not None:
+            out["text"] = self.text
+            out["differs"] = list(self.differs)
+        return out
+
+    def note(self, shown: Citation) -> str:
+        """How this source's words relate to the words shown (those of ``shown``), for a person:
+        ``""`` when they are its own, else e.g. "near copy (0.878) of the text shown, from
+        docs/aapl.pdf p.32; differs in: -apple +amazon.com,"."""
+        if self.text is None:
+            return ""
+        words = " ".join(self.differs) if self.differs else "case, spacing or generated ids only"
+        if self.relation != "exact":
+            how = f"{self.relation} copy ({self.similarity:.3f}) of the text shown, from"
+        else:
+            how = f"the text shown is its {shown.relation} copy ({shown.similarity:.3f}), from"
+        return f"{how} {shown.doc} p.{shown.page}; differs in: {words}"
 
 
 @dataclass(frozen=True, slots=True)

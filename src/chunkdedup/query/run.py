@@ -21,7 +21,7 @@ from chunkdedup.errors import ConfigError
 from chunkdedup.query.aliases import expand, load_aliases
 from chunkdedup.query.context import ContextRanked, DocumentContexts
 from chunkdedup.query.eligible import Eligibility
-from chunkdedup.query.records import Candidate, Dropped, Hit, QueryResult, VersionPolicy
+from chunkdedup.query.records import Candidate, Dropped, Hit, QueryResult, VersionPolicy, Words
 from chunkdedup.query.retrieve import (
     Fts5Retriever,
     ReciprocalRankFusion,
@@ -64,6 +64,7 @@ def search(
     retriever: Retriever | str | None = None,
     similarity: Similarity | None = None,
     embedder: Embedder | str | None = None,
+    words: Words | None = None,
 ) -> QueryResult:
     """Answer ``text`` with up to ``k`` distinct, cited hits, and every dropped candidate with why.
 
@@ -72,6 +73,9 @@ def search(
     (equalities on one key OR, bounds AND: :class:`~chunkdedup.query.where.Filter`).
     ``retriever`` is ``auto``/``bm25``/``vector``/``hybrid`` or any :class:`Retriever`. ``embedder``
     (a name or an embedder) must be the index's recorded one; it defaults to that one.
+    ``words``: ``source`` shows each hit in the words of the copy that placed it (its first
+    citation), ``canonical`` in its canonical's words when that source is cited; either way a cited
+    source whose words differ carries them (``Citation.text``, ``Citation.differs``).
 
     Example:
         >>> with Index.open("policies.sqlite") as ix:  # doctest: +SKIP
@@ -93,9 +97,12 @@ def search(
     policy = versions or cfg.versions
     if policy not in ("latest", "label", "all"):
         raise ConfigError(f"versions must be latest, label or all, got {policy!r}")
+    shown = words or cfg.words
+    if shown not in ("source", "canonical"):
+        raise ConfigError(f"words must be source or canonical, got {shown!r}")
     pool = max(cfg.pool, k)
     flt = where if isinstance(where, Filter) else Filter.parse(where)
-    eligibility = Eligibility(index.store, flt, policy)  # type: ignore[arg-type]
+    eligibility = Eligibility(index.store, flt, policy, shown)  # type: ignore[arg-type]
     contexts = DocumentContexts(index.store, eligibility, cfg.word_parts) if cfg.context_weight > 0 else None
     chosen_retriever, vectors = _retriever(index, retriever or cfg.retriever, embedder, contexts, cfg)
     if vectors is None and embedder is not None:  # bm25 with --embedder: still checked, used by MMR

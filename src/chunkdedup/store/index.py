@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chunkdedup.errors import ChunkdedupError, IndexError_, MigrationPendingError
-from chunkdedup.store import Store, counts
+from chunkdedup.store import Store, counts, reads
 from chunkdedup.store.schema import CANONICAL_TEXT
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef
 
@@ -224,7 +224,6 @@ class Index:
         Example:
             >>> [r.sources[0].doc for r in Index.open("corpus.sqlite").records()]  # doctest: +SKIP
         """
-        from chunkdedup.query.records import Citation, ExportRecord
 
         meta: dict[str, dict[str, Any]] = {}
         conn = self.store.conn
@@ -236,17 +235,55 @@ class Index:
         cursor = conn.execute(sql + " ORDER BY c.id", args)
         while batch := cursor.fetchmany(512):
             for cid, text in batch:
-                sources = []
-                for ref in self._sources(cid):
-                    if ref.doc_id not in meta:
-                        meta[ref.doc_id] = self.metadata(ref.doc_id)
-                    sources.append(
-                        Citation(
-                            ref.doc_id, ref.page, ref.start, ref.end, ref.relation, ref.similarity,
-                            meta[ref.doc_id],
-                        )
-                    )
-                yield ExportRecord(cid, text, tuple(sources))
+                yield self._record(cid, text, meta)
+
+    def _record(self, chunk_id: str, text: str, meta: dict[str, dict[str, Any]]) -> ExportRecord:
+        """The export record of canonical ``chunk_id`` (text ``text``); ``meta`` caches documents'
+        metadata across records."""
+        from chunkdedup.query.records import Citation, ExportRecord
+
+        sources = []
+        for ref, own, differs in self._export_sources(chunk_id):
+            if ref.doc_id not in meta:
+                meta[ref.doc_id] = self.metadata(ref.doc_id)
+            sources.append(
+                Citation(
+                    ref.doc_id, ref.page, ref.start, ref.end, ref.relation, ref.similarity,
+                    meta[ref.doc_id], text=own, differs=differs,
+                )
+            )
+        return ExportRecord(chunk_id, text, tuple(sources))
+
+    def _export_sources(self, chunk_id: str) -> Iterator[tuple[ChunkRef, str | None, tuple[str, ...]]]:
+        """A canonical's sources, each with its own words and the words that differ from the
+        canonical's when it joined as a near or semantic copy (``None`` and ``()`` for a source of
+        the leader group). A group's text is its first source's copy; a later copy is read from its
+        page (exact keys ignore case, spacing and generated ids: its words may be its own)."""
+        rows = self.store.conn.execute(
+            'SELECT s.doc_id, s.page, s.start, s."end", s.relation, s.similarity, g.id != g.canonical_id,'
+            " (g.rep_doc, g.rep_page, g.rep_start) = (s.doc_id, s.page, s.start), g.text, g.differing"
+            " FROM sources s JOIN groups g ON g.id = s.group_id WHERE s.canonical_id=?"
+            " ORDER BY s.doc_id, s.page, s.start",
+            (chunk_id,),
+        ).fetchall()
+        for doc, page, start, end, relation, similarity, other, rep, text, differing in rows:
+            ref = ChunkRef(doc, page, start, end, relation, similarity)
+            if not other:
+                yield ref, None, ()
+                continue
+            own = text if rep else reads.page_span(self.store, doc, page, start, end)
+            yield ref, own, tuple(json.loads(differing))
+
+    def record(self, chunk_id: str) -> ExportRecord | None:
+        """One canonical as :meth:`records` exports it (None when the index has no such id): its text
+        and every source, each near or semantic copy with its own words and the words that differ.
+
+        Example:
+            >>> Index.open("corpus.sqlite").record("c3a5c26f1f1ed0beedd513b35")  # doctest: +SKIP
+        """
+        sql = f"SELECT {CANONICAL_TEXT} FROM canonicals c WHERE c.id=?"
+        row = self.store.conn.execute(sql, (chunk_id,)).fetchone()
+        return None if row is None else self._record(chunk_id, row[0], {})
 
     def deleted_since(self, run: int) -> list[str]:
         """Ids of canonicals deleted after ``run`` and not present now.
