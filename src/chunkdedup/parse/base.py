@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, cast, runtime_checkable
 
 from chunkdedup.errors import ParseError
 from chunkdedup.types import MetaValue, Page
+
+T = TypeVar("T")
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +23,8 @@ class Extracted:
 
     ``record_id`` is set for records of a multi-record file (JSONL); ``content_hash`` when the hash
     covers less than the whole file; ``title`` when the format carries one (a PDF's title metadata, a
-    Markdown or HTML heading).
+    Markdown or HTML heading); ``notes`` about this document (a record's replaced characters), which
+    a multi-record format reports with the record's line.
     """
 
     pages: tuple[Page, ...]
@@ -26,6 +32,7 @@ class Extracted:
     record_id: str | None = None
     content_hash: str | None = None
     title: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,36 @@ class RecordParser(Parser, Protocol):
     def parse_known(self, data: bytes, keep: Keep) -> Extraction:
         """``parse(data)``, but a record that ``keep`` names is only listed (``kept``), not extracted."""
         ...
+
+
+def scrub_surrogates(value: T) -> tuple[T, int]:
+    r"""``value`` (a JSON or YAML value: strings, lists and mappings of them) with every lone surrogate
+    replaced by U+FFFD, and how many were. JSON and YAML escapes (``\ud800``) can write a surrogate
+    that no UTF-8 text holds; it would fail every later step that encodes the text. A pair that YAML
+    leaves as two escapes is joined into its character.
+
+    Example:
+        >>> fixed = scrub_surrogates({"title": "a \ud800 b", "tags": ["\ud83d\ude00"]})
+        >>> fixed == ({"title": "a \ufffd b", "tags": ["\U0001f600"]}, 1)
+        True
+    """
+    if isinstance(value, str):
+        if _SURROGATE.search(value) is None:
+            return value, 0
+        fixed = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return cast(T, fixed), fixed.count("\ufffd") - value.count("\ufffd")
+    if isinstance(value, dict):
+        keys, values = list(value), list(value.values())
+        (new_keys, a), (new_values, b) = scrub_surrogates(keys), scrub_surrogates(values)
+        if new_keys is keys and new_values is values:
+            return value, 0
+        return cast(T, dict(zip(new_keys, new_values, strict=True))), a + b
+    if isinstance(value, list | tuple):
+        pairs = [scrub_surrogates(item) for item in value]
+        if all(new is old for (new, _), old in zip(pairs, value, strict=True)):
+            return value, 0
+        return cast(T, type(value)(new for new, _ in pairs)), sum(n for _, n in pairs)
+    return value, 0
 
 
 def meta_value(value: object) -> MetaValue:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from chunkdedup.config import ParseConfig
 from chunkdedup.errors import DuplicateDocumentError, InputError
-from chunkdedup.parse.base import meta_value
+from chunkdedup.parse.base import meta_value, scrub_surrogates
 from chunkdedup.types import FileResult, FileStatus, MetaValue
 
 _JSONL_SUFFIXES = (".jsonl", ".json-lines", ".ndjson")
@@ -294,6 +294,11 @@ def _jsonl_rows(text: str, manifest: str | Path) -> list[tuple[int, dict[str, ob
             raise InputError(
                 f"manifest {manifest} line {number}: expected a JSON object with a 'path' field, "
                 'e.g. {"path": "docs/a.pdf", "department": "hr"}'
+            )
+        if scrub_surrogates(row)[1]:
+            raise InputError(
+                f"manifest {manifest} line {number}: a lone surrogate escape (\\ud800-\\udfff without its "
+                "pair) writes a character no UTF-8 text holds: write the character itself or a valid pair"
             )
         rows.append((number, row))
     return rows

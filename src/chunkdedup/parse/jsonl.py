@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from functools import partial
 
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
-from chunkdedup.parse.base import Extracted, Extraction, Keep, parse_date
+from chunkdedup.parse.base import Extracted, Extraction, Keep, parse_date, scrub_surrogates
 from chunkdedup.parse.text import decode_text, line_views, plain_utf8
 from chunkdedup.types import Page
 
@@ -16,6 +18,8 @@ from chunkdedup.types import Page
 #: doubled, so the two kinds of ids never meet: ``{"id": 7}`` is ``7``, the record on line 7 without
 #: an id is ``@7``, and ``{"id": "@7"}`` is ``@@7``.
 NUMBER_MARK = "@"
+#: A JSON escape of a surrogate (``\ud800``): the only way a JSONL line read as text can hold one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def record_id(raw_id: str | int | None, number: int) -> str:
@@ -39,7 +43,9 @@ def line_numbered(rid: str) -> bool:
 def parse_record(line: str, number: int, content_hash: str | None = None) -> Extracted:
     """One JSONL line as a record; its id is the ``id`` field, else ``@`` and the 1-based line number.
 
-    Raises ``ParseError`` naming what is wrong with the line.
+    Raises ``ParseError`` naming what is wrong with the line. A lone surrogate escape (``\\ud800``
+    without its pair), which no UTF-8 text can hold, is replaced by U+FFFD with a note: one such
+    character never costs the record, let alone the file.
 
     Example:
         >>> parse_record('{"text": "Refunds within 30 days.", "lang": "en"}', 7).record_id
@@ -51,7 +57,19 @@ def parse_record(line: str, number: int, content_hash: str | None = None) -> Ext
         raise ParseError(f"not valid JSON: {e.msg} at column {e.colno}") from None
     if not isinstance(record, dict):
         raise ParseError(f"a JSON {type(record).__name__}, not an object with a 'text' field")
-    return record_from_mapping(record, number, content_hash or bytes_hash(line.encode("utf-8")))
+    replaced = 0
+    if _SURROGATE_ESCAPE.search(line) is not None:
+        record, replaced = scrub_surrogates(record)
+    found = record_from_mapping(record, number, content_hash or bytes_hash(line.encode("utf-8")))
+    if not replaced:
+        return found
+    return replace(
+        found,
+        notes=(
+            f"{replaced:,} lone surrogate escape(s) (\\ud800-\\udfff without its pair) "
+            "replaced by U+FFFD; write the character itself or a valid pair",
+        ),
+    )
 
 
 def record_from_mapping(record: Mapping[str, object], number: int, content_hash: str) -> Extracted:
@@ -148,6 +166,7 @@ def gather_records(
                 continue
             rid = record.record_id or ""
             records.append(record)
+            notes.extend(f"{unit} {number}: {note}" for note in record.notes)
         if rid in seen:
             raise ParseError(
                 f"record id {rid!r} is used on {unit}s {seen[rid]} and {number}: "

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from chunkdedup.errors import ParseError
-from chunkdedup.parse.base import Extracted, Extraction
+from chunkdedup.parse.base import Extracted, Extraction, scrub_surrogates
 from chunkdedup.parse.text import decode_noted
 from chunkdedup.types import Page
 
@@ -16,6 +16,12 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 _OPEN = "---"
 _CLOSE = ("---", "...")
+#: A YAML escape of a lone surrogate (``\ud800``, ``\U0000dc00``: a high one not followed by a low one,
+#: a low one not after a high one)
+_LONE_ESCAPE = re.compile(
+    r"\\(?:u|U0000)[dD][89abAB][0-9a-fA-F]{2}(?!\\(?:u|U0000)[dD][c-fC-F])"
+    r"|(?<![dD][89abAB][0-9a-fA-F]{2})\\(?:u|U0000)[dD][c-fC-F]"
+)
 #: What front matter may expand to, counted as values plus characters of their strings once YAML
 #: aliases are expanded (metadata is stored expanded, as JSON). 419 bytes of nested anchors expand to
 #: gigabytes; real front matter stays far below this.
@@ -25,7 +31,8 @@ MAX_FRONT_MATTER_SIZE = 1_000_000
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     """Split text into its YAML front matter (a mapping, empty when absent) and the body.
 
-    Raises ``ParseError`` when the front matter is not valid YAML or not a mapping.
+    Raises ``ParseError`` when the front matter is not valid YAML or not a mapping. YAML escapes can
+    write lone surrogates (``"\\ud800"``), which no UTF-8 text holds: :func:`surrogate_note` replaces them.
 
     Example:
         >>> split_front_matter("---\\ntitle: Refunds\\n---\\n\\nBody.\\n")
@@ -51,6 +58,22 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
             "write 'key: value' lines between the '---' lines"
         )
     return {str(k): v for k, v in loaded.items()}, "\n".join(lines[end + 1 :]).strip("\n")
+
+
+def surrogate_note(text: str, metadata: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``metadata`` (the front matter of ``text``) with lone surrogates replaced by U+FFFD, and a note
+    naming the lines that write lone surrogate escapes when any was replaced (``None``: none was)."""
+    fixed, replaced = scrub_surrogates(metadata)
+    if not replaced:
+        return fixed, None  # a pair YAML left as two escapes is joined, which needs no note
+    head = text.split("\n")[1:]
+    end = next((i for i, line in enumerate(head) if line.rstrip() in _CLOSE), len(head))
+    where = [str(i + 2) for i, line in enumerate(head[:end]) if _LONE_ESCAPE.search(line)]
+    lines = f" line {where[0]}" if len(where) == 1 else f" lines {', '.join(where[:10])}" if where else ""
+    return fixed, (
+        f"front matter{lines}: {replaced:,} lone surrogate escape(s) (\\ud800-\\udfff without its "
+        "pair) replaced by U+FFFD; write the character itself or a valid pair"
+    )
 
 
 def _check_size(loaded: object) -> None:
@@ -142,7 +165,8 @@ class MarkdownParser:
         """Decode, split off the front matter, and keep the body."""
         text, note = decode_noted(data)
         metadata, body = split_front_matter(text)
+        metadata, replaced = surrogate_note(text, metadata)
         page = Page(number=1, text=body)
-        notes = (note,) if note else ()
+        notes = tuple(n for n in (note, replaced) if n)
         found = Extracted(pages=(page,), metadata=metadata, title=title(body))
         return Extraction(documents=(found,), notes=notes)

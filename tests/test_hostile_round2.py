@@ -1,0 +1,80 @@
+"""Hostile inputs, second round: escapes no UTF-8 text holds, bytes that are not UTF-8, huge values
+echoed in notes, repeated record ids, an empty Host header and full-width questions."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from chunkdedup import ingest
+from chunkdedup.cli import main
+from chunkdedup.types import FileStatus
+
+TEXT = "Refunds are paid within thirty days of the request. The customer keeps the receipt."
+
+
+def _by_name(report: object) -> dict[str, tuple[str, str | None]]:
+    return {Path(f.path).name: (str(f.status), f.reason) for f in report.files}  # type: ignore[attr-defined]
+
+
+def _runs(index: Path) -> list[str]:
+    with sqlite3.connect(index) as c:
+        return [r[0] for r in c.execute("SELECT status FROM runs ORDER BY id")]
+
+
+def _documents(index: Path) -> dict[str, tuple[str, str | None]]:
+    with sqlite3.connect(index) as c:
+        return {r[0]: (r[1], r[2]) for r in c.execute("SELECT doc_id, metadata, title FROM documents")}
+
+
+# -- 1. a lone surrogate escape (JSON or YAML) -------------------------------------------------------
+def test_a_lone_surrogate_escape_in_jsonl_is_replaced_and_noted_not_a_crash(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    # Written as the escapes a JSON writer emits: json.dumps would write "\\ud800" the same way.
+    lines = [
+        '{"id": "a", "text": "Refunds are paid \\ud800 within thirty days of the request."}',
+        '{"id": "b\\udc00", "text": "Badges go back at the desk on the last day.", "k\\ud800": ["\\udfff"]}',
+        '{"id": "c", "text": "Emoji pairs stay whole \\ud83d\\ude00 in the text of a record."}',
+    ]
+    (docs / "s.jsonl").write_text("\n".join(lines) + "\n")
+    (docs / "fine.txt").write_text(TEXT + "\n")
+    index = tmp_path / "i.sqlite"
+    report = ingest([docs], index)
+    status, reason = _by_name(report)["s.jsonl"]
+    assert status == "ingested" and reason is not None
+    assert "line 1: 1 lone surrogate escape(s)" in reason and "line 2: 3 lone surrogate escape(s)" in reason
+    assert "U+FFFD" in reason and "line 3" not in reason  # a valid pair is no lone surrogate
+    assert _by_name(report)["fine.txt"][0] == "ingested"
+    assert _runs(index) == ["done"]
+    stored = _documents(index)
+    assert set(stored) == {"s.jsonl#a", "s.jsonl#b\ufffd", "s.jsonl#c", "fine.txt"}
+    assert json.loads(stored["s.jsonl#b\ufffd"][0]) == {"k\ufffd": '["\ufffd"]'}
+
+
+def test_a_lone_surrogate_escape_in_front_matter_is_replaced_and_noted(tmp_path: Path) -> None:
+    md = tmp_path / "m.md"
+    md.write_text('---\ntitle: "\\ud800 Refunds"\nok: "\\ud83d\\ude00"\n---\n\n' + TEXT + "\n")
+    index = tmp_path / "i.sqlite"
+    (result,) = ingest([md], index).files
+    assert result.status == FileStatus.INGESTED
+    assert (result.reason or "").startswith("front matter line 2: 1 lone surrogate escape(s)")
+    metadata, title = _documents(index)["m.md"]
+    assert title == "\ufffd Refunds"
+    assert json.loads(metadata) == {"title": "\ufffd Refunds", "ok": "\U0001f600"}  # the pair joined
+
+
+def test_a_lone_surrogate_escape_in_the_manifest_is_a_clear_error(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text(TEXT + "\n")
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text('{"path": "docs/a.txt", "family": "f\\udc00"}\n')
+    result = CliRunner().invoke(
+        main, ["ingest", str(docs), "--manifest", str(manifest), "--index", "i.sqlite"]
+    )
+    assert result.exit_code != 0 and not isinstance(result.exception, UnicodeError), result.exc_info
+    assert "line 1: a lone surrogate escape" in result.output
