@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from chunkdedup import ingest
 from chunkdedup.cli import main
+from chunkdedup.parse.jsonl import JsonlParser
 from chunkdedup.types import FileStatus
 
 TEXT = "Refunds are paid within thirty days of the request. The customer keeps the receipt."
@@ -78,3 +79,16 @@ def test_a_lone_surrogate_escape_in_the_manifest_is_a_clear_error(tmp_path: Path
     )
     assert result.exit_code != 0 and not isinstance(result.exception, UnicodeError), result.exc_info
     assert "line 1: a lone surrogate escape" in result.output
+
+
+# -- 2. bytes that are not UTF-8 -----------------------------------------------------------------
+def test_jsonl_bytes_that_are_not_utf8_get_the_text_files_note(tmp_path: Path) -> None:
+    data = '{"id": "a", "text": "Le café est servi à midi, près du hall."}\n'.encode("cp1252")
+    parsed = JsonlParser().parse(data)
+    assert parsed.documents[0].pages[0].text == "Le café est servi à midi, près du hall."
+    assert parsed.notes == ("not UTF-8: decoded as cp1252 (a guess; save the file as UTF-8 to be sure)",)
+    known = JsonlParser().parse_known(data, lambda h, n: None)
+    assert known.notes == parsed.notes
+    (tmp_path / "r.jsonl").write_bytes(data)
+    (result,) = ingest([tmp_path / "r.jsonl"], tmp_path / "i.sqlite").files
+    assert result.status == FileStatus.INGESTED and "not UTF-8" in (result.reason or "")

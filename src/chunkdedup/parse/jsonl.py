@@ -11,7 +11,7 @@ from functools import partial
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
 from chunkdedup.parse.base import Extracted, Extraction, Keep, parse_date, scrub_surrogates
-from chunkdedup.parse.text import decode_text, line_views, plain_utf8
+from chunkdedup.parse.text import decode_noted, line_views, plain_utf8
 from chunkdedup.types import Page
 
 #: Ids derived from a line (row) number start with this mark; an explicit id that starts with it gets it
@@ -97,15 +97,18 @@ def record_from_mapping(record: Mapping[str, object], number: int, content_hash:
 
 
 class JsonlParser:
-    """JSONL files; unusable lines are skipped with a note, duplicate ids fail the file."""
+    """JSONL files; unusable lines are skipped with a note, duplicate ids fail the file. Bytes that
+    are not UTF-8 are read as a text file's are, with its note."""
 
     def parse(self, data: bytes) -> Extraction:
         """Parse every non-blank line into a record."""
-        lines = enumerate(decode_text(data).split("\n"), start=1)
+        text, note = decode_noted(data)
+        lines = enumerate(text.split("\n"), start=1)
         return gather_records(
             ((number, partial(parse_record, line, number)) for number, line in lines if line.strip()),
             noun="record",
             unit="line",
+            file_notes=(note,) if note else (),
         )
 
     def parse_known(self, data: bytes, keep: Keep) -> Extraction:
@@ -131,28 +134,33 @@ class JsonlParser:
     def _parse_known_text(self, data: bytes, keep: Keep) -> Extraction:
         """``parse_known`` over the decoded text (a file that is not plain UTF-8)."""
         items: list[tuple[int, Callable[[], Extracted] | str]] = []
-        for number, line in enumerate(decode_text(data).split("\n"), start=1):
+        text, note = decode_noted(data)
+        for number, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             h = bytes_hash(line.encode("utf-8"))
             rid = keep(h, number)
             items.append((number, rid if rid is not None else partial(parse_record, line, number, h)))
-        return gather_records(items, noun="record", unit="line")
+        return gather_records(items, noun="record", unit="line", file_notes=(note,) if note else ())
 
 
 def gather_records(
-    items: Iterable[tuple[int, Callable[[], Extracted] | str]], *, noun: str, unit: str
+    items: Iterable[tuple[int, Callable[[], Extracted] | str]],
+    *,
+    noun: str,
+    unit: str,
+    file_notes: Iterable[str] = (),
 ) -> Extraction:
     """Build each record (``unit`` ``number``); unusable ones become notes, a repeated id fails the file.
 
     An item given as a record id (not a builder) is a record the index holds as it is: only listed
     (``kept``), its id counted among the ids. Shared by every multi-record format (JSONL lines,
-    Parquet rows).
+    Parquet rows). ``file_notes`` are the file's own (how its bytes were decoded), before the records'.
     """
     records: list[Extracted] = []
     kept: list[str] = []
     order: list[str] = []
-    notes: list[str] = []
+    notes: list[str] = list(file_notes)
     seen: dict[str, int] = {}
     for number, build in items:
         if isinstance(build, str):
@@ -167,6 +175,7 @@ def gather_records(
             rid = record.record_id or ""
             records.append(record)
             notes.extend(f"{unit} {number}: {note}" for note in record.notes)
+            notes.extend(f"{unit} {number}: {note}" for note in record.notes)
         if rid in seen:
             raise ParseError(
                 f"record id {rid!r} is used on {unit}s {seen[rid]} and {number}: "
@@ -175,7 +184,8 @@ def gather_records(
         seen[rid] = number
         order.append(rid)
     if not records and not kept:
-        raise ParseError(f"no usable {noun}; first problem: {notes[0]}" if notes else f"no {noun}s")
+        problems = [n for n in notes if n.startswith(f"{unit} ")]
+        raise ParseError(f"no usable {noun}; first problem: {problems[0]}" if problems else f"no {noun}s")
     if not kept:
         return Extraction(documents=tuple(records), notes=tuple(notes))
     return Extraction(tuple(records), tuple(notes), kept=tuple(kept), order=tuple(order))
