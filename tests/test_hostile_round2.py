@@ -92,3 +92,19 @@ def test_jsonl_bytes_that_are_not_utf8_get_the_text_files_note(tmp_path: Path) -
     (tmp_path / "r.jsonl").write_bytes(data)
     (result,) = ingest([tmp_path / "r.jsonl"], tmp_path / "i.sqlite").files
     assert result.status == FileStatus.INGESTED and "not UTF-8" in (result.reason or "")
+
+
+# -- 3. untrusted values in notes -------------------------------------------------------------------
+def test_notes_echo_only_the_start_of_a_huge_value(tmp_path: Path) -> None:
+    big = {"k": "x" * 200_000}
+    lines = [
+        json.dumps({"id": big, "text": TEXT}),
+        json.dumps({"id": "d", "text": TEXT, "effective_date": "y" * 5_000}),
+        json.dumps({"id": "ok", "text": TEXT}),
+    ]
+    (tmp_path / "r.jsonl").write_text("\n".join(lines) + "\n")
+    (result,) = ingest([tmp_path / "r.jsonl"], tmp_path / "i.sqlite").files
+    reason = result.reason or ""
+    assert result.status == FileStatus.INGESTED and len(reason) < 400, len(reason)
+    assert "line 1: 'id' must be a string or an integer, got {'k': 'xxx" in reason
+    assert "(200,009 characters as a dict)" in reason and "(5,000 characters) is not a date" in reason

@@ -14,6 +14,8 @@ from chunkdedup.types import MetaValue, Page
 
 T = TypeVar("T")
 
+#: How much of an untrusted value (a record's id, a date field) a note or reason echoes.
+SHOWN_CHARS = 80
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -67,6 +69,22 @@ class RecordParser(Parser, Protocol):
     def parse_known(self, data: bytes, keep: Keep) -> Extraction:
         """``parse(data)``, but a record that ``keep`` names is only listed (``kept``), not extracted."""
         ...
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` for a note or reason, cut to ``limit`` characters with the whole size said: an
+    untrusted value (a 200 KB object given as an id) is never echoed whole.
+
+    Example:
+        >>> shown("refunds"), shown("x" * 500, 10)
+        ("'refunds'", "'xxxxxxxx… (500 characters)")
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = len(value) if isinstance(value, str) else len(text)
+    what = "characters" if isinstance(value, str) else f"characters as a {type(value).__name__}"
+    return f"{text[: limit - 1]}… ({size:,} {what})"
 
 
 def scrub_surrogates(value: T) -> tuple[T, int]:
@@ -126,4 +144,4 @@ def parse_date(value: object) -> date | None:
             return datetime.fromisoformat(text).date()
         except ValueError:
             pass
-    raise ParseError(f"effective_date {value!r} is not a date: write it as YYYY-MM-DD")
+    raise ParseError(f"effective_date {shown(value)} is not a date: write it as YYYY-MM-DD")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from chunkdedup.config import ParseConfig
 from chunkdedup.errors import DuplicateDocumentError, InputError
-from chunkdedup.parse.base import meta_value, scrub_surrogates
+from chunkdedup.parse.base import meta_value, scrub_surrogates, shown
 from chunkdedup.types import FileResult, FileStatus, MetaValue
 
 _JSONL_SUFFIXES = (".jsonl", ".json-lines", ".ndjson")
@@ -270,7 +270,7 @@ def _read_manifest(manifest: str | Path) -> _Manifest:
         target = _absolute(folder / rel)
         if target in first_line:
             raise InputError(
-                f"manifest {manifest} lines {first_line[target]} and {line} both list {rel!r}: "
+                f"manifest {manifest} lines {first_line[target]} and {line} both list {shown(rel)}: "
                 "keep one row per file"
             )
         first_line[target] = line

@@ -10,7 +10,7 @@ from functools import partial
 
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
-from chunkdedup.parse.base import Extracted, Extraction, Keep, parse_date, scrub_surrogates
+from chunkdedup.parse.base import Extracted, Extraction, Keep, parse_date, scrub_surrogates, shown
 from chunkdedup.parse.text import decode_noted, line_views, plain_utf8
 from chunkdedup.types import Page
 
@@ -84,7 +84,7 @@ def record_from_mapping(record: Mapping[str, object], number: int, content_hash:
     if raw_id is not None and not (
         isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool))
     ):
-        raise ParseError(f"'id' must be a string or an integer, got {raw_id!r}")
+        raise ParseError(f"'id' must be a string or an integer, got {shown(raw_id)}")
     # Checked here so that one record with a bad date is skipped, not the whole file.
     parse_date(record.get("effective_date"))
     metadata = {k: v for k, v in record.items() if k not in ("id", "text")}
@@ -174,7 +174,6 @@ def gather_records(
                 continue
             rid = record.record_id or ""
             records.append(record)
-            notes.extend(f"{unit} {number}: {note}" for note in record.notes)
             notes.extend(f"{unit} {number}: {note}" for note in record.notes)
         if rid in seen:
             raise ParseError(

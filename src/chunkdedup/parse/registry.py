@@ -14,7 +14,16 @@ import xxhash
 from chunkdedup.config import ParseConfig
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
-from chunkdedup.parse.base import Extracted, Keep, Parser, RecordParser, meta_value, parse_date
+from chunkdedup.parse.base import (
+    SHOWN_CHARS,
+    Extracted,
+    Keep,
+    Parser,
+    RecordParser,
+    meta_value,
+    parse_date,
+    shown,
+)
 from chunkdedup.types import Document, FileStatus, MetaValue, Page, ParsedFile
 
 if TYPE_CHECKING:
@@ -220,13 +229,18 @@ def _split_long_pages(ex: Extracted, limit: int, notes: list[str]) -> Extracted:
         for part in parts:
             pages.append(Page(len(pages) + 1, part, page.has_text_layer))
         if len(parts) > 1:
-            which = f"record {ex.record_id} " if ex.record_id is not None else ""
+            which = f"record {_shown_id(ex.record_id)} " if ex.record_id is not None else ""
             notes.append(
                 f"{which}page {page.number} has {len(page.text):,} characters, over parse.max_page_chars "
                 f"({limit:,}): split into pages {first}-{first + len(parts) - 1}"
                 + ("; later pages are numbered on from there" if page is not ex.pages[-1] else "")
             )
     return replace(ex, pages=tuple(pages))
+
+
+def _shown_id(rid: str) -> str:
+    """A record id as a note names it: as written, or cut (:func:`~chunkdedup.parse.base.shown`) when long."""
+    return rid if len(rid) <= SHOWN_CHARS else shown(rid)
 
 
 def record_prefix(inp: InputFile) -> str:
