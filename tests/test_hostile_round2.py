@@ -7,6 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from chunkdedup import ingest
@@ -108,3 +109,31 @@ def test_notes_echo_only_the_start_of_a_huge_value(tmp_path: Path) -> None:
     assert result.status == FileStatus.INGESTED and len(reason) < 400, len(reason)
     assert "line 1: 'id' must be a string or an integer, got {'k': 'xxx" in reason
     assert "(200,009 characters as a dict)" in reason and "(5,000 characters) is not a date" in reason
+
+
+# -- 4. repeated record ids -------------------------------------------------------------------------
+def test_a_file_with_repeated_ids_fails_naming_every_repeat(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"id": 5, "text": "five as an integer"}),
+        json.dumps({"id": "5", "text": "five as a string"}),
+        json.dumps({"id": "q", "text": "q once"}),
+        json.dumps({"id": "q", "text": "q twice"}),
+        json.dumps({"id": "q", "text": "q three times"}),
+        json.dumps({"id": "unique", "text": "only once"}),
+    ]
+    (tmp_path / "r.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "fine.txt").write_text(TEXT + "\n")
+    report = ingest([tmp_path], tmp_path / "i.sqlite")
+    status, reason = _by_name(report)["r.jsonl"]
+    assert status == "failed"
+    assert reason == (
+        "record id '5' is used on lines 1 and 2; 'q' on lines 3, 4 and 5 (an integer id and the same "
+        "digits as a string are one id): give each record a unique 'id'"
+    )
+    assert _by_name(report)["fine.txt"][0] == "ingested"
+
+
+def test_repeated_string_ids_say_nothing_of_integers() -> None:
+    data = b'{"id": "a", "text": "one"}\n{"id": "a", "text": "two"}\n'
+    with pytest.raises(Exception, match=r"^record id 'a' is used on lines 1 and 2: give each record"):
+        JsonlParser().parse(data)

@@ -97,8 +97,8 @@ def record_from_mapping(record: Mapping[str, object], number: int, content_hash:
 
 
 class JsonlParser:
-    """JSONL files; unusable lines are skipped with a note, duplicate ids fail the file. Bytes that
-    are not UTF-8 are read as a text file's are, with its note."""
+    """JSONL files; unusable lines are skipped with a note, duplicate ids fail the file (see
+    :func:`gather_records`). Bytes that are not UTF-8 are read as a text file's are, with its note."""
 
     def parse(self, data: bytes) -> Extraction:
         """Parse every non-blank line into a record."""
@@ -108,7 +108,7 @@ class JsonlParser:
             ((number, partial(parse_record, line, number)) for number, line in lines if line.strip()),
             noun="record",
             unit="line",
-            file_notes=(note,) if note else (),
+            notes=(note,) if note else (),
         )
 
     def parse_known(self, data: bytes, keep: Keep) -> Extraction:
@@ -141,7 +141,7 @@ class JsonlParser:
             h = bytes_hash(line.encode("utf-8"))
             rid = keep(h, number)
             items.append((number, rid if rid is not None else partial(parse_record, line, number, h)))
-        return gather_records(items, noun="record", unit="line", file_notes=(note,) if note else ())
+        return gather_records(items, noun="record", unit="line", notes=(note,) if note else ())
 
 
 def gather_records(
@@ -149,19 +149,25 @@ def gather_records(
     *,
     noun: str,
     unit: str,
-    file_notes: Iterable[str] = (),
+    notes: Iterable[str] = (),
 ) -> Extraction:
     """Build each record (``unit`` ``number``); unusable ones become notes, a repeated id fails the file.
 
     An item given as a record id (not a builder) is a record the index holds as it is: only listed
     (``kept``), its id counted among the ids. Shared by every multi-record format (JSONL lines,
-    Parquet rows). ``file_notes`` are the file's own (how its bytes were decoded), before the records'.
+    Parquet rows). ``notes`` are the file's own (how its bytes were decoded), before the records'.
+
+    A repeated id fails the whole file, naming every repeated id and its ``unit`` numbers: which of
+    two records is meant (the first, or a later correction) is the writer's to say, not a guess. Ids
+    are strings, so an integer ``id`` and the same digits as a string (``5`` and ``"5"``) are one id,
+    as :func:`record_id` makes them, and the reason says so.
     """
     records: list[Extracted] = []
     kept: list[str] = []
     order: list[str] = []
-    notes: list[str] = list(file_notes)
-    seen: dict[str, int] = {}
+    found_notes: list[str] = list(notes)
+    seen: dict[str, list[int]] = {}
+    repeated: list[str] = []
     for number, build in items:
         if isinstance(build, str):
             rid = build
@@ -170,21 +176,47 @@ def gather_records(
             try:
                 record = build()
             except ParseError as e:
-                notes.append(f"{unit} {number}: {e.reason}")
+                found_notes.append(f"{unit} {number}: {e.reason}")
                 continue
             rid = record.record_id or ""
             records.append(record)
-            notes.extend(f"{unit} {number}: {note}" for note in record.notes)
-        if rid in seen:
-            raise ParseError(
-                f"record id {rid!r} is used on {unit}s {seen[rid]} and {number}: "
-                "give each record a unique 'id'"
-            )
-        seen[rid] = number
+            found_notes.extend(f"{unit} {number}: {note}" for note in record.notes)
+        numbers = seen.setdefault(rid, [])
+        if len(numbers) == 1:
+            repeated.append(rid)
+        numbers.append(number)
         order.append(rid)
+    if repeated:
+        raise ParseError(_repeated_ids(repeated, seen, unit))
     if not records and not kept:
-        problems = [n for n in notes if n.startswith(f"{unit} ")]
+        problems = [n for n in found_notes if n.startswith(f"{unit} ")]
         raise ParseError(f"no usable {noun}; first problem: {problems[0]}" if problems else f"no {noun}s")
     if not kept:
-        return Extraction(documents=tuple(records), notes=tuple(notes))
-    return Extraction(tuple(records), tuple(notes), kept=tuple(kept), order=tuple(order))
+        return Extraction(documents=tuple(records), notes=tuple(found_notes))
+    return Extraction(tuple(records), tuple(found_notes), kept=tuple(kept), order=tuple(order))
+
+
+#: How many repeated ids, and lines of each, a reason names before it counts the rest.
+_NAMED = 5
+_DIGITS = re.compile(r"-?[0-9]+")
+
+
+def _repeated_ids(repeated: list[str], seen: Mapping[str, list[int]], unit: str) -> str:
+    """The reason a file with repeated ids fails: every repeated id with its line (row) numbers.
+
+    Example:
+        >>> _repeated_ids(["a", "5"], {"a": [1, 2], "5": [3, 4, 9]}, "line")  # doctest: +NORMALIZE_WHITESPACE
+        "record id 'a' is used on lines 1 and 2; '5' on lines 3, 4 and 9 (an integer id and the same
+        digits as a string are one id): give each record a unique 'id'"
+    """
+    parts: list[str] = []
+    for rid in repeated[:_NAMED]:
+        numbers = [f"{n:,}" for n in seen[rid]]
+        if len(numbers) > _NAMED:
+            numbers = [*numbers[:_NAMED], f"{len(numbers) - _NAMED:,} more"]
+        said = f"{', '.join(numbers[:-1])} and {numbers[-1]}"
+        parts.append(f"{shown(rid)} {'is used ' if not parts else ''}on {unit}s {said}")
+    more = f"; and {len(repeated) - _NAMED:,} more repeated ids" if len(repeated) > _NAMED else ""
+    digits = any(_DIGITS.fullmatch(rid) for rid in repeated)
+    why = " (an integer id and the same digits as a string are one id)" if digits else ""
+    return f"record id {'; '.join(parts)}{more}{why}: give each record a unique 'id'"
