@@ -137,3 +137,14 @@ def test_repeated_string_ids_say_nothing_of_integers() -> None:
     data = b'{"id": "a", "text": "one"}\n{"id": "a", "text": "two"}\n'
     with pytest.raises(Exception, match=r"^record id 'a' is used on lines 1 and 2: give each record"):
         JsonlParser().parse(data)
+
+
+# -- 6. full-width questions ------------------------------------------------------------------------
+def test_a_full_width_question_finds_the_text_it_folds_to(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("Personal data kept for thirty days after the account closes.\n")
+    (tmp_path / "b.txt").write_text("Ｂａｄｇｅｓ are returned at the front desk on the last day.\n")
+    index = tmp_path / "i.sqlite"
+    ingest([tmp_path], index)
+    for question, found in (("ｄａｔａ ｋｅｐｔ", "Personal data kept"), ("ｂａｄｇｅｓ", "Ｂａｄｇｅｓ")):
+        result = CliRunner().invoke(main, ["query", question, "--index", str(index)])
+        assert result.exit_code == 0 and found in result.output, (question, result.output)

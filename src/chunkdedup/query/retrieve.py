@@ -9,6 +9,7 @@ text can never be read as FTS5 syntax) and ORs them; BM25 ranks chunks holding m
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -93,13 +94,23 @@ def content_terms(text: str, parts: bool = True) -> list[str]:
 
     If every word is a stop word, all words are kept (a question of stop words still asks something).
 
+    The question is NFKC-folded as the dedup keys fold text, so full-width ``ｄａｔａ`` (an East Asian
+    keyboard) or a ligature asks for ``data``; a word the fold changes is also asked as written, so a
+    text that writes it that way is found too (the search tokenizer does not fold).
+
     Example:
         >>> content_terms("What is the refund policy? REFUND within 30 days")
         ['refund', 'policy', 'within', '30', 'days']
         >>> content_terms("3M's FY2018 capex in Q3")
         ['3m', '3', 'fy2018', '2018', 'capex', 'q3']
+        >>> content_terms("ｄａｔａ ｋｅｐｔ")
+        ['data', 'kept', 'ｄａｔａ', 'ｋｅｐｔ']
     """
     words = [w.lower() for w in _WORD.findall(text)]
+    if not text.isascii():
+        folded = [w.lower() for w in _WORD.findall(unicodedata.normalize("NFKC", text))]
+        known = set(folded)
+        words = [*folded, *(w for w in words if w not in known)]
     if parts:
         words = [p for w in words for p in (w, *word_parts(w))]
     unique = list(dict.fromkeys(words))
