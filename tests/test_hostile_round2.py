@@ -139,6 +139,47 @@ def test_repeated_string_ids_say_nothing_of_integers() -> None:
         JsonlParser().parse(data)
 
 
+# -- 5. an empty Host header ------------------------------------------------------------------------
+def test_a_request_with_an_empty_or_missing_host_is_refused(tmp_path: Path) -> None:
+    pytest.importorskip("starlette")
+    import asyncio
+
+    from starlette.testclient import TestClient
+
+    from chunkdedup.web import create_app
+
+    (tmp_path / "a.txt").write_text(TEXT + "\n")
+    index = tmp_path / "i.sqlite"
+    ingest([tmp_path / "a.txt"], index)
+    app = create_app(index)
+    with TestClient(base_url="http://localhost", app=app) as c:
+        assert c.get("/documents", headers={"host": "localhost"}).status_code == 200
+        for host in ("", " ", ":8765"):
+            assert c.get("/documents", headers={"host": host}).status_code == 400, repr(host)
+
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "http_version": "1.0",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/documents",
+        "raw_path": b"/documents",
+        "query_string": b"",
+        "headers": [],
+        "server": ("127.0.0.1", 8765),
+    }
+    asyncio.run(app(scope, receive, send))  # an HTTP/1.0 request carries no Host at all
+    assert sent[0]["status"] == 400
+
+
 # -- 6. full-width questions ------------------------------------------------------------------------
 def test_a_full_width_question_finds_the_text_it_folds_to(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("Personal data kept for thirty days after the account closes.\n")
