@@ -113,7 +113,7 @@ CREATE TABLE canonicals(
     n_sources INTEGER NOT NULL, signature TEXT NOT NULL, updated_run INTEGER NOT NULL);
 CREATE TABLE variants(
     a TEXT NOT NULL, b TEXT NOT NULL, similarity REAL NOT NULL, differing TEXT NOT NULL,
-    PRIMARY KEY(a, b)) WITHOUT ROWID;
+    reason TEXT NOT NULL DEFAULT 'number', PRIMARY KEY(a, b)) WITHOUT ROWID;
 CREATE TABLE contexts(dkey INTEGER PRIMARY KEY, doc_id TEXT NOT NULL UNIQUE, text TEXT NOT NULL);
 CREATE TABLE text_dicts(dict_id INTEGER PRIMARY KEY, data BLOB NOT NULL);
 CREATE VIRTUAL TABLE groups_fts USING fts5(
@@ -288,7 +288,11 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
     with clock("cluster"):
         first = {gid: members[gid][0].chunk for gid in gids}
         rows = [GroupRow(g, None, (first[g].doc_id, first[g].page, first[g].start), g) for g in seen]
-        assignments, variants = decide(rows, edges, near.guard, near.linkage, keys)
+        on_edges = {g for pair in edges for g in pair}
+        assignments, variants = decide(
+            rows, edges, near.guard, near.linkage, keys,
+            texts={g: first[g].text for g in on_edges}, meaning=near.meaning, numbering=near.numbering,
+        )
         decided = {a.group_id: a for a in assignments}
     canonical_ids = sorted({a.canonical_id for a in assignments})
 
@@ -380,7 +384,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
             text = first[srcs[0][6]].text  # the canonical's first source is its group's first
             signature = key_hash(json.dumps([text, [list(r[:6]) for r in srcs]]))
             canonical_rows.append((cid, None if srcs[0][6] == cid else text, len(srcs), signature, run_id))
-        variant_rows = [(a, b, s, json.dumps(list(diff))) for a, b, s, diff in variants]
+        variant_rows = [(a, b, s, json.dumps(list(diff)), why) for a, b, s, diff, why in variants]
     with clock("contexts"):
         sources = [
             ContextSource(
@@ -428,7 +432,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
             "INSERT INTO canonicals(id, text, n_sources, signature, updated_run) VALUES (?, ?, ?, ?, ?)",
             canonical_rows,
         )
-        c.executemany("INSERT INTO variants VALUES (?, ?, ?, ?)", variant_rows)
+        c.executemany("INSERT INTO variants VALUES (?, ?, ?, ?, ?)", variant_rows)
         c.executemany("INSERT INTO contexts(doc_id, text) VALUES (?, ?)", context_rows)
         for statement in INDEXES.strip().split(";\n"):
             c.execute(statement)

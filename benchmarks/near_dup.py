@@ -48,6 +48,7 @@ import resource
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -62,6 +63,7 @@ from rich.console import Console
 from rich.table import Table
 from xxhash import xxh3_64_intdigest
 
+import real_pairs
 from chunkdedup.dedup import minhash
 from chunkdedup.dedup.guard import guard_diff
 from chunkdedup.dedup.lsh import (
@@ -72,6 +74,7 @@ from chunkdedup.dedup.lsh import (
     leader_cluster_checked,
     verified_edges_flat,
 )
+from chunkdedup.dedup.meaning import judge_edges, numbering_only
 from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.normalize import exact_key
 
@@ -582,9 +585,13 @@ def accuracy(root: Path, hasher: MinHasher, per_kind: int, seed: int) -> dict[st
     numeric = [i for i, p in enumerate(paragraphs) if _DIGIT.search(p)]
     plain = rng.sample(range(len(paragraphs)), min(per_kind, len(paragraphs)))
     planted_numeric: list[tuple[int, int]] = []
+    planted_edited: list[tuple[int, int]] = []
+    planted_format: list[tuple[int, int]] = []
     for i in plain:
         words = paragraphs[i].split()
+        planted_edited.append((i, len(texts)))
         texts.append(_rewrap_recase(rng, _edited(rng, words, vocabulary)))
+        planted_format.append((i, len(texts)))
         texts.append(_rewrap_recase(rng, words))
     for i in rng.sample(numeric, min(per_kind, len(numeric))):
         changed = _number_changed(rng, paragraphs[i].split())
@@ -602,6 +609,9 @@ def accuracy(root: Path, hasher: MinHasher, per_kind: int, seed: int) -> dict[st
     items = np.arange(m, dtype=np.int64)
     edges, sims = verified_edges_flat(pairs, items, flat, offsets, THRESHOLD)
     passed, tokens = guard_edges(edges, keys)
+    # The library default adds ``near.numbering`` and the meaning guard, which read the texts as written
+    # (items in index order: each paragraph ranks before its copies).
+    judged, why = judge_edges(edges, items, passed, texts.__getitem__)
     # Brute force: every pair's exact Jaccard, then the guard on the pairs at or above the threshold.
     left, right = np.triu_indices(m, k=1)
     every = np.stack((left, right), axis=1).astype(np.int64)
@@ -626,6 +636,7 @@ def accuracy(root: Path, hasher: MinHasher, per_kind: int, seed: int) -> dict[st
         lost = positive[~found]
         size = np.bincount(leader, minlength=m)
         by_linkage[linkage] = {
+            "leader": leader,
             "same_cluster_pairs": len(same_pairs),
             "precision": len(same_pairs & true_pairs) / len(same_pairs) if same_pairs else 1.0,
             "false_same_cluster_pairs": len(false_pairs),
@@ -645,6 +656,40 @@ def accuracy(root: Path, hasher: MinHasher, per_kind: int, seed: int) -> dict[st
             "number_date_variants_merged": sum(int(leader[a] == leader[b]) for a, b in planted_numeric),
             "same_cluster_pairs_with_number_date_difference": differs,
         }
+    # The default guards (number/date + numbering + meaning), leader rule: what the meaning guard costs
+    # the synthetic set's recall (its edits replace random words of the corpus, names and "not"
+    # among them: a pair the truth counts as a copy may say something else) and which reasons fire.
+    leader = leader_cluster_checked(items, edges, sims, judged, tokens, "leader", why).leader[rep]
+    found = leader[positive[:, 0]] == leader[positive[:, 1]]
+    plain_leader = by_linkage[LINKAGES[0]].pop("leader")
+    for lk in LINKAGES[1:]:
+        by_linkage[lk].pop("leader")
+
+    def merged(planted: list[tuple[int, int]], lead: npt.NDArray[np.int64]) -> dict[str, int]:
+        """Planted copies at or above the threshold (and number-clean), and how many share a cluster."""
+        pos = [(a, b) for a, b in planted if (min(a, b), max(a, b)) in true_pairs]
+        return {"positive": len(pos), "merged": sum(int(lead[a] == lead[b]) for a, b in pos)}
+
+    released = [(a, b) for a, b in planted_numeric if numbering_only(texts[a], texts[b])]
+    by_linkage["leader+meaning"] = {
+        "recall": float(found.mean()) if found.size else 1.0,
+        "recall_not_identical": float(found[~identical].mean()) if (~identical).any() else 1.0,
+        "missed_positive_pairs": int((~found).sum()),
+        # copies only re-wrapped and re-cased (no word changed): the guard must merge every one
+        "format_copies": merged(planted_format, leader),
+        # copies with 1-2 words replaced, deleted or inserted at random (a name, "not", "may" among
+        # them): where the guard keeps one apart, the edit changed a word it reads as meaning
+        "edited_copies": merged(planted_edited, leader),
+        "edited_copies_without_the_guard": merged(planted_edited, plain_leader),
+        "number_date_variants_merged": sum(int(leader[a] == leader[b]) for a, b in planted_numeric),
+        # the planted change hit an enumeration label, a page-number line or a link target: numbering
+        "number_date_variants_numbering_only": len(released),
+        "number_date_variants_merged_in_the_text": sum(
+            int(leader[a] == leader[b]) for a, b in planted_numeric if (a, b) not in released
+        ),
+        "edges_kept_apart_by_reason": dict(sorted(Counter(r for r, _ in why.values()).items())),
+        "edges_released_by_numbering": int((judged & ~passed).sum()),
+    }
     return {
         "paragraphs": len(paragraphs),
         "texts": m,
@@ -658,6 +703,62 @@ def accuracy(root: Path, hasher: MinHasher, per_kind: int, seed: int) -> dict[st
         **by_linkage[LINKAGES[0]],
         "by_linkage": by_linkage,
     }
+
+
+def print_accuracy(console: Console, acc: dict[str, Any]) -> None:
+    """The accuracy set's figures, each rule, and the default guards beside them."""
+    a = acc
+    console.print(
+        f"accuracy ({a['texts']:,} texts from {a['paragraphs']:,} real paragraphs, {a['all_pairs']:,} pairs;"
+        f" {a['positive_pairs']:,} positives, {a['positive_pairs_not_identical']:,} not identical after"
+        f" exact_key; {a['number_date_variants_planted']} number/date-only variants planted,"
+        f" {a['number_date_variants_at_or_above_threshold']} at or above {THRESHOLD}):"
+    )
+    for lk in LINKAGES:
+        r_acc = a["by_linkage"][lk]
+        console.print(
+            f"  linkage={lk}: merge precision (each copy vs the canonical it joined, the leader rule's"
+            f" decision) {r_acc['merge_precision']:.4f} over {r_acc['merges']:,} (target >= 0.99);"
+            f" recall {r_acc['recall']:.4f} (target >= 0.95; {r_acc['recall_not_identical']:.4f} not"
+            f" identical); number/date-only variants merged {r_acc['number_date_variants_merged']}"
+            f" (target 0); all-pairs precision (every two copies in a canonical)"
+            f" {r_acc['precision']:.4f}; {r_acc['false_same_cluster_pairs']} same-cluster pairs below the"
+            f" threshold, Jaccard {r_acc['false_pairs_jaccard_range']}; {r_acc['missed_positive_pairs']}"
+            f" positives missed, {r_acc['missed_pairs_both_in_multi_member_clusters']} of them split"
+            " between two clusters of >= 2"
+        )
+    g = a["by_linkage"]["leader+meaning"]
+    fmt, ed, ed0 = g["format_copies"], g["edited_copies"], g["edited_copies_without_the_guard"]
+    console.print(
+        f"  linkage=leader with the default guards (number/date + numbering + meaning): recall"
+        f" {g['recall']:.4f} ({g['recall_not_identical']:.4f} not identical), {g['missed_positive_pairs']}"
+        f" positives missed; re-wrapped/re-cased copies merged {fmt['merged']} of {fmt['positive']};"
+        f" copies with 1-2 random words edited merged {ed['merged']} of {ed['positive']} (without the"
+        f" meaning guard {ed0['merged']}); number/date-only variants merged"
+        f" {g['number_date_variants_merged']} of which {g['number_date_variants_merged_in_the_text']}"
+        f" changed a number in the text ({g['number_date_variants_numbering_only']} planted changes hit"
+        f" only an enumeration label, a page-number line or a link target); edges kept apart by the"
+        f" meaning guard {g['edges_kept_apart_by_reason']}, released by numbering"
+        f" {g['edges_released_by_numbering']}"
+    )
+
+
+def real_pairs_figures(work: Path | None) -> dict[str, Any]:
+    """The guards on the labelled real pairs (``benchmarks/real_pairs.py``), printed and returned."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = work or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        pairs = [
+            p
+            for c in real_pairs.CORPORA
+            for p in real_pairs.corpus_pairs(c, real_pairs.index_for(c, real_pairs.DATA, folder))
+        ]
+    result = real_pairs.evaluate(pairs, list(real_pairs.read_jsonl(real_pairs.LABELS)))
+    print("labelled real pairs (sec-10q, site-policy, ntsb; benchmarks/data/real_pairs_labels.jsonl):")
+    real_pairs.print_evaluation(result)
+    return result
 
 
 # --- main --------------------------------------------------------------------------------------------
@@ -679,9 +780,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="folder of Markdown files")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument(
+        "--accuracy-only", action="store_true",
+        help="only the accuracy set and the labelled real pairs (no throughput rows); writes --out",
+    )
+    ap.add_argument("--work", type=Path, help="keep the real pairs' candidate indexes here (and reuse them)")
     args = ap.parse_args(argv)
     console = Console(width=150)
     wall0 = time.perf_counter()
+    if args.accuracy_only:
+        hasher = MinHasher(NUM_PERM, SHINGLE_WORDS, seed=1)
+        acc = accuracy(ACCURACY_SOURCE, hasher, args.accuracy_per_kind, args.seed)
+        print_accuracy(console, acc)
+        real = real_pairs_figures(args.work)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        both = {"accuracy": acc, "real_pairs": real}
+        args.out.write_text(json.dumps(both, indent=2) + "\n", encoding="utf-8")
+        console.print(f"wrote {args.out} in {time.perf_counter() - wall0:.1f} s")
+        return 0
 
     t = time.perf_counter()
     corpus = Corpus.from_markdown(args.source, args.chunks, args.seed)
@@ -789,25 +905,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" {pl['above_threshold_guard_differs']:,} differing in a number merged;"
         f" near copies' true Jaccard median {pl['near_copy_true_jaccard_median']:.3f}"
     )
+    print_accuracy(console, acc)
+    real = real_pairs_figures(args.work)
     a = acc
-    console.print(
-        f"accuracy ({a['texts']:,} texts from {a['paragraphs']:,} real paragraphs, {a['all_pairs']:,} pairs;"
-        f" {a['positive_pairs']:,} positives, {a['positive_pairs_not_identical']:,} not identical after"
-        f" exact_key; {a['number_date_variants_planted']} number/date-only variants planted,"
-        f" {a['number_date_variants_at_or_above_threshold']} at or above {THRESHOLD}):"
-    )
-    for lk, r_acc in a["by_linkage"].items():
-        console.print(
-            f"  linkage={lk}: merge precision (each copy vs the canonical it joined, the leader rule's"
-            f" decision) {r_acc['merge_precision']:.4f} over {r_acc['merges']:,} (target >= 0.99);"
-            f" recall {r_acc['recall']:.4f} (target >= 0.95; {r_acc['recall_not_identical']:.4f} not"
-            f" identical); number/date-only variants merged {r_acc['number_date_variants_merged']}"
-            f" (target 0); all-pairs precision (every two copies in a canonical)"
-            f" {r_acc['precision']:.4f}; {r_acc['false_same_cluster_pairs']} same-cluster pairs below the"
-            f" threshold, Jaccard {r_acc['false_pairs_jaccard_range']}; {r_acc['missed_positive_pairs']}"
-            f" positives missed, {r_acc['missed_pairs_both_in_multi_member_clusters']} of them split"
-            " between two clusters of >= 2"
-        )
     rules = Table(
         title=f"clustering rule (linkage), threshold {THRESHOLD}: accuracy set, then {corpus.n:,} chunks"
     )
@@ -889,6 +989,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "end_to_end": e2e,
         "planted": planted,
         "accuracy": acc,
+        "real_pairs": real,
         "setup_seconds": warm_s,
         "peak_rss_mib": peak,
         "wall_seconds": wall,

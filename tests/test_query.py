@@ -342,9 +342,10 @@ def test_label_policy_puts_dates_next_to_the_text(policy_index: Path) -> None:
 def test_scores_full_precision_and_no_safety_net(policy_index: Path) -> None:
     with Index.open(policy_index) as ix:
         text_only = QueryConfig(context_weight=0)  # with context the score adds its context score
-        raw = search(ix, QUESTIONS[1], k=5, safety_net=False, config=text_only)
+        raw = search(ix, QUESTIONS[1], k=5, safety_net=False, config=text_only, versions="all")
         net = search(ix, QUESTIONS[1], k=5, config=text_only)
-        # a cluster is placed by its best-scoring copy (no filter here: every copy may place it)
+        # a cluster is placed by its best-scoring copy (no filter and every version: every copy may
+        # place it; under "latest" a copy only in a superseded version does not)
         bm25 = min(
             r[0]
             for r in ix.store.conn.execute(
@@ -388,7 +389,9 @@ def test_variants_are_treated_as_versions(tmp_path: Path) -> None:
         a, b = group[ids["old.txt"]], group[ids["new.txt"]]
     else:
         a, b = ids["old.txt"], ids["new.txt"]
-    conn.execute('INSERT INTO variants VALUES (?, ?, 0.9, \'["30", "45"]\')', (a, b))
+    conn.execute(
+        'INSERT INTO variants(a, b, similarity, differing) VALUES (?, ?, 0.9, \'["30", "45"]\')', (a, b)
+    )
     conn.commit()
     conn.close()
     with Index.open(index) as ix:

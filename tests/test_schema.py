@@ -62,10 +62,18 @@ def test_0002_makes_every_group_searchable(tmp_path: Path) -> None:
     conn.execute("INSERT INTO groups_fts(groups_fts) VALUES('integrity-check')")
     conn.close()
     with Index.open(path) as ix:
-        # "promptly" is only in the near copy: it finds the cluster, shown by its canonical text
+        # "promptly" is only in the near copy: it finds the cluster, shown in the copy's own words
+        # (the canonical's words ride with the canonical's citation); asked for the canonical's words,
+        # shown by its canonical text
         hits = ix.query("promptly", versions="all")
-        assert [(h.id, h.text, [c.doc for c in h.citations]) for h in hits] == [
-            ("g-a.txt", "Refunds are paid within thirty days.", ["a.txt", "b.txt"])
+        assert [(h.id, h.text, [(c.doc, c.text) for c in h.citations]) for h in hits] == [
+            ("g-a.txt", "Refunds are paid promptly.",
+             [("b.txt", None), ("a.txt", "Refunds are paid within thirty days.")])
+        ]
+        hits = ix.query("promptly", versions="all", words="canonical")
+        assert [(h.id, h.text, [(c.doc, c.text) for c in h.citations]) for h in hits] == [
+            ("g-a.txt", "Refunds are paid within thirty days.",
+             [("a.txt", None), ("b.txt", "Refunds are paid promptly.")])
         ]
         # where only the copy's document may be seen, the copy is shown
         hits = ix.query("promptly", versions="all", where=["doc=b.txt"])

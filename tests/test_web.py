@@ -202,9 +202,9 @@ def test_chunk_page_shows_guard_variants(client: TestClient, ix: Index) -> None:
     cid = _find(ix, "variant")
     data = get_json(client, f"/chunks/{cid}")
     want = ix.variants(cid)
-    assert [(v["other"], v["similarity"], v["differing"]) for v in data["variants"]] == [
-        (v["other"], v["similarity"], v["differing"]) for v in want]
-    assert all(v["changed_words"] for v in data["variants"])
+    assert [(v["other"], v["similarity"], v["differing"], v["reason"]) for v in data["variants"]] == [
+        (v["other"], v["similarity"], v["differing"], v["reason"]) for v in want]
+    assert all(v["changed_words"] or v["this_changed_words"] for v in data["variants"])
     html = client.get(f"/chunks/{cid}").text
     for v in want:
         assert f'href="/chunks/{v["other"]}"' in html

@@ -358,10 +358,10 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
             words = safe_text(" ".join(m["differing"]))
             click.echo(f"  {m['group']} {m['relation']} {m['similarity']!r} x{m['copies']}: {words}")
     if variants:
-        click.echo("\nversions kept apart by the number/date guard:")
+        click.echo("\nversions kept apart by a guard (reason, similarity, what differs):")
         for v in variants:
             words = safe_text(" ".join(v["differing"]))
-            click.echo(f"  {v['other']} similarity {v['similarity']!r}: {words}")
+            click.echo(f"  {v['other']} {v['reason']} similarity {v['similarity']!r}: {words}")
 
 
 @main.command("boilerplate")

@@ -169,7 +169,15 @@ def update_clusters(
         rows, edges = tables.group_rows(dirty), {}
     from chunkdedup.dedup.near import decide
 
-    assignments, variants = decide(rows, edges, near.guard, near.linkage, keys)
+    texts: dict[str, str] = {}
+    judged = bool(near.meaning) or near.numbering
+    if judged and edges:  # the meaning guard reads the texts of the groups on an edge
+        on_edges = {gid for pair in edges for gid in pair}
+        texts = tables.group_texts([row.id for row in rows if row.text is None and row.id in on_edges])
+    assignments, variants = decide(
+        rows, edges, near.guard, near.linkage, keys,
+        texts=texts, meaning=near.meaning, numbering=near.numbering,
+    )
     with store.transaction():
         # dirty and rows are sorted by id: equal lists are the same groups
         tables.apply(assignments, variants, run_id, every_dirty=[row.id for row in rows] == dirty)

@@ -114,6 +114,10 @@ class DedupConfig:
     exact: bool = True
 
 
+#: the meaning guard's reasons, in the order it checks them (:mod:`chunkdedup.dedup.meaning`)
+MEANING_REASONS = ("negation", "modality", "ordinal", "reference", "qualifier", "name", "content")
+
+
 @dataclass(frozen=True, slots=True)
 class NearConfig:
     """Near-duplicate tier: MinHash over word shingles of the exact key, LSH banding, exact
@@ -128,6 +132,11 @@ class NearConfig:
     leader gives merge precision 1.000 (each copy against its canonical), recall 0.973, all-pairs
     precision 0.983; complete gives 1.000 / 0.947 / 1.000, at the same speed. On sec-10q and
     site-policy both give the same canonicals.
+
+    ``meaning``: the meaning guard's reasons (any of ``MEANING_REASONS``; empty turns it off): a pair
+    whose differing words change meaning for one of them is a variant, not a copy. ``numbering``: a
+    pair the number/date guard kept apart whose numbers differ only in enumeration labels and
+    page-number lines is judged as if they were equal (:func:`chunkdedup.dedup.meaning.numbering_only`).
     """
 
     enabled: bool = True
@@ -139,8 +148,16 @@ class NearConfig:
     seed: int = 1
     guard: bool = True
     linkage: str = "leader"
+    meaning: tuple[str, ...] = MEANING_REASONS
+    numbering: bool = True
 
     def __post_init__(self) -> None:
+        unknown = [r for r in self.meaning if r not in MEANING_REASONS]
+        if unknown:
+            raise ConfigError(
+                f"near.meaning names unknown reasons {unknown}: "
+                f"pick from {list(MEANING_REASONS)} ([] turns it off)"
+            )
         if not 0.0 < self.threshold <= 1.0:
             raise ConfigError(f"near.threshold must be in (0, 1], got {self.threshold}")
         if self.linkage not in ("complete", "leader"):

@@ -408,13 +408,15 @@ class Merge:
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """A near-duplicate pair kept apart by the number/date guard: ``a`` ranks before ``b`` (``a`` is the
-    leader ``b`` could have joined); ``differing`` is ``guard_diff(keys[a], keys[b])``."""
+    """A near-duplicate pair kept apart by a guard: ``a`` ranks before ``b`` (``a`` is the leader ``b``
+    could have joined); ``differing`` is ``guard_diff(keys[a], keys[b])`` for the number/date guard
+    (``reason`` ``number``), else the words the meaning guard names with its reason."""
 
     a: int
     b: int
     similarity: float
     differing: tuple[str, ...]
+    reason: str = "number"
 
 
 @dataclass(frozen=True, slots=True)
@@ -633,13 +635,16 @@ def leader_cluster_checked(
     passed: BoolArray,
     tokens: Mapping[int, tuple[str, ...]],
     linkage: str = "leader",
+    reasons: Mapping[tuple[int, int], tuple[str, tuple[str, ...]]] | None = None,
 ) -> Clustering:
     """:func:`leader_cluster` with the guard already decided per edge (:func:`guard_edges`).
 
     Gives what ``leader_cluster(order, edges, similarity, keys, guard=True, linkage=linkage)`` gives,
     reading no keys:
     ``passed[k]`` is edge ``k``'s guard verdict and ``tokens`` the numeric tokens of every item on a
-    failed edge. Use it when the keys of millions of items cannot be held at once.
+    failed edge. Use it when the keys of millions of items cannot be held at once. ``reasons``:
+    ``(i, j)`` (``i < j``) -> (reason, words) for a failed edge some other guard decided (the meaning
+    guard); its variant carries them instead of a token difference.
 
     Example:
         >>> edges = np.array([[0, 1], [0, 2]])
@@ -656,7 +661,7 @@ def leader_cluster_checked(
     if verdicts.size != np.asarray(edges).reshape(-1, 2).shape[0]:
         raise ValueError(f"{verdicts.size} verdicts for {np.asarray(edges).reshape(-1, 2).shape[0]} edges")
     lo, hi, sims, source = _undirected(rank.size, edges, similarity)
-    return _cluster(rank, lo, hi, sims, verdicts[source], tokens.__getitem__, linkage == "complete")
+    return _cluster(rank, lo, hi, sims, verdicts[source], tokens.__getitem__, linkage == "complete", reasons)
 
 
 def _cluster(
@@ -667,6 +672,7 @@ def _cluster(
     ok: BoolArray,
     tokens: Callable[[int], tuple[str, ...]],
     complete: bool,
+    reasons: Mapping[tuple[int, int], tuple[str, tuple[str, ...]]] | None = None,
 ) -> Clustering:
     n = rank.size
     src = np.concatenate((lo, hi))
@@ -683,7 +689,7 @@ def _cluster(
     leader, best, slots = walk(visit, rank, indptr, nbr, adjacent_sims, adjacent_ok, complete)
     members = visit[leader[visit] != visit]
     merges = tuple(Merge(int(i), int(leader[i]), float(best[i])) for i in members)
-    variants = _variants(slots, src[by_src], nbr, adjacent_sims, rank, tokens)
+    variants = _variants(slots, src[by_src], nbr, adjacent_sims, rank, tokens, reasons or {})
     return Clustering(leader, best, merges, variants)
 
 
@@ -694,10 +700,16 @@ def _variants(
     sims: F64Array,
     rank: I64Array,
     tokens: Callable[[int], tuple[str, ...]],
+    reasons: Mapping[tuple[int, int], tuple[str, tuple[str, ...]]],
 ) -> tuple[Variant, ...]:
     b, a = src[slots], nbr[slots]
     ordered = np.lexsort((rank[a], rank[b]))
-    return tuple(
-        Variant(int(a[k]), int(b[k]), float(sims[slots[k]]), token_diff(tokens(int(a[k])), tokens(int(b[k]))))
-        for k in ordered
-    )
+    out = []
+    for k in ordered.tolist():
+        i, j = int(a[k]), int(b[k])
+        why = reasons.get((min(i, j), max(i, j)))
+        if why is None:
+            out.append(Variant(i, j, float(sims[slots[k]]), token_diff(tokens(i), tokens(j))))
+        else:
+            out.append(Variant(i, j, float(sims[slots[k]]), why[1], why[0]))
+    return tuple(out)

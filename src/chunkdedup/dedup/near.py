@@ -20,9 +20,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from chunkdedup.config import NearConfig
-from chunkdedup.dedup.lsh import band_keys, leader_cluster
+from chunkdedup.dedup.lsh import Clustering, band_keys, guard_edges, leader_cluster, leader_cluster_checked
+from chunkdedup.dedup.meaning import judge_edges
 from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.dedup.settings import NUMPY_KEYS, near_fingerprints, near_hashing
 from chunkdedup.normalize import exact_key
@@ -30,6 +32,7 @@ from chunkdedup.types import Assignment, GroupRow
 
 _MAX_DIFF = 20
 __all__ = [
+    "Decided",
     "Edges",
     "NearEdges",
     "connect",
@@ -161,10 +164,30 @@ def _ranked(rows: Sequence[GroupRow]) -> list[int]:
     return ranked
 
 
+Decided = tuple[list[Assignment], list[tuple[str, str, float, tuple[str, ...], str]]]
+"""The clusters of :func:`decide` and its variants: ``(a, b, similarity, differing, reason)``."""
+
+
 def decide(
-    rows: Sequence[GroupRow], edges: Edges, guard: bool, linkage: str, keys: dict[str, str]
-) -> tuple[list[Assignment], list[tuple[str, str, float, tuple[str, ...]]]]:
-    """Leader clustering over the edges; a near edge weighs ``1 + jaccard`` so it outranks any cosine."""
+    rows: Sequence[GroupRow],
+    edges: Edges,
+    guard: bool,
+    linkage: str,
+    keys: dict[str, str],
+    *,
+    texts: Mapping[str, str] | None = None,
+    meaning: Sequence[str] = (),
+    numbering: bool = False,
+) -> Decided:
+    """Leader clustering over the edges; a near edge weighs ``1 + jaccard`` so it outranks any cosine.
+
+    ``guard``: the number/date guard on every edge. ``meaning`` (reasons) and ``numbering``: the
+    meaning guard reads ``texts`` (group id -> text, case kept; a row's own text where it has one) of
+    every group on an edge (:mod:`chunkdedup.dedup.meaning`): an edge the number/date guard failed
+    only in numbering passes it, and an edge whose differing words change meaning fails. Each pair's
+    words are read with the earlier group (by order) first, so a variant's words say ``-`` for the
+    leader's and ``+`` for the later text's.
+    """
     index = {row.id: i for i, row in enumerate(rows)}
     ranked = _ranked(rows)
     order = np.empty(len(rows), dtype=np.int64)
@@ -177,16 +200,20 @@ def decide(
         return edges[(a, b) if a < b else (b, a)]
 
     row_keys = [keys[row.id] if row.text is None else group_key(keys, row.id, row.text) for row in rows]
-    # so many groups were verified by the compiled kernels: the guard's fingerprints cost no start-up
-    result = leader_cluster(
-        order,
-        edge_array,
-        np.asarray(weights, dtype=np.float64),
-        row_keys,
-        guard=guard,
-        linkage=linkage,
-        compiled=True if len(rows) > NUMPY_KEYS else None,
-    )
+    if meaning or numbering:
+        result = _cluster_with_meaning(
+            rows, order, edge_array, weights, row_keys, guard, linkage, texts or {}, meaning, numbering
+        )
+    else:  # so many groups were verified by the compiled kernels: the fingerprints cost no start-up
+        result = leader_cluster(
+            order,
+            edge_array,
+            np.asarray(weights, dtype=np.float64),
+            row_keys,
+            guard=guard,
+            linkage=linkage,
+            compiled=True if len(rows) > NUMPY_KEYS else None,
+        )
     assignments = []
     for i, (row, leader) in enumerate(zip(rows, result.leader.tolist(), strict=True)):
         if leader == i:
@@ -196,7 +223,36 @@ def decide(
             diff = word_diff(row_keys[i], row_keys[leader])
             assignments.append(Assignment(row.id, rows[leader].id, relation, sim, diff))
     variants = [
-        (rows[v.a].id, rows[v.b].id, edge(rows[v.a].id, rows[v.b].id)[1], tuple(v.differing))
+        (rows[v.a].id, rows[v.b].id, edge(rows[v.a].id, rows[v.b].id)[1], tuple(v.differing), v.reason)
         for v in result.variants
     ]
     return assignments, variants
+
+
+def _cluster_with_meaning(
+    rows: Sequence[GroupRow],
+    order: npt.NDArray[np.int64],
+    edge_array: npt.NDArray[np.int64],
+    weights: list[float],
+    row_keys: list[str],
+    guard: bool,
+    linkage: str,
+    texts: Mapping[str, str],
+    meaning: Sequence[str],
+    numbering: bool,
+) -> Clustering:
+    """:func:`~chunkdedup.dedup.lsh.leader_cluster` with the meaning guard deciding beside the
+    number/date guard (see :func:`decide`)."""
+    if guard:
+        passed, tokens = guard_edges(edge_array, row_keys)
+    else:
+        passed, tokens = np.ones(edge_array.shape[0], dtype=np.bool_), {}
+
+    def text(i: int) -> str:
+        row = rows[i]
+        return row.text if row.text is not None else texts[row.id]
+
+    passed, reasons = judge_edges(edge_array, order, passed, text, meaning, numbering)
+    return leader_cluster_checked(
+        order, edge_array, np.asarray(weights, dtype=np.float64), passed, tokens, linkage, reasons
+    )

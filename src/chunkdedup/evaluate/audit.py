@@ -140,7 +140,8 @@ def audit(index: str | Path, queries: str | Path | Sequence[str], *, k: int = 10
         embedded = _has_embeddings(ix.store)
         threshold = _cosine_threshold(ix.store, cfg.semantic.threshold) if embedded else None
         for qid, text in items:
-            hits = search(ix, text, k=k, config=cfg.query).hits
+            # the canonicals' words: the vectors compared beside them are the canonicals' too
+            hits = search(ix, text, k=k, config=cfg.query, words="canonical").hits
             vectors = _vectors(ix.store, [h.id for h in hits]) if embedded else {}
             pairs = []
             for i in range(len(hits)):

@@ -324,7 +324,7 @@ class ChunkTables:
         born: Born = _NONE_BORN,
         signed: Mapping[str, bytes] = _NO_SIGNED,
     ) -> set[str]:
-        """Re-derive groups from their sources; mark new, moved or emptied ones dirty.
+        """Re-derive groups from their sources; mark new, moved, reworded or emptied ones dirty.
 
         Returns the canonical ids that lost a group (their cluster must be refreshed too). Reads are
         batched (each group's first source in one query, its text sliced from its page, see
@@ -359,8 +359,8 @@ class ChunkTables:
                 continue
             if (was[4], was[5], tuple(was[:3])) != (text, n, (doc_id, page, start)):
                 updates.append((text, n, doc_id, page, start, gid))
-            if tuple(was[:3]) != (doc_id, page, start):
-                dirty.append((gid,))
+            if tuple(was[:3]) != (doc_id, page, start) or was[4] != text:
+                dirty.append((gid,))  # its order moved, or its words (the meaning guard reads their case)
         self._drop_groups(gone)
         # one statement each (see staged_rows): the text-index triggers then write the FTS5 index once
         # per batch, not once per row
@@ -739,7 +739,7 @@ class ChunkTables:
     def apply(
         self,
         assignments: Sequence[Assignment],
-        variants: Sequence[tuple[str, str, float, tuple[str, ...]]],
+        variants: Sequence[tuple[str, str, float, tuple[str, ...], str]],
         run_id: int,
         *,
         every_dirty: bool = False,
@@ -787,8 +787,8 @@ class ChunkTables:
         if c.execute("SELECT 1 FROM variants LIMIT 1").fetchone() is not None:  # none on a first ingest
             c.executemany("DELETE FROM variants WHERE a=? OR b=?", [(g, g) for g in ids])
         c.executemany(
-            "INSERT OR REPLACE INTO variants(a, b, similarity, differing) VALUES (?, ?, ?, ?)",
-            [(a, b, s, json.dumps(list(d))) for a, b, s, d in variants],
+            "INSERT OR REPLACE INTO variants(a, b, similarity, differing, reason) VALUES (?, ?, ?, ?, ?)",
+            [(a, b, s, json.dumps(list(d)), why) for a, b, s, d, why in variants],
         )
         if every_dirty:
             c.execute("DELETE FROM dirty")

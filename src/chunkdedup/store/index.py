@@ -176,20 +176,23 @@ class Index:
                  "copies": r[4], "text": r[5]} for r in rows]
 
     def variants(self, chunk_id: str) -> list[dict[str, Any]]:
-        """Canonicals kept apart from this one by the number/date guard, with the tokens that differ."""
+        """Canonicals kept apart from this one by a guard, with the reason (``number`` for the
+        number/date guard, else the meaning guard's) and the tokens or words that differ."""
         rows = self.store.conn.execute(
             """
-            SELECT ga.canonical_id, gb.canonical_id, v.similarity, v.differing FROM variants v
+            SELECT ga.canonical_id, gb.canonical_id, v.similarity, v.differing, v.reason FROM variants v
             JOIN groups ga ON ga.id = v.a JOIN groups gb ON gb.id = v.b
             WHERE ga.canonical_id = ?1 OR gb.canonical_id = ?1 ORDER BY 1, 2
             """,
             (chunk_id,),
         )
         out = []
-        for a, b, sim, diff in rows:
+        for a, b, sim, diff, reason in rows:
             other = b if a == chunk_id else a
             if other != chunk_id:
-                out.append({"other": other, "similarity": sim, "differing": json.loads(diff)})
+                out.append(
+                    {"other": other, "similarity": sim, "differing": json.loads(diff), "reason": reason}
+                )
         return out
 
     def family_report(self) -> list[dict[str, Any]]:

@@ -366,4 +366,12 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         DROP INDEX IF EXISTS bands_gid;
         """,
     ),
+    (
+        "0019_variant_reason",
+        # Why a near pair is a version: ``number`` (the number/date guard) or a reason of the meaning
+        # guard (name, negation, modality, ordinal, reference, qualifier, content).
+        """
+        ALTER TABLE variants ADD COLUMN reason TEXT NOT NULL DEFAULT 'number';
+        """,
+    ),
 )

@@ -225,16 +225,18 @@ class GroupRow:
 
 @dataclass(frozen=True, slots=True)
 class VariantRow:
-    """A canonical kept apart from another by the number/date guard: its text and the tokens differing."""
+    """A canonical kept apart from another by a guard: its text, the tokens or words differing, and
+    why (``number`` for the number/date guard, else the meaning guard's reason)."""
 
     other_id: str
     other_text: str
     similarity: float
     differing: tuple[str, ...]
+    reason: str = "number"
 
     def to_json(self) -> dict[str, Any]:
         return {"other": self.other_id, "text": self.other_text, "similarity": self.similarity,
-                "differing": list(self.differing)}
+                "differing": list(self.differing), "reason": self.reason}
 
 
 class IndexViews:
@@ -396,15 +398,15 @@ class IndexViews:
         """Canonicals the number/date guard kept apart from this one, with their text."""
         rows = self.conn.execute(
             f"""
-            SELECT other, {CANONICAL_TEXT}, similarity, differing FROM (
-                SELECT gb.canonical_id AS other, v.similarity, v.differing FROM groups ga
+            SELECT other, {CANONICAL_TEXT}, similarity, differing, reason FROM (
+                SELECT gb.canonical_id AS other, v.similarity, v.differing, v.reason FROM groups ga
                 JOIN variants v ON v.a = ga.id JOIN groups gb ON gb.id = v.b WHERE ga.canonical_id = ?1
                 UNION ALL
-                SELECT ga.canonical_id, v.similarity, v.differing FROM groups gb
+                SELECT ga.canonical_id, v.similarity, v.differing, v.reason FROM groups gb
                 JOIN variants v ON v.b = gb.id JOIN groups ga ON ga.id = v.a WHERE gb.canonical_id = ?1
             ) JOIN canonicals c ON c.id = other
             WHERE other != ?1 ORDER BY other, similarity DESC LIMIT ?2
             """,
             (canonical_id, limit),
         )
-        return tuple(VariantRow(r[0], r[1], r[2], tuple(json.loads(r[3]))) for r in rows)
+        return tuple(VariantRow(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4]) for r in rows)

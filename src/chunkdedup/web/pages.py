@@ -270,7 +270,9 @@ class MergedCopy:
 
 @dataclass(frozen=True, slots=True)
 class Version:
-    """A canonical kept apart by the guard: both texts with their differing words marked."""
+    """A canonical kept apart by a guard: both texts with their differing words marked
+    (``changed_words`` in the other text, ``this_changed_words`` in this one: a version that only
+    drops words has none of the first)."""
 
     variant: VariantRow
     this_words: tuple[Word, ...]
@@ -279,6 +281,7 @@ class Version:
     def to_json(self) -> dict[str, Any]:
         out = self.variant.to_json()
         out["changed_words"] = [w.text for w in self.other_words if w.changed]
+        out["this_changed_words"] = [w.text for w in self.this_words if w.changed]
         return out
 
 
