@@ -106,6 +106,8 @@ def test_reasons_are_chosen_by_config() -> None:
     assert meaning_diff(a, b, ["ordinal"]) is not None
     with pytest.raises(ConfigError, match="unknown reasons"):
         NearConfig(meaning=("colour",))
+    with pytest.raises(ConfigError, match="is a list"):
+        NearConfig(always_merge="c0376ab3c2384d9b3c7b117fe")  # type: ignore[arg-type]
     assert NearConfig().meaning == MEANING_REASONS
 
 
@@ -121,6 +123,14 @@ def test_reasons_are_chosen_by_config() -> None:
         ("Fees are due within 30 days.", "Fees are due within 45 days.", False),  # in the sentence
         ("12. Fees are due within 30 days.", "14. Fees are due within 45 days.", False),
         ("Fees rose by 12\n20", "Fees rose by 14\n20", False),  # the last line is a sentence's number
+        # a year opening or closing a wrapped line, a short first or last line of a sentence
+        ("for the quarter ended September 30,\n2023. The fees rose.",
+         "for the quarter ended September 30,\n2024. The fees rose.", False),
+        ("for the period ended December 31,\n2023", "for the period ended December 31,\n2024", False),
+        ("30 days written notice is required\nbefore the term ends.",
+         "60 days written notice is required\nbefore the term ends.", False),
+        ("Rooms are cleaned daily.\nMaximum occupancy 4",
+         "Rooms are cleaned daily.\nMaximum occupancy 6", False),
     ],
 )
 def test_numbering_is_not_meaning(a: str, b: str, same: bool) -> None:
@@ -191,3 +201,69 @@ def test_the_labelled_real_pairs_meet_the_targets(  # type: ignore[no-untyped-de
     assert after["same_merged"]["share"] >= 0.90
     assert after["changed_kept_apart"]["hit"] > before["changed_kept_apart"]["hit"]
     assert after["same_merged"]["hit"] > before["same_merged"]["hit"]
+
+
+def test_overrides_keep_apart_or_merge_what_a_person_decided(tmp_path: Path) -> None:
+    """``keep_apart`` makes a near copy a variant (reason ``override``), ``always_merge`` merges a pair
+    the guards kept apart; by text, by id, or as a pair; ``keep_apart`` wins; both load from TOML."""
+    folder = tmp_path / "c"
+    folder.mkdir()
+    a = CLAUSE.format(verb="may", which="first") + TAIL
+    b = CLAUSE.format(verb="may", which="third") + TAIL
+    c = a.replace("party keeps", "party retains")
+    for name, text in {"a.txt": a, "b.txt": b, "c.txt": c}.items():
+        (folder / name).write_text(text, encoding="utf-8")
+
+    def canonicals(near: NearConfig, name: str) -> dict[str, list[str]]:
+        index = tmp_path / f"{name}.sqlite"
+        ingest([folder], index, config=Config(near=near))
+        with Index.open(index) as ix:
+            return {r.id: [s.doc for s in r.sources] for r in ix.records()}
+
+    default = canonicals(NearConfig(), "default")
+    assert sorted(default.values()) == [["a.txt", "c.txt"], ["b.txt"]]
+    b_id = next(cid for cid, docs in default.items() if docs == ["b.txt"])
+    apart = canonicals(NearConfig(keep_apart=(c,)), "apart")
+    assert sorted(apart.values()) == [["a.txt"], ["b.txt"], ["c.txt"]]
+    with Index.open(tmp_path / "apart.sqlite") as ix:
+        a_id = next(cid for cid, docs in apart.items() if docs == ["a.txt"])
+        assert {v["reason"] for v in ix.variants(a_id)} == {"override", "ordinal"}
+    for merge in ((b_id,), ((a, b_id),)):  # the variant's id alone, or the pair (a text, an id)
+        merged = canonicals(NearConfig(always_merge=merge), "merged")
+        assert sorted(merged.values()) == [["a.txt", "b.txt", "c.txt"]]
+    both = canonicals(NearConfig(always_merge=(b_id,), keep_apart=((a, b),)), "both")
+    assert sorted(both.values()) == [["a.txt", "c.txt"], ["b.txt"]]
+    toml = tmp_path / "cfg.toml"
+    toml.write_text(f'[near]\nalways_merge = ["{b_id}", ["x", "y"]]\nkeep_apart = []\n', encoding="utf-8")
+    assert Config.load(toml).near.always_merge == (b_id, ("x", "y"))
+    with pytest.raises(ConfigError, match="a pair of two"):
+        NearConfig(keep_apart=(("only one",),))  # type: ignore[arg-type]
+
+
+def test_changing_the_guards_keeps_the_verified_edges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An override or a reason edited re-decides every cluster over the edges already verified; a
+    new threshold verifies them again."""
+    from chunkdedup.store.chunk_tables import ChunkTables
+
+    folder = tmp_path / "c"
+    folder.mkdir()
+    a = CLAUSE.format(verb="may", which="first") + TAIL
+    for name, text in {"a.txt": a, "c.txt": a.replace("party keeps", "party retains")}.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    index = tmp_path / "i.sqlite"
+    ingest([folder], index)
+    cleared: list[int] = []
+    clear = ChunkTables.clear_near_edges
+    monkeypatch.setattr(ChunkTables, "clear_near_edges", lambda self: (cleared.append(1), clear(self))[1])
+    ingest([folder], index, config=Config(near=NearConfig(keep_apart=(a,))))
+    with Index.open(index) as ix:
+        assert len(list(ix.records())) == 2  # re-decided: kept apart now
+    assert cleared == []
+    ingest([folder], index, config=Config(near=NearConfig(meaning=("name",))))
+    assert cleared == []
+    ingest([folder], index, config=Config(near=NearConfig(threshold=0.8)))
+    assert cleared == [1]
+    with Index.open(index) as ix:
+        assert len(list(ix.records())) == 1

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chunkdedup.config import Config, NearConfig, SemanticConfig
-from chunkdedup.dedup.settings import NUMPY_KEYS, near_fingerprints
+from chunkdedup.dedup.settings import NUMPY_KEYS, near_edge_settings, near_fingerprints
 from chunkdedup.errors import ConfigError
 from chunkdedup.store import Store
 from chunkdedup.types import GroupRow
@@ -126,9 +126,11 @@ def update_clusters(
         semantic = json.dumps([sem.enabled, sem.threshold if sem.enabled else None])
         if store.meta("near_settings") != settings or store.meta("semantic_settings") != semantic:
             tables.mark_all_dirty()
-            if store.meta("near_settings") != settings:
+            edge_settings = near_edge_settings(near)
+            if store.meta("near_settings") != settings and store.meta("near_edge_settings") != edge_settings:
                 store.chunks.clear_near_edges()  # kept for the old threshold or bands
             store.set_meta("near_settings", settings)
+            store.set_meta("near_edge_settings", edge_settings)
             store.set_meta("semantic_settings", semantic)
             tables.clear_semantic_edges()  # recomputed below for every vector
             store.delete_meta("semantic_edges_for")
@@ -170,13 +172,14 @@ def update_clusters(
     from chunkdedup.dedup.near import decide
 
     texts: dict[str, str] = {}
-    judged = bool(near.meaning) or near.numbering
+    judged = bool(near.meaning) or near.numbering or bool(near.always_merge) or bool(near.keep_apart)
     if judged and edges:  # the meaning guard reads the texts of the groups on an edge
         on_edges = {gid for pair in edges for gid in pair}
         texts = tables.group_texts([row.id for row in rows if row.text is None and row.id in on_edges])
     assignments, variants = decide(
         rows, edges, near.guard, near.linkage, keys,
         texts=texts, meaning=near.meaning, numbering=near.numbering,
+        always_merge=near.always_merge, keep_apart=near.keep_apart,
     )
     with store.transaction():
         # dirty and rows are sorted by id: equal lists are the same groups

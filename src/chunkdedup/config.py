@@ -137,6 +137,12 @@ class NearConfig:
     whose differing words change meaning for one of them is a variant, not a copy. ``numbering``: a
     pair the number/date guard kept apart whose numbers differ only in enumeration labels and
     page-number lines is judged as if they were equal (:func:`chunkdedup.dedup.meaning.numbering_only`).
+
+    ``always_merge`` and ``keep_apart`` override the guards, for what a person decided on reading a
+    pair: each entry is a group or canonical id (as ``show`` and ``export`` print them) or a text (matched
+    by its exact key), which applies to every near pair of that group, or a pair of two such entries,
+    which applies to that pair alone. ``keep_apart`` makes a near pair a variant (reason ``override``),
+    ``always_merge`` lets it merge whatever the guards say; ``keep_apart`` wins where both match.
     """
 
     enabled: bool = True
@@ -150,8 +156,27 @@ class NearConfig:
     linkage: str = "leader"
     meaning: tuple[str, ...] = MEANING_REASONS
     numbering: bool = True
+    always_merge: tuple[str | tuple[str, str], ...] = ()
+    keep_apart: tuple[str | tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        for name in ("meaning", "always_merge", "keep_apart"):
+            if isinstance(getattr(self, name), str):
+                raise ConfigError(f'near.{name} is a list: write [{getattr(self, name)!r}], not one string')
+        for name in ("always_merge", "keep_apart"):
+            entries: list[str | tuple[str, str]] = []
+            for entry in getattr(self, name):
+                if isinstance(entry, str) and entry:
+                    entries.append(entry)
+                elif isinstance(entry, list | tuple) and len(entry) == 2 and all(
+                    isinstance(e, str) and e for e in entry
+                ):
+                    entries.append((entry[0], entry[1]))
+                else:
+                    raise ConfigError(
+                        f"near.{name} entries are an id or a text, or a pair of two: got {entry!r}"
+                    )
+            object.__setattr__(self, name, tuple(entries))
         unknown = [r for r in self.meaning if r not in MEANING_REASONS]
         if unknown:
             raise ConfigError(

@@ -604,14 +604,15 @@ def _ranks(order: I64Array) -> I64Array:
 
 
 def guard_edges(
-    edges: I64Array, keys: Sequence[str] | Mapping[int, str]
+    edges: I64Array, keys: Sequence[str] | Mapping[int, str], *, compiled: bool | None = None
 ) -> tuple[BoolArray, dict[int, tuple[str, ...]]]:
     """The number/date guard on each edge, without clustering: ``(passed, tokens)``.
 
     ``passed[k]`` is whether ``guard_diff`` of edge ``k``'s two keys is empty; ``tokens`` holds the
     ``numeric_tokens`` of every item on a failed edge (what :func:`leader_cluster_checked` needs to
     explain variants). ``keys`` needs only the items named in ``edges``, so a caller verifying in
-    blocks can guard each block with that block's keys and keep nothing else.
+    blocks can guard each block with that block's keys and keep nothing else. ``compiled``: as for
+    :func:`leader_cluster`.
 
     Example:
         >>> keys = {3: "pay in 30 days", 5: "pay in 30 days.", 8: "pay in 45 days"}
@@ -623,7 +624,7 @@ def guard_edges(
     if e.size == 0:
         return np.ones(0, dtype=np.bool_), {}
     tokens = _Tokens(keys)
-    passed = _guard_ok(e[:, 0].copy(), e[:, 1].copy(), keys, tokens)
+    passed = _guard_ok(e[:, 0].copy(), e[:, 1].copy(), keys, tokens, compiled)
     failed = e[~passed]
     return passed, {int(i): tokens(int(i)) for i in np.unique(failed)}
 

@@ -75,6 +75,7 @@ __all__ = [
     "judge_edges",
     "meaning_diff",
     "numbering_only",
+    "shared_head",
 ]
 
 def _set(words: str) -> frozenset[str]:
@@ -128,16 +129,45 @@ _NOT_NAMES = _LEGAL | _set(
 _SMALL = _set("a an and as at by for in of on or the to with")
 _ROMAN = re.compile(r"[ivxlcdm]+")
 #: what is no text: HTML comments, link targets, URLs, e-mail addresses
-_NO_TEXT = re.compile(r"<!--.*?-->|\]\([^)\s]*\)|(?:https?|ftp)://\S+|mailto:\S+|\S+@\S+\.\w+", re.S)
-_WORD = re.compile(r"[^\W_](?:[\w'’.\-\u00ad\ufffe&/]*[^\W_])?\.?")
+_NO_TEXT = (  # (a mark the text must hold, what to leave out): each is looked for only where it can be
+    ("<!--", re.compile(r"<!--.*?-->", re.S)),
+    ("](", re.compile(r"\]\([^)\s]*\)")),
+    ("://", re.compile(r"(?:https?|ftp)://\S+")),
+    ("@", re.compile(r"(?<![\w.+-])(?:mailto:)?[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
+)
+
+
+def _text(text: str) -> str:
+    """``text`` without what is no text: HTML comments, link targets, URLs, e-mail addresses."""
+    for mark, pattern in _NO_TEXT:
+        if mark in text:
+            text = pattern.sub(" ", text)
+    return text
+_NOT_ALNUM = re.compile(r"[\W_]+")
+_STOPS = re.compile(r"[.!?:;]")
+#: what stands before a word where no sentence starts: a lower-case letter, a digit, a comma
+_MID = frozenset("abcdefghijklmnopqrstuvwxyz0123456789,;)")
+_EDGES = re.compile(r"^[\W_]+|[\W_]+$")
+_SPACE = re.compile(r"(\s+)")
+#: characters read on each side of where two texts differ (then out to the next space)
+_MARGIN = 40
+_LOOKBACK = 60
 #: what may stand between a sentence's start and its first word: bullets, marks, quotes, brackets
 _OPENERS = " \t*_#>`\"'“‘([{|-•–—"
+#: what may close a word: punctuation and marks
+_CLOSERS = ".,;:!?)]}*_`\"'”’"
+_ENDS = (".", "!", "?", ":", ";")
 _REFERENCE = re.compile(
     r"(?<=[\w)])\((?!s\))[a-z]{1,4}\)"
     r"|\b(?:section|paragraph|clause|subsection|subparagraph|article|exhibit|schedule|appendix|annex)"
     r" \(?(?:[a-z]|[ivx]{1,4})\)?(?![\w(])",
     re.I,
 )
+#: any word, and a capitalised one after a lower-case letter, a digit or a comma (where no sentence starts)
+_ANY_WORD = re.compile(r"[^\W_][\w'’\-\u00ad\ufffe]*")
+_MID_CAPITAL = re.compile(r"(?<=[a-z0-9,;)]) +([A-Z][\w'’\-\u00ad\ufffe]*)")
+#: the closed lists: a changed word in one of them sends the pair to the full reading
+_LISTED = _NEGATION | frozenset(_MODAL) | _ORDINAL | _QUALIFIER | _LATER
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,43 +181,111 @@ class MeaningDiff:
 
 @dataclass(frozen=True, slots=True)
 class _Word:
-    raw: str
+    raw: str  # as written, the marks and punctuation around it left out
     norm: str  # casefolded, letters and digits only
     initial: bool  # opens a sentence, a line or a list item
-    line: int  # the line it stands on
+    line_start: bool  # nothing but marks before it on its line
+    line_end: bool  # nothing but marks after it on its line
 
 
-def _words(text: str) -> list[_Word]:
-    text = _NO_TEXT.sub(" ", text)
-    out: list[_Word] = []
-    prev_end = 0
-    boundary = True
-    line = 0
-    for m in _WORD.finditer(text):
-        gap = text[prev_end : m.start()]
-        line += gap.count("\n")
-        if "\n" in gap or any(ch in ".!?:;" for ch in gap):
-            boundary = True
-        elif gap.strip(_OPENERS):
-            boundary = False
-        raw = m.group()
-        norm = "".join(ch for ch in raw.casefold() if ch.isalnum())
-        if norm:
-            out.append(_Word(raw.rstrip("."), norm, boundary, line))
-            boundary = raw.endswith((".", "!", "?", ":")) and not _abbreviation(raw)
-        prev_end = m.end()
-    return out
+class _Span:
+    """The words of ``text[start:stop]`` (markup already left out), split at spaces: their
+    normalised forms at once, each word's case and position only when a rule asks."""
+
+    __slots__ = ("chunks", "norms", "opens", "seps")
+
+    def __init__(self, text: str, start: int, stop: int, opens: bool) -> None:
+        parts = _SPACE.split(text[start:stop])
+        chunks: list[str] = []
+        norms: list[str] = []
+        seps: list[str] = []
+        gap = "\n" if opens and start == 0 else ""
+        for k, norm in enumerate(_NOT_ALNUM.sub("", c.casefold()) for c in parts[::2]):
+            chunk = parts[2 * k]
+            space = parts[2 * k + 1] if 2 * k + 1 < len(parts) else ""
+            if norm:
+                chunks.append(chunk)
+                norms.append(norm)
+                seps.append(gap)
+                gap = space
+            else:  # a mark alone (a bullet, a heading's #): the space around it still counts
+                gap += chunk + space
+        seps.append(gap if stop < len(text) or "\n" in gap else gap + "\n")
+        self.chunks = chunks
+        self.seps = seps  # seps[k]: what stands before chunk k; seps[-1] after the last
+        self.norms = norms
+        self.opens = opens
+
+    def word(self, k: int) -> _Word:
+        chunk = self.chunks[k]
+        before = self.seps[k]
+        if k == 0:
+            initial = self.opens or "\n" in before
+        else:
+            prev = self.chunks[k - 1].rstrip(_CLOSERS.replace(".", "").replace(":", "").replace(";", ""))
+            ended = prev.endswith(_ENDS) and not _abbreviation(prev)
+            initial = "\n" in before or ended or _STOPS.search(before) is not None
+        raw = _EDGES.sub("", chunk) or chunk
+        line_start = "\n" in before or (k == 0 and self.opens)
+        return _Word(raw, self.norms[k], initial, line_start, "\n" in self.seps[k + 1])
+
+    def words(self, lo: int, hi: int) -> list[_Word]:
+        return [self.word(k) for k in range(lo, hi)]
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    """Whether the word at ``start`` opens a sentence, read from what stands before it."""
+    before = text[max(0, start - _LOOKBACK) : start]
+    kept = before.rstrip(_OPENERS)
+    gap = before[len(kept) :]
+    if "\n" in gap or (not kept.strip() and start <= _LOOKBACK):
+        return True
+    last = kept.split()[-1] if kept.split() else ""
+    last = last.rstrip(_CLOSERS.replace(".", "").replace(":", "").replace(";", ""))
+    return last.endswith(_ENDS) and not _abbreviation(last)
+
+
+def _windows(a: str, b: str) -> tuple[int, int, int]:
+    """Where two texts differ, widened to whole words and a few more: ``(start, stop_a, stop_b)``;
+    both texts are equal before ``start`` and after their stops. A near pair differs in a few
+    places: reading only there keeps the guard's cost to the words that changed."""
+    head = shared_head(a, b)
+    tail = shared_head(a[head:][::-1], b[head:][::-1])
+    start = a.rfind(" ", 0, max(0, head - _MARGIN)) + 1
+    line = a.rfind("\n", 0, max(0, head - _MARGIN)) + 1
+    start = max(start, line)
+    end = len(a) - tail
+    stop = a.find(" ", min(len(a), end + _MARGIN))
+    line_end = a.find("\n", min(len(a), end + _MARGIN))
+    stops = [s for s in (stop, line_end) if s >= 0]
+    after = len(a) - (min(stops) if stops else len(a))
+    return start, len(a) - after, len(b) - after
+
+
+def shared_head(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (a binary search of slice equality:
+    each step compares only the characters it adds)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _abbreviation(raw: str) -> bool:
     """``D.``, ``U.S.``, ``Inc.``, ``e.g.``: a period that ends no sentence."""
-    body = raw[:-1]
+    if not raw.endswith("."):
+        return False
+    body = raw[:-1].lstrip(_OPENERS)
     return len(body) <= 1 or "." in body or body.casefold() in _LEGAL or body.casefold() in {"no", "vs", "st"}
 
 
 def _equivalent(a: Sequence[_Word], b: Sequence[_Word]) -> bool:
     """Whether a changed stretch says the same: equal letters once spaces go, an acronym and its words,
-    an abbreviation and its word, legal forms only."""
+    an abbreviation and its word, a misspelling, legal forms only."""
     wa = [w for w in a if w.norm not in _LEGAL]
     wb = [w for w in b if w.norm not in _LEGAL]
     na, nb = [w.norm for w in wa], [w.norm for w in wb]
@@ -208,71 +306,104 @@ def _equivalent(a: Sequence[_Word], b: Sequence[_Word]) -> bool:
     return False
 
 
-def _changes(a: list[_Word], b: list[_Word]) -> list[tuple[list[_Word], list[_Word]]]:
+def _changes(a: _Span, b: _Span) -> list[tuple[list[_Word], list[_Word]]]:
     """The aligned stretches that differ and are not :func:`_equivalent`."""
-    na, nb = [w.norm for w in a], [w.norm for w in b]
-    head = 0
-    while head < min(len(na), len(nb)) and na[head] == nb[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(na), len(nb)) - head and na[-1 - tail] == nb[-1 - tail]:
-        tail += 1
-    ma, mb = na[head : len(na) - tail], nb[head : len(nb) - tail]
     out = []
-    matcher = SequenceMatcher(None, ma, mb, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        sa, sb = a[head + i1 : head + i2], b[head + j1 : head + j2]
-        if not _equivalent(sa, sb):
-            out.append((sa, sb))
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a.norms, b.norms, autojunk=False).get_opcodes():
+        if tag != "equal":
+            sa, sb = a.words(i1, i2), b.words(j1, j2)
+            if not _equivalent(sa, sb):
+                out.append((sa, sb))
     return out
 
 
-def _case_seen(words: Iterable[_Word]) -> tuple[set[str], set[str]]:
-    """(words written in lower case somewhere, words capitalised where no sentence starts)."""
-    lower: set[str] = set()
-    capital: set[str] = set()
-    for w in words:
-        if w.raw[:1].islower():
-            lower.add(w.norm)
-        elif w.raw[:1].isupper() and not w.initial:
-            capital.add(w.norm)
-    return lower, capital
+def _may_matter(a: str, b: str) -> bool:
+    """Whether any rule may hold for two stretches, read from the space-separated words each holds
+    more often than the other (counted in C): a listed word, a capital where no sentence starts, a
+    bracket (a reference), ``CONTENT_WORDS`` new words on a side, or words only moved (equal counts,
+    read in full). ``False`` means the pair says the same for every reason, without reading it word
+    by word."""
+    ca, cb = Counter(a.split()), Counter(b.split())
+    changed = {w for w, _ in ca.items() ^ cb.items()}
+    net: Counter[str] = Counter()
+    for w in changed:
+        net[_NOT_ALNUM.sub("", w.casefold())] += ca[w] - cb[w]
+    moved = not any(net.values())
+    if moved or not _LISTED.isdisjoint(n for n, d in net.items() if d):
+        return True
+    if max(sum(d for d in net.values() if d > 0), -sum(d for d in net.values() if d < 0)) >= CONTENT_WORDS:
+        return True
+    for w in changed:
+        n = _NOT_ALNUM.sub("", w.casefold())
+        if not net[n]:
+            continue
+        if "(" in w or ")" in w:
+            return True
+        if _EDGES.sub("", w)[:1].isupper() and _written_mid_sentence(w, a if ca[w] > cb[w] else b):
+            return True
+    return False
 
 
-def _case_noise(words: Sequence[_Word], lower: set[str]) -> bool:
+def _written_mid_sentence(word: str, text: str) -> bool:
+    """Whether ``word`` stands in ``text`` after a lower-case letter, a digit or a comma: where no
+    sentence starts (a capital there may be a name)."""
+    at = text.find(word)
+    while at >= 0:
+        end = at + len(word)
+        before = text[:at].rstrip(" \t")
+        if len(before) < at and before[-1:] in _MID and (end == len(text) or text[end].isspace()):
+            return True
+        at = text.find(word, end)
+    return False
+
+
+class _Whole:
+    """What the name rule reads of the whole pair: the words either text writes in lower case,
+    each text's words, and whether a text's case is noise."""
+
+    __slots__ = ("in_a", "in_b", "lower", "noise")
+
+    def __init__(self, a: str, b: str) -> None:
+        words_a, words_b = _ANY_WORD.findall(a), _ANY_WORD.findall(b)
+        self.in_a = {_NOT_ALNUM.sub("", w.casefold()) for w in words_a}
+        self.in_b = {_NOT_ALNUM.sub("", w.casefold()) for w in words_b}
+        self.lower = {_NOT_ALNUM.sub("", w.casefold()) for w in (*words_a, *words_b) if w[:1].islower()}
+        self.noise = _case_noise(a, len(words_a), self.lower) or _case_noise(b, len(words_b), self.lower)
+
+
+def _case_noise(text: str, words: int, lower: set[str]) -> bool:
     """Whether a text's case says nothing of names: more than ``_CASE_NOISE`` of its words are
     capitalised where no sentence starts although the pair writes them in lower case (title-case
     headings, shouting, OCR or re-cased copies)."""
-    noisy = sum(1 for w in words if not w.initial and w.raw[:1].isupper() and w.norm in lower)
-    return noisy > _CASE_NOISE * len(words)
+    noisy = sum(1 for w in _MID_CAPITAL.findall(text) if _NOT_ALNUM.sub("", w.casefold()) in lower)
+    return noisy > _CASE_NOISE * words
 
 
-def _is_name(w: _Word, lower: set[str], capital: set[str]) -> bool:
-    if not w.raw[:1].isupper() or w.norm in lower or w.norm not in capital or w.norm in _NOT_NAMES:
+def _may_name(w: _Word) -> bool:
+    """Whether a changed word may be a name (then the whole texts are read to judge its case)."""
+    return w.raw[:1].isupper() and not w.initial and w.norm not in _NOT_NAMES
+
+
+def _is_name(w: _Word, lower: set[str]) -> bool:
+    if not _may_name(w) or w.norm in lower:
         return False
     if w.raw.isupper() and (_ROMAN.fullmatch(w.norm) or len(w.norm) > _ACRONYM):
         return False  # a roman numeral, or a shouted word (a heading, a placeholder), not an acronym
     return not any(ch.isdigit() for ch in w.norm)
 
 
-def _not_heading(mine: list[_Word], other: list[_Word], text: list[_Word]) -> list[_Word]:
-    """``mine``, unless it is a heading line on one side only: whole lines of ``text`` whose every
-    word is capitalised (a heading or a table header that one chunk's edge caught)."""
+def _not_heading(mine: list[_Word], other: list[_Word]) -> list[_Word]:
+    """``mine``, unless it is a heading line on one side only: whole lines whose every word is
+    capitalised (a heading or a table header that one chunk's edge caught)."""
     if other or not mine or not all(w.raw[:1].isupper() or w.norm in _SMALL for w in mine):
         return mine
-    lines = {w.line for w in mine}
-    whole = sum(1 for w in text if w.line in lines) == len(mine)
-    return [] if whole else mine
+    return [] if mine[0].line_start and mine[-1].line_end else mine
 
 
 def _reason(
     changes: list[tuple[list[_Word], list[_Word]]],
-    a: list[_Word],
-    b: list[_Word],
-    ref_a: Counter[str],
-    ref_b: Counter[str],
+    whole: Callable[[], _Whole],
+    refs: tuple[Counter[str], Counter[str]],
     reasons: frozenset[str],
 ) -> Reason | None:
     left = [w for sa, _ in changes for w in sa]
@@ -294,22 +425,19 @@ def _reason(
             ob = Counter(w.norm for w in sb if w.norm in _ORDINAL)
             if oa and ob and oa != ob:
                 return "ordinal"
+    ref_a, ref_b = refs
     if "reference" in reasons and ref_a != ref_b and ref_a - ref_b and ref_b - ref_a:
         return "reference"
     if "qualifier" in reasons and (norms & _QUALIFIER or _version_scope(changes)):
         return "qualifier"
-    if "name" in reasons:
-        lower_a, cap_a = _case_seen(a)
-        lower_b, cap_b = _case_seen(b)
-        lower = lower_a | lower_b
-        in_a, in_b = {w.norm for w in a}, {w.norm for w in b}
-        if _case_noise(a, lower) or _case_noise(b, lower):
-            cap_a = cap_b = set()
-        for sa, sb in changes:
-            if any(_is_name(w, lower, cap_a) and w.norm not in in_b for w in _not_heading(sa, sb, a)):
-                return "name"
-            if any(_is_name(w, lower, cap_b) and w.norm not in in_a for w in _not_heading(sb, sa, b)):
-                return "name"
+    if "name" in reasons and any(_may_name(w) for w in (*left, *right)):
+        pair = whole()
+        if not pair.noise:
+            for sa, sb in changes:
+                if any(_is_name(w, pair.lower) and w.norm not in pair.in_b for w in _not_heading(sa, sb)):
+                    return "name"
+                if any(_is_name(w, pair.lower) and w.norm not in pair.in_a for w in _not_heading(sb, sa)):
+                    return "name"
     if "content" in reasons:
         for sa, sb in changes:
             extra, only = (sa, only_a) if len(sa) > len(sb) else (sb, only_b)
@@ -332,20 +460,30 @@ def _version_scope(changes: list[tuple[list[_Word], list[_Word]]]) -> bool:
 
 
 def _references(text: str) -> Counter[str]:
-    found = _REFERENCE.finditer(_NO_TEXT.sub(" ", text))
-    return Counter("".join(m.group().casefold().split()) for m in found)
+    return Counter("".join(m.group().casefold().split()) for m in _REFERENCE.finditer(text))
 
 
 def meaning_diff(a: str, b: str, reasons: Iterable[str] = REASONS) -> MeaningDiff | None:
     """Why texts ``a`` and ``b`` (a near pair, case kept) say different things, or ``None`` when their
     differing words change no meaning the guard knows (see the module docstring). ``reasons``: the
-    reasons checked (any of :data:`REASONS`)."""
+    reasons checked (any of :data:`REASONS`).
+
+    Only the stretch where the texts differ is read, widened to whole lines; the whole texts are read
+    only when a changed word may be a name (its case is judged against every word of the pair)."""
     wanted = frozenset(reasons)
-    wa, wb = _words(a), _words(b)
+    if not wanted:
+        return None
+    a, b = _text(a), _text(b)
+    start, stop_a, stop_b = _windows(a, b)
+    if not _may_matter(a[start:stop_a], b[start:stop_b]):
+        return None
+    opens = start == 0 or _opens_sentence(a, start)
+    wa, wb = _Span(a, start, stop_a, opens), _Span(b, start, stop_b, opens)
+    refs = (_references(a[start:stop_a]), _references(b[start:stop_b]))
     changes = _changes(wa, wb)
     if not changes:
         return None
-    reason = _reason(changes, wa, wb, _references(a), _references(b), wanted)
+    reason = _reason(changes, lambda: _Whole(a, b), refs, wanted)
     if reason is None:
         return None
     minus = sorted(w.raw for sa, _ in changes for w in sa)
@@ -353,20 +491,27 @@ def meaning_diff(a: str, b: str, reasons: Iterable[str] = REASONS) -> MeaningDif
     return MeaningDiff(reason, tuple([f"-{w}" for w in minus] + [f"+{w}" for w in plus])[:_MAX_WORDS])
 
 
+# An enumeration label opens a line: at most three digits a level (a year opening a wrapped line,
+# "2023.", is no label), a letter or a roman numeral in brackets or before a point, after a bullet or
+# a heading's marks; "Section 12." and "Item 2." too.
 _LABEL = re.compile(
     r"^[ \t]*(?:[-*•][ \t]+)?(?:#+[ \t]+)?"
-    r"(?:(?:section|article|clause|item|§)[ \t]*\d+(?:\.\d+)*[.)]?"
-    r"|\d+(?:\.\d+)*[.)]|\(\d+\)|\(?[a-z]{1,2}[.)]|\(?[ivxlc]{1,6}[.)])(?=[ \t])",
+    r"(?:(?:section|article|clause|item|§)[ \t]*\d{1,3}(?:\.\d{1,3})*[.)]?"
+    r"|\d{1,3}(?:\.\d{1,3})*[.)]|\(\d{1,3}\)|\(?[a-z]{1,2}[.)]|\(?[ivxlc]{1,6}[.)])(?=[ \t])",
     re.I | re.M,
 )
-_PAGE_LINE = re.compile(r"^(?:page[ \t]+)?\d{1,4}(?:[ \t]+of[ \t]+\d{1,4})?$", re.I)
+# A page number standing alone on a text's first or last line ("20", "Page 3 of 9"; a four-digit
+# number alone is a year), or beside a running title in title case ("Other Key Information 41").
+_PAGE_LINE = re.compile(r"^(?:page[ \t]+)?\d{1,3}(?:[ \t]+of[ \t]+\d{1,3})?$", re.I)
+_TITLE = r"(?:[A-Z][\w'’&-]*|and|of|the|for|to|in|on|a|an|&|[-–—|•·])"
 _FOOTER_NUMBER = re.compile(
-    r"^(?P<text>[^\d.!?;:]{1,80}?)[ \t]+\d{1,4}$|^\d{1,4}[ \t]+(?P<rest>[^\d.!?;:]{1,80})$"
+    rf"^(?P<text>{_TITLE}(?:[ \t]+{_TITLE}){{0,7}})[ \t]+\d{{1,3}}$"
+    rf"|^\d{{1,3}}[ \t]+(?P<rest>{_TITLE}(?:[ \t]+{_TITLE}){{0,7}})$"
 )
 
 
 def _without_numbering(text: str) -> str:
-    text = _LABEL.sub("", _NO_TEXT.sub(" ", text))
+    text = _LABEL.sub("", _text(text))
     lines = [line.strip() for line in text.strip().splitlines()]
     if len(lines) < 2:  # a text of one line is a sentence, not a page's edge
         return "\n".join(lines)
@@ -374,7 +519,7 @@ def _without_numbering(text: str) -> str:
         line = lines[end]
         if _PAGE_LINE.match(line):
             lines[end] = ""
-        elif (m := _FOOTER_NUMBER.match(line)) and m.group(side) and len(line.split()) <= 8:
+        elif (m := _FOOTER_NUMBER.match(line)) and m.group(side):
             lines[end] = m.group(side)
     return "\n".join(lines)
 
@@ -397,6 +542,7 @@ def judge_edges(
     text: Callable[[int], str],
     reasons: Sequence[str] = REASONS,
     numbering: bool = True,
+    override: Callable[[int, int], bool | None] | None = None,
 ) -> tuple[npt.NDArray[np.bool_], dict[tuple[int, int], tuple[str, tuple[str, ...]]]]:
     """The meaning guard over verified edges: ``(passed, why)``.
 
@@ -404,7 +550,9 @@ def judge_edges(
     number/date guard's verdict on edge ``k`` and ``text(i)`` item ``i``'s text (case kept). With
     ``numbering``, a failed edge whose texts differ only in numbering (:func:`numbering_only`)
     passes; then every passing edge whose texts differ in meaning for one of ``reasons`` fails, and
-    ``why[(i, j)]`` (``i < j``) holds its reason and words, read earlier text first.
+    ``why[(i, j)]`` (``i < j``) holds its reason and words, read earlier text first. ``override(i,
+    j)``: ``True`` passes the edge whatever the guards say, ``False`` fails it (reason ``override``),
+    ``None`` leaves it to them (``near.always_merge`` and ``near.keep_apart``).
 
     Example:
         >>> texts = ["Pay in the first month.", "Pay in the third month.", "Pay in the first month!"]
@@ -417,6 +565,12 @@ def judge_edges(
     why: dict[tuple[int, int], tuple[str, tuple[str, ...]]] = {}
     for k, (i, j) in enumerate(np.asarray(edges, dtype=np.int64).reshape(-1, 2).tolist()):
         first, later = (i, j) if order[i] < order[j] else (j, i)
+        decided = override(i, j) if override is not None else None
+        if decided is not None:
+            out[k] = decided
+            if not decided:
+                why[(min(i, j), max(i, j))] = ("override", ())
+            continue
         if not out[k]:
             if not (numbering and numbering_only(text(first), text(later))):
                 continue

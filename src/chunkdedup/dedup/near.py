@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from chunkdedup.config import NearConfig
 from chunkdedup.dedup.lsh import Clustering, band_keys, guard_edges, leader_cluster, leader_cluster_checked
-from chunkdedup.dedup.meaning import judge_edges
+from chunkdedup.dedup.meaning import judge_edges, shared_head
 from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.dedup.settings import NUMPY_KEYS, near_fingerprints, near_hashing
 from chunkdedup.normalize import exact_key
@@ -35,6 +35,7 @@ __all__ = [
     "Decided",
     "Edges",
     "NearEdges",
+    "Overrides",
     "connect",
     "decide",
     "group_key",
@@ -59,11 +60,11 @@ def word_diff(member: str, leader: str) -> tuple[str, ...]:
     """
     if member == leader:
         return ()
-    head = _shared_head(member, leader)
+    head = shared_head(member, leader)
     while head > 0 and not member[head - 1].isspace():  # back to a word boundary both texts share
         head -= 1
     rest_m, rest_l = member[head:], leader[head:]
-    tail = _shared_head(rest_m[::-1], rest_l[::-1])
+    tail = shared_head(rest_m[::-1], rest_l[::-1])
     while tail > 0 and not rest_m[len(rest_m) - tail].isspace():
         tail -= 1
     a = Counter(rest_m[: len(rest_m) - tail].split())
@@ -75,19 +76,6 @@ def word_diff(member: str, leader: str) -> tuple[str, ...]:
     plus = sorted(w for w in changed for _ in range(a.get(w, 0) - b.get(w, 0)))
     out = [f"-{w}" for w in minus] + [f"+{w}" for w in plus]
     return tuple(out[:_MAX_DIFF])
-
-
-def _shared_head(a: str, b: str) -> int:
-    """The length of the longest common prefix of ``a`` and ``b`` (a binary search of slice equality:
-    each step compares only the characters it adds)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def sign_keys(hasher: MinHasher, keys: Sequence[str], config: NearConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -178,6 +166,8 @@ def decide(
     texts: Mapping[str, str] | None = None,
     meaning: Sequence[str] = (),
     numbering: bool = False,
+    always_merge: Sequence[str | tuple[str, str]] = (),
+    keep_apart: Sequence[str | tuple[str, str]] = (),
 ) -> Decided:
     """Leader clustering over the edges; a near edge weighs ``1 + jaccard`` so it outranks any cosine.
 
@@ -186,7 +176,8 @@ def decide(
     every group on an edge (:mod:`chunkdedup.dedup.meaning`): an edge the number/date guard failed
     only in numbering passes it, and an edge whose differing words change meaning fails. Each pair's
     words are read with the earlier group (by order) first, so a variant's words say ``-`` for the
-    leader's and ``+`` for the later text's.
+    leader's and ``+`` for the later text's. ``always_merge`` and ``keep_apart``: the overrides of
+    :class:`~chunkdedup.config.NearConfig`, each entry a group id or a text, or a pair of two.
     """
     index = {row.id: i for i, row in enumerate(rows)}
     ranked = _ranked(rows)
@@ -200,9 +191,11 @@ def decide(
         return edges[(a, b) if a < b else (b, a)]
 
     row_keys = [keys[row.id] if row.text is None else group_key(keys, row.id, row.text) for row in rows]
-    if meaning or numbering:
+    if meaning or numbering or always_merge or keep_apart:
+        overrides = Overrides(rows, row_keys, always_merge, keep_apart)
         result = _cluster_with_meaning(
-            rows, order, edge_array, weights, row_keys, guard, linkage, texts or {}, meaning, numbering
+            rows, order, edge_array, weights, row_keys, guard, linkage, texts or {}, meaning, numbering,
+            overrides if overrides else None,
         )
     else:  # so many groups were verified by the compiled kernels: the fingerprints cost no start-up
         result = leader_cluster(
@@ -240,11 +233,12 @@ def _cluster_with_meaning(
     texts: Mapping[str, str],
     meaning: Sequence[str],
     numbering: bool,
+    overrides: Overrides | None,
 ) -> Clustering:
     """:func:`~chunkdedup.dedup.lsh.leader_cluster` with the meaning guard deciding beside the
     number/date guard (see :func:`decide`)."""
-    if guard:
-        passed, tokens = guard_edges(edge_array, row_keys)
+    if guard:  # so many groups were verified by the compiled kernels: the fingerprints cost no start-up
+        passed, tokens = guard_edges(edge_array, row_keys, compiled=True if len(rows) > NUMPY_KEYS else None)
     else:
         passed, tokens = np.ones(edge_array.shape[0], dtype=np.bool_), {}
 
@@ -252,7 +246,59 @@ def _cluster_with_meaning(
         row = rows[i]
         return row.text if row.text is not None else texts[row.id]
 
-    passed, reasons = judge_edges(edge_array, order, passed, text, meaning, numbering)
+    passed, reasons = judge_edges(edge_array, order, passed, text, meaning, numbering, overrides)
     return leader_cluster_checked(
         order, edge_array, np.asarray(weights, dtype=np.float64), passed, tokens, linkage, reasons
     )
+
+
+class Overrides:
+    """``near.always_merge`` and ``near.keep_apart`` resolved to the rows of one clustering: called
+    with two row indices, ``True`` (merge), ``False`` (keep apart) or ``None`` (the guards decide).
+
+    An entry names a group by its id or by a text with the group's exact key; a pair of entries names
+    the near pairs between the groups each names. Local to one call: nothing outlives it.
+    """
+
+    __slots__ = ("_apart", "_apart_pairs", "_merge", "_merge_pairs", "_named")
+
+    def __init__(
+        self,
+        rows: Sequence[GroupRow],
+        keys: Sequence[str],
+        always_merge: Sequence[str | tuple[str, str]],
+        keep_apart: Sequence[str | tuple[str, str]],
+    ) -> None:
+        index: dict[str, list[int]] = {}
+        for i, (row, key) in enumerate(zip(rows, keys, strict=True)):
+            index.setdefault(row.id, []).append(i)
+            index.setdefault(key, []).append(i)
+
+        def named(entry: str) -> frozenset[int]:
+            return frozenset(index.get(entry, ()) or index.get(exact_key(entry), ()))
+
+        def split(entries: Sequence[str | tuple[str, str]]) -> tuple[frozenset[int], set[tuple[int, int]]]:
+            single: set[int] = set()
+            pairs: set[tuple[int, int]] = set()
+            for entry in entries:
+                if isinstance(entry, str):
+                    single |= named(entry)
+                else:
+                    pairs |= {(min(a, b), max(a, b)) for a in named(entry[0]) for b in named(entry[1])}
+            return frozenset(single), pairs
+
+        self._merge, self._merge_pairs = split(always_merge)
+        self._apart, self._apart_pairs = split(keep_apart)
+        self._named = bool(self._merge or self._merge_pairs or self._apart or self._apart_pairs)
+
+    def __bool__(self) -> bool:
+        """Whether any entry names a group of this clustering."""
+        return self._named
+
+    def __call__(self, i: int, j: int) -> bool | None:
+        pair = (min(i, j), max(i, j))
+        if i in self._apart or j in self._apart or pair in self._apart_pairs:
+            return False
+        if i in self._merge or j in self._merge or pair in self._merge_pairs:
+            return True
+        return None

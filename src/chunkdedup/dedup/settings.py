@@ -26,10 +26,21 @@ def near_fingerprints(config: NearConfig) -> tuple[str, str]:
     return key_hash(json.dumps(hashing, sort_keys=True)), key_hash(json.dumps(d, sort_keys=True))
 
 
+def near_edge_settings(config: NearConfig) -> str:
+    """The fingerprint of what a verified near edge depends on (the threshold and the hashing): a
+    change of anything else (the guards, their overrides, the linkage) re-decides every cluster over
+    the edges already verified."""
+    d = asdict(config)
+    return key_hash(json.dumps({k: d[k] for k in _EDGE_KEYS}, sort_keys=True))
+
+
+_EDGE_KEYS = ("enabled", "threshold", "num_perm", "shingle_words", "seed", "bands", "rows")
+
+
 def near_hashing(config: NearConfig) -> str:
     """The fingerprint of ``config``'s hashing settings, as the index records it (``near_hashing``):
     signatures made with other settings are dropped by the next cluster pass."""
     return near_fingerprints(config)[0]
 
 
-__all__ = ["NUMPY_CHARS", "NUMPY_KEYS", "near_fingerprints", "near_hashing"]
+__all__ = ["NUMPY_CHARS", "NUMPY_KEYS", "near_edge_settings", "near_fingerprints", "near_hashing"]

@@ -79,8 +79,13 @@ class Citation:
         if self.text is None:
             return ""
         words = " ".join(self.differs) if self.differs else "case, spacing or generated ids only"
-        if self.relation != "exact":
+        if self.relation != "exact" and shown.relation == "exact":
             how = f"{self.relation} copy ({self.similarity:.3f}) of the text shown, from"
+        elif self.relation != "exact":  # both joined one canonical: the similarities are to it
+            how = (
+                f"{self.relation} copy ({self.similarity:.3f}) of the canonical the text shown"
+                f" ({shown.similarity:.3f}) also joined, from"
+            )
         else:
             how = f"the text shown is its {shown.relation} copy ({shown.similarity:.3f}), from"
         return f"{how} {shown.doc} p.{shown.page}; differs in: {words}"
