@@ -155,7 +155,7 @@ def default_workers() -> int:
     """Worker processes when none are asked for: one per core but the driver's, at most 8 (1: the
     stages run in the driver). The driver is the index's only writer and the longer path: on 2 cores
     two workers beside it were slower than none (50k records 31.5 vs 28.1 s, a 100k-chunk corpus of
-    multi-page documents 29.6 vs 26.2 s; again in session 12, 50k records ~24 vs ~18 s), but for a large
+    multi-page documents 29.6 vs 26.2 s; measured again: 50k records ~24 vs ~18 s), but for a large
     PDF corpus, whose parse is most of the work and whose results are small to move (sec-10q's 24 MB:
     ~8.3 vs ~10.0 s; ntsb's 1.9 MB, 1.5 s in all, paid the pool's start-up): ``--parallelism 2`` is the
     flag for one there (``benchmarks/README.md``)."""

@@ -62,7 +62,7 @@ WRITER_AUTOCHECKPOINT_BYTES = 256 << 20
 #: The indexes of groups a first ingest builds after its chunk phase (:meth:`Store.defer_indexes`):
 #: the chunk phase of an index with no groups reads none of them (the cluster pass reads groups by
 #: canonical, the unsigned and the unverified groups through them). 1M chunks: chunk phase 95 -> 80 s,
-#: cluster phase 52 -> 44 s, the three made in 1.1 s (``benchmarks/README.md``, session 15).
+#: cluster phase 52 -> 44 s, the three made in 1.1 s (``benchmarks/README.md``).
 DEFERRED_INDEXES = ("groups_canonical", "groups_unedged", "groups_unsigned")
 _DEFERRED_INDEXES = "deferred_indexes"
 #: The format of the doc_keys rows :meth:`Store.set_many_doc_keys` writes: they also hold each document's
