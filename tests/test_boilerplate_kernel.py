@@ -15,10 +15,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from chunkdedup import boilerplate, boilerplate_kernel, pipeline
-from chunkdedup.boilerplate import _Block, _page_blocks, key_id
+from chunkdedup.boilerplate import _page_blocks, key_id
 from chunkdedup.boilerplate_kernel import PageKeys, page_blocks
 from chunkdedup.config import BoilerplateConfig
 from chunkdedup.normalize import _boilerplate_key
+from chunkdedup.textlines import Block
 from chunkdedup.types import Page
 from export_reference import REFERENCE, corpora, digests
 from test_boilerplate_keys import _chrome
@@ -36,7 +37,7 @@ _MODES = [{"edges": False, "lines": True}, {"edges": False, "lines": False}, {"e
 
 
 def _outcome(
-    layout: Callable[..., list[_Block]], page: Page, config: BoilerplateConfig, **mode: bool
+    layout: Callable[..., list[Block]], page: Page, config: BoilerplateConfig, **mode: bool
 ) -> object:
     """The blocks, or the error raised (a lone surrogate cannot be encoded: both paths must say so)."""
     try:

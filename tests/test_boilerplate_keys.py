@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkdedup import boilerplate
-from chunkdedup.boilerplate import DocumentKeys, StripResult, _Block, _layout, _page_blocks, key_id
+from chunkdedup.boilerplate import DocumentKeys, StripResult, _layout, _page_blocks, key_id
 from chunkdedup.config import BoilerplateConfig, Config
 from chunkdedup.normalize import boilerplate_key, has_letters
+from chunkdedup.textlines import Block
 from chunkdedup.types import Document, Page, StrippedLine
 from test_chunk_kernel import DATA, _documents
 from test_text_fast_paths import texts
@@ -26,7 +27,7 @@ _CONFIGS = [
 ]
 
 
-def _read(blocks: list[_Block]) -> list[tuple[object, ...]]:
+def _read(blocks: list[Block]) -> list[tuple[object, ...]]:
     """What document_keys and strip read of a layout: each block's key and count, each line's place,
     text and edge, and the key of each edge line and of each one-line block's line."""
     out: list[tuple[object, ...]] = []

@@ -23,12 +23,12 @@ import math
 import re
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import xxhash
 
 from chunkdedup.config import BoilerplateConfig
 from chunkdedup.normalize import boilerplate_key, has_letters, has_words
+from chunkdedup.textlines import Block, Line
 from chunkdedup.types import Page, StrippedLine
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
@@ -39,27 +39,9 @@ def key_id(key: str) -> int:
     return xxhash.xxh3_64_intdigest(key.encode("utf-8")) - (1 << 63)
 
 
-class _Line(NamedTuple):
-    """A non-blank line of a page (a named tuple: one is built per line, and a frozen dataclass's
-    ``__init__`` costs several times more)."""
-
-    at: int  # its index in the page's lines
-    text: str
-    key: str
-    edge: bool
-
-
-class _Block(NamedTuple):
-    """Consecutive non-blank lines, with the block's key and whether the corpus counts it."""
-
-    lines: tuple[_Line, ...]
-    key: str
-    counted: bool
-
-
 def _page_blocks(
     page: Page, config: BoilerplateConfig, *, edges: bool = False, lines: bool = True
-) -> list[_Block]:
+) -> list[Block]:
     """Split a page into blocks of consecutive non-blank lines, marking edge lines; ``edges``: key only
     the edge lines (every other line and block gets the empty key, as a line too long for one does);
     ``lines=False``: key a line only when it stands on an edge or is a block of its own, the only line
@@ -70,15 +52,15 @@ def _page_blocks(
     if "\n" not in text:  # one line (a record): one block, on the edge, unless it is blank
         if not text or text.isspace():
             return []
-        return [_block([_Line(0, text, boilerplate_key(text) if len(text) <= limit else "", True)], config)]
+        return [_block([Line(0, text, boilerplate_key(text) if len(text) <= limit else "", True)], config)]
     raw = text.split("\n")
     nonblank = [i for i, line in enumerate(raw) if line and not line.isspace()]  # line.strip(), uncopied
     n = config.edge_lines
     edge = set(nonblank[:n]) | set(nonblank[-n:])
     every = lines and not edges  # key every line (else edge lines, and a line that is a block alone)
     last = len(nonblank) - 1
-    blocks: list[_Block] = []
-    current: list[_Line] = []
+    blocks: list[Block] = []
+    current: list[Line] = []
     for j, i in enumerate(nonblank):
         if current and current[-1].at != i - 1:
             blocks.append(_block(current, config, edges=edges))
@@ -91,13 +73,13 @@ def _page_blocks(
             keyed = True
         else:  # a line alone in its block: its key is the block's
             keyed = not edges and not current and (j == last or nonblank[j + 1] != i + 1)
-        current.append(_Line(i, line, boilerplate_key(line) if keyed else "", on_edge))
+        current.append(Line(i, line, boilerplate_key(line) if keyed else "", on_edge))
     if current:
         blocks.append(_block(current, config, edges=edges))
     return blocks
 
 
-def _block(lines: list[_Line], config: BoilerplateConfig, *, edges: bool = False) -> _Block:
+def _block(lines: list[Line], config: BoilerplateConfig, *, edges: bool = False) -> Block:
     """The block of consecutive non-blank ``lines`` (``edges``: a block of several lines is not keyed)."""
     if len(lines) == 1:  # a one-line block's text is its line's: the line's key is the block's
         text = lines[0].text
@@ -107,7 +89,7 @@ def _block(lines: list[_Line], config: BoilerplateConfig, *, edges: bool = False
         # Boilerplate is short: a longer block gets no key (and is never counted or stripped).
         key = boilerplate_key(text) if len(text) <= config.max_block_chars and not edges else ""
     counted = bool(key) and has_words(text, config.min_block_words) and has_letters(key)
-    return _Block(tuple(lines), key, counted)
+    return Block(tuple(lines), key, counted)
 
 
 def _layout(
@@ -117,7 +99,7 @@ def _layout(
     edges: bool = False,
     lines: bool = True,
     compiled: bool = False,
-) -> list[list[_Block]]:
+) -> list[list[Block]]:
     """Each page's blocks (``compiled``: from the compiled walk of :mod:`chunkdedup.boilerplate_kernel`,
     the same blocks)."""
     if compiled:
@@ -127,14 +109,14 @@ def _layout(
     return [_page_blocks(page, config, edges=edges, lines=lines) for page in pages]
 
 
-def _edge_lines(blocks: Sequence[_Block]) -> Iterator[_Line]:
+def _edge_lines(blocks: Sequence[Block]) -> Iterator[Line]:
     for block in blocks:
         for line in block.lines:
             if line.edge and has_letters(line.key):
                 yield line
 
 
-def _edge_key_pages(layout: list[list[_Block]]) -> tuple[int, dict[str, int]]:
+def _edge_key_pages(layout: list[list[Block]]) -> tuple[int, dict[str, int]]:
     """The number of pages with text, and on how many of them each edge-line key stands."""
     seen: dict[str, int] = {}
     n = 0
@@ -151,7 +133,7 @@ def running_keys(pages: Sequence[Page], config: BoilerplateConfig) -> set[str]:
     return _running(_layout(pages, config), config)
 
 
-def _running(layout: list[list[_Block]], config: BoilerplateConfig) -> set[str]:
+def _running(layout: list[list[Block]], config: BoilerplateConfig) -> set[str]:
     return _running_of(*_edge_key_pages(layout), config)
 
 

@@ -23,11 +23,11 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from chunkdedup.boilerplate import _Block, _Line
 from chunkdedup.chunk_kernel import proxy
 from chunkdedup.config import BoilerplateConfig
 from chunkdedup.dedup.jit import kernel
 from chunkdedup.normalize import boilerplate_key, has_letters, has_words
+from chunkdedup.textlines import Block, Line
 from chunkdedup.types import Page
 
 U8Array = npt.NDArray[np.uint8]
@@ -70,7 +70,7 @@ _T_WS, _T_DIGIT, _T_LETTER, _T_HIGH = _WS << 8, _DIGIT << 8, _LETTER << 8, _HIGH
 
 def page_blocks(
     page: Page, config: BoilerplateConfig, *, edges: bool = False, lines: bool = True
-) -> list[_Block]:
+) -> list[Block]:
     """``_page_blocks(page, config, edges=edges, lines=lines)``, from one compiled walk."""
     text = page.text
     mode = EDGES if edges else EVERY if lines else READ
@@ -87,7 +87,7 @@ def page_blocks(
         return []
     keys = buf.tobytes().decode("ascii")
     row = rows.tolist()
-    out: list[_Block] = []
+    out: list[Block] = []
     for first, last, ks, ke, words, letters in spans.tolist():
         if last - first == 1:  # a one-line block: its key is its line's
             at, s, e, edge, _, _, _ = row[first]
@@ -101,13 +101,13 @@ def page_blocks(
             else:
                 key = boilerplate_key(t)
                 counted = bool(key) and bool(words) and has_letters(key)
-            out.append(_Block((_Line(at, t, key, edge == 1),), key, counted))
+            out.append(Block((Line(at, t, key, edge == 1),), key, counted))
             continue
-        block: list[_Line] = []
+        block: list[Line] = []
         for at, s, e, edge, lks, lke, _ in row[first:last]:
             t = text[s:e]
             lk = keys[lks:lke] if lks >= 0 else "" if lks == _NO_KEY else boilerplate_key(t)
-            block.append(_Line(at, t, lk, edge == 1))
+            block.append(Line(at, t, lk, edge == 1))
         if ks >= 0:
             key = keys[ks:ke]
             counted = bool(words and letters)
@@ -117,7 +117,7 @@ def page_blocks(
         else:
             key = boilerplate_key(" ".join(ln.text for ln in block))
             counted = bool(key) and bool(words) and has_letters(key)
-        out.append(_Block(tuple(block), key, counted))
+        out.append(Block(tuple(block), key, counted))
     return out
 
 

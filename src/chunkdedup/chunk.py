@@ -21,78 +21,14 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from chunkdedup.config import ChunkConfig
 from chunkdedup.normalize import fits_words
+from chunkdedup.textlines import ABBREVIATIONS
 from chunkdedup.types import Chunk, Page
 
-# Lowercased, without the final period.
-_ABBREVIATIONS = frozenset(
-    [
-        "e.g",
-        "i.e",
-        "etc",
-        "vs",
-        "cf",
-        "al",
-        "approx",
-        "dept",
-        "est",
-        "fig",
-        "inc",
-        "ltd",
-        "co",
-        "corp",
-        "llc",
-        "plc",
-        "jr",
-        "sr",
-        "dr",
-        "mr",
-        "mrs",
-        "ms",
-        "prof",
-        "st",
-        "no",
-        "nos",
-        "vol",
-        "pp",
-        "p",
-        "sec",
-        "art",
-        "ch",
-        "para",
-        "u.s",
-        "u.k",
-        "u.n",
-        "e.u",
-        "a.m",
-        "p.m",
-        "jan",
-        "feb",
-        "mar",
-        "apr",
-        "jun",
-        "jul",
-        "aug",
-        "sep",
-        "sept",
-        "oct",
-        "nov",
-        "dec",
-        "mt",
-        "ft",
-        "oz",
-        "lb",
-        "lbs",
-        "ph.d",
-        "m.d",
-        "b.a",
-        "u.s.c",
-    ]
-)
 # Brackets and quotes that may open the word before a period (not part of the abbreviation).
 _OPENERS = "([\"'‘“"
 # The window the word before a period is looked for in: one character more than the longest
 # abbreviation (lowercasing never shortens a word, so a longer one is never an abbreviation).
-_WINDOW = max(map(len, _ABBREVIATIONS)) + 1
+_WINDOW = max(map(len, ABBREVIATIONS)) + 1
 _BOUNDARY = re.compile(r"""[.!?]['"’”)\]]*(?P<ws>\s+)(?=['"‘“(\[]?[A-Z0-9•\-*])""")
 # _BOUNDARY, with ``long`` set when the _WINDOW characters before the mark are a word's and the first
 # of them no bracket or quote: too long a word for an abbreviation (see _is_abbreviation), so no call.
@@ -146,7 +82,7 @@ def _is_word_abbreviation(word: str) -> bool:
     word = word.lstrip(_OPENERS).lower()
     if not word:
         return False
-    return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
+    return word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

@@ -31,8 +31,8 @@ import re
 import numpy as np
 import numpy.typing as npt
 
-from chunkdedup.chunk import _ABBREVIATIONS
 from chunkdedup.dedup.jit import kernel
+from chunkdedup.textlines import ABBREVIATIONS
 
 U8Array = npt.NDArray[np.uint8]
 I64Array = npt.NDArray[np.int64]
@@ -105,8 +105,8 @@ def _code(word: str) -> int:
 
 
 # The abbreviations (ASCII, lower case) as sorted codes, and the longest one's length.
-_CODES = np.array(sorted(map(_code, _ABBREVIATIONS)), np.int64)
-_LONGEST = max(map(len, _ABBREVIATIONS))
+_CODES = np.array(sorted(map(_code, ABBREVIATIONS)), np.int64)
+_LONGEST = max(map(len, ABBREVIATIONS))
 assert _LONGEST <= 7, "an abbreviation's code holds at most 7 characters"
 
 

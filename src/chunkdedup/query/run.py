@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator, Sequence
 from os import PathLike
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chunkdedup.config import QueryConfig
 from chunkdedup.embed import Embedder
@@ -41,7 +41,19 @@ from chunkdedup.query.vectors import (
 from chunkdedup.query.where import Filter, Where
 
 if TYPE_CHECKING:
-    from chunkdedup.store.index import Index
+    from chunkdedup.store import Store
+
+
+class Searchable(Protocol):
+    """What a search reads of an open index: its store, and its text folder's handle when BM25 runs
+    on tantivy (:class:`~chunkdedup.store.index.Index` is one; the query package names no reader
+    above it, so the store and the query never import each other both ways)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def text_handle(self) -> Any: ...
+
 
 RETRIEVERS = ("auto", "bm25", "vector", "hybrid")
 #: The first retrieval pass asks for this many times the pool: filters and versions drop candidates,
@@ -53,7 +65,7 @@ SCREEN_BATCH = 500
 
 
 def search(
-    index: Index,
+    index: Searchable,
     text: str,
     *,
     k: int | None = None,
@@ -123,7 +135,7 @@ def search(
     return QueryResult(text, hits, tuple(dropped), policy, matched)  # type: ignore[arg-type]
 
 
-def query(index: Index, text: str, **options: object) -> list[Hit]:
+def query(index: Searchable, text: str, **options: object) -> list[Hit]:
     """The hits of :func:`search`, best first: what ``Index.query`` returns.
 
     Example:
@@ -133,7 +145,7 @@ def query(index: Index, text: str, **options: object) -> list[Hit]:
 
 
 def _retriever(
-    index: Index,
+    index: Searchable,
     which: Retriever | str,
     embedder: Embedder | str | None,
     contexts: DocumentContexts | None,
@@ -161,7 +173,7 @@ def _retriever(
     return ReciprocalRankFusion([text, ranked(vectors, relative=True)]), vectors
 
 
-def bm25_retriever(index: Index, parts: bool = True) -> Retriever:
+def bm25_retriever(index: Searchable, parts: bool = True) -> Retriever:
     """BM25 on the index's text engine: its tantivy folder when it has one, else FTS5 (``parts``:
     letter-digit runs add their parts as terms)."""
     handle = index.text_handle()
@@ -170,7 +182,7 @@ def bm25_retriever(index: Index, parts: bool = True) -> Retriever:
     return Fts5Retriever(index.store, parts=parts)
 
 
-def _similarity(index: Index, vectors: VectorRetriever | None, cfg: QueryConfig) -> Similarity:
+def _similarity(index: Searchable, vectors: VectorRetriever | None, cfg: QueryConfig) -> Similarity:
     """Cosine of stored vectors when the index has embeddings, else shingle Jaccard.
 
     With bm25 retrieval on an embedded index the stored vectors are read without loading the

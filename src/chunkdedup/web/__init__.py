@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chunkdedup.errors import MissingExtraError
+from chunkdedup.web.hosts import LOOPBACK_NAMES
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -28,13 +29,6 @@ def require_web() -> None:
             __import__(module)
         except ImportError:
             raise MissingExtraError("chunkdedup serve", "web", module) from None
-
-
-#: the Host names a browser on this machine sends to a loopback address. A request naming any other
-#: host is refused (400): a web page of another site can point its own name at 127.0.0.1 (DNS
-#: rebinding) and read a loopback-bound server through the user's browser; its requests carry that
-#: site's name as their Host.
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
 def create_app(

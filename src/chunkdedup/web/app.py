@@ -31,7 +31,8 @@ from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.views import IndexViews
 from chunkdedup.visible import safe_block
-from chunkdedup.web import LOOPBACK_NAMES, pages
+from chunkdedup.web import pages
+from chunkdedup.web.hosts import LOOPBACK_NAMES
 from chunkdedup.web.pages import QueryForm
 
 HERE = Path(__file__).resolve().parent

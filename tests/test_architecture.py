@@ -1,0 +1,121 @@
+"""The invariants ARCHITECTURE.md states, held against the code's own imports.
+
+Every ``import`` of a chunkdedup module anywhere in a file counts (at the top, inside a function, or
+under ``TYPE_CHECKING``): a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+PACKAGE = SRC / "chunkdedup"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(path: Path, known: set[str]) -> set[str]:
+    """The chunkdedup modules a file imports (a name imported from a package that is itself a module
+    counts as that module)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name in known}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module in known:
+            subs = {f"{node.module}.{a.name}" for a in node.names} & known
+            out |= subs or {node.module}
+            if len(subs) < len(node.names):
+                out.add(node.module)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(path, known) - {name} for name, path in modules.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    part = []
+                    while True:
+                        top = stack.pop()
+                        on.discard(top)
+                        part.append(top)
+                        if top == node:
+                            break
+                    if len(part) > 1:
+                        found.append(sorted(part))
+    return found
+
+
+def test_no_two_modules_import_each_other() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_algorithms_and_the_parsers_import_no_store_no_ingest_no_query() -> None:
+    """dedup/ and parse/ (and the text stages) are pure: records in, records out."""
+    graph = import_graph()
+    pure = [m for m in graph if m.startswith(("chunkdedup.dedup", "chunkdedup.parse"))] + [
+        "chunkdedup.boilerplate", "chunkdedup.boilerplate_kernel", "chunkdedup.chunk",
+        "chunkdedup.chunk_kernel", "chunkdedup.textlines", "chunkdedup.normalize", "chunkdedup.types",
+    ]
+    upward = ("chunkdedup.store", "chunkdedup.pipeline", "chunkdedup.query", "chunkdedup.clusters",
+              "chunkdedup.web", "chunkdedup.cli", "chunkdedup.integrations", "chunkdedup.evaluate")
+    offenders = {m: sorted(d for d in graph[m] if d.startswith(upward)) for m in pure}
+    assert {m: d for m, d in offenders.items() if d} == {}
+
+
+def test_the_architecture_page_names_every_package() -> None:
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    missing = [name for name in packages if f"{name}/" not in text]
+    assert missing == []
