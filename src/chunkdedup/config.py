@@ -13,6 +13,8 @@ A TOML file maps onto it section by section::
 from __future__ import annotations
 
 import tomllib
+import types
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -381,8 +383,77 @@ def _build(kind: type, values: dict[str, Any], where: str) -> Any:
     unknown = set(values) - names
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
-    converted = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    hints = typing.get_type_hints(kind)
+    converted: dict[str, Any] = {}
+    for key, value in values.items():
+        expected = hints[key]
+        if not _is_a(value, expected):
+            hint = ""
+            if isinstance(value, str) and typing.get_origin(expected) is tuple:
+                hint = f": write [{value!r}], not one string"
+            raise ConfigError(
+                f"{where}: {key} must be {_type_name(expected)}, got {value!r} ({_value_kind(value)}){hint}"
+            )
+        if expected is float:
+            value = float(value)  # 1 and 1.0 are one setting (and one config fingerprint)
+        converted[key] = tuple(value) if isinstance(value, list) else value
     try:
         return kind(**converted)
     except TypeError as e:
         raise ConfigError(f"{where}: {e}") from None
+
+
+def _is_a(value: Any, expected: Any) -> bool:
+    """Whether a value read from TOML (or a stored run's JSON) fits a field's annotation. A boolean is
+    no number here (``true`` where a count is meant is a mistake), an integer is a float; a tuple field
+    takes a list."""
+    origin = typing.get_origin(expected)
+    if origin in (types.UnionType, typing.Union):
+        return any(_is_a(value, arm) for arm in typing.get_args(expected))
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            return False
+        args = typing.get_args(expected)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_is_a(v, args[0]) for v in value)
+        return len(value) == len(args) and all(_is_a(v, a) for v, a in zip(value, args, strict=True))
+    if expected is bool:
+        return isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if expected is str:
+        return isinstance(value, str)
+    raise TypeError(f"no config check for {expected!r}")  # a new field type: teach _is_a about it
+
+
+def _type_name(expected: Any) -> str:
+    """``int`` -> "an integer", ``tuple[str, ...]`` -> "a list of strings", ..."""
+    if typing.get_origin(expected) in (types.UnionType, typing.Union):
+        return " or ".join(_type_name(arm) for arm in typing.get_args(expected))
+    if typing.get_origin(expected) is tuple:
+        return "a list of " + _plural(expected).removeprefix("lists of ")
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[expected]
+
+
+def _plural(expected: Any) -> str:
+    """``str`` -> "strings", ``tuple[str, str]`` -> "lists of 2 strings", ``tuple[str, ...]`` ->
+    "lists of strings"."""
+    if typing.get_origin(expected) in (types.UnionType, typing.Union):
+        return " or ".join(_plural(arm) for arm in typing.get_args(expected))
+    if typing.get_origin(expected) is tuple:
+        args = typing.get_args(expected)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"lists of {_plural(args[0])}"
+        if len(set(args)) == 1:
+            return f"lists of {len(args)} {_plural(args[0])}"
+        return f"lists of {len(args)} ({', '.join(_type_name(a) for a in args)})"
+    return {bool: "booleans", int: "integers", float: "numbers", str: "strings"}[expected]
+
+
+def _value_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    return {int: "an integer", float: "a number", str: "a string", list: "a list", tuple: "a list",
+            dict: "a table"}.get(type(value), type(value).__name__)

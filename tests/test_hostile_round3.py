@@ -1,0 +1,48 @@
+"""Hostile-input battery, third round: a config value of the wrong type, a run killed mid-ingest, an
+output that cannot be written (a closed pipe, a full disk, a read-only folder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chunkdedup.config import Config
+from chunkdedup.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[chunk]\ntarget_words = "300"', "[chunk]: target_words must be an integer, got '300' (a string)"),
+        ("[chunk]\ntarget_words = true", "[chunk]: target_words must be an integer, got True (a boolean)"),
+        ("[near]\nthreshold = true", "[near]: threshold must be a number, got True (a boolean)"),
+        ('[near]\nenabled = "no"', "[near]: enabled must be true or false, got 'no' (a string)"),
+        ("[dedup]\nexact = 1", "[dedup]: exact must be true or false, got 1 (an integer)"),
+        ("[semantic]\nembedder = 5", "[semantic]: embedder must be a string, got 5 (an integer)"),
+        ('[parse]\nsuffixes = ".md"', "[parse]: suffixes must be a list of strings, got '.md' (a string)"),
+        ('[parse]\nsuffixes = [".md", 3]', "[parse]: suffixes must be a list of strings, got ['.md', 3]"),
+        ('[near]\nkeep_apart = [["a", 1]]',
+         "[near]: keep_apart must be a list of strings or lists of 2 strings, got [['a', 1]]"),
+        ("[query]\nk = 2.5", "[query]: k must be an integer, got 2.5 (a number)"),
+    ],
+)
+def test_a_config_value_of_the_wrong_type_is_a_config_error_naming_it(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(toml + "\n")
+    with pytest.raises(ConfigError) as e:
+        Config.load(path)
+    assert str(e.value).startswith(f"{path} {message}")
+
+
+def test_a_config_takes_an_integer_for_a_number_and_lists_for_tuples(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[near]\nthreshold = 1\nkeep_apart = ["a", ["b", "c"]]\nmeaning = []\n'
+                    '[parse]\nsuffixes = [".md"]\n')
+    cfg = Config.load(path)
+    assert cfg.near.threshold == 1.0 and isinstance(cfg.near.threshold, float)
+    assert cfg.near.keep_apart == ("a", ("b", "c")) and cfg.near.meaning == ()
+    assert cfg.parse.suffixes == (".md",)
+    assert Config.from_dict(Config().to_dict()) == Config()  # a stored run's config reads back
