@@ -3,10 +3,15 @@ output that cannot be written (a closed pipe, a full disk, a read-only folder)."
 
 from __future__ import annotations
 
+import signal
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from chunkdedup import Index, ingest
 from chunkdedup.config import Config
 from chunkdedup.errors import ConfigError
 
@@ -46,3 +51,34 @@ def test_a_config_takes_an_integer_for_a_number_and_lists_for_tuples(tmp_path: P
     assert cfg.near.keep_apart == ("a", ("b", "c")) and cfg.near.meaning == ()
     assert cfg.parse.suffixes == (".md",)
     assert Config.from_dict(Config().to_dict()) == Config()  # a stored run's config reads back
+
+
+_KILLED_MID_RUN = """
+import os, signal, sys
+from chunkdedup.store import Store
+store = Store.open(sys.argv[1])
+with store.writer():
+    store.begin_run(["x"], None, {})
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _runs(index: Path) -> list[tuple[str, bool]]:
+    with sqlite3.connect(index) as c:
+        return [(r[0], r[1] is not None) for r in c.execute("SELECT status, finished FROM runs ORDER BY id")]
+
+
+def test_a_run_killed_by_sigkill_is_marked_failed_by_the_next_writer(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nRefunds are paid within thirty days of the written request.\n")
+    index = tmp_path / "i.sqlite"
+    ingest([docs], index)
+    killed = subprocess.run([sys.executable, "-c", _KILLED_MID_RUN, str(index)], capture_output=True)
+    assert killed.returncode == -signal.SIGKILL
+    assert _runs(index) == [("done", True), ("running", False)]  # nothing could mark it
+    with Index.open(index) as ix:  # a reader proves nothing: the run may be alive
+        assert ix.stats()["documents"] == 1
+    assert _runs(index) == [("done", True), ("running", False)]
+    ingest([docs], index)  # the next writer holds the lock: the killed run is not alive
+    assert _runs(index) == [("done", True), ("failed", True), ("done", True)]

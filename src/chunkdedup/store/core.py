@@ -365,7 +365,12 @@ class Store:
 
     # -- runs ----------------------------------------------------------------------------------
     def begin_run(self, paths: Sequence[str], manifest: str | None, config: dict[str, Any]) -> int:
+        """Record a new run as 'running'. Under the writer lock (every ingest and remove), an earlier
+        run still marked 'running' is marked 'failed', finished now: the lock proves it is not alive (a
+        process killed with SIGKILL, or a machine that went down, could not mark its own run)."""
         with self.transaction() as c:
+            if self._locked:
+                c.execute("UPDATE runs SET finished=?, status='failed' WHERE status='running'", (_now(),))
             cur = c.execute(
                 "INSERT INTO runs(started, status, paths, manifest, config) VALUES (?, 'running', ?, ?, ?)",
                 (_now(), json.dumps(list(paths)), manifest, json.dumps(config, sort_keys=True)),
