@@ -310,6 +310,37 @@ def check_cmd(index_path: Path, full: bool) -> None:
     )
 
 
+@main.command("review")
+@index_option
+@json_option
+def review_cmd(index_path: Path, as_json: bool) -> None:
+    """Print the decisions taken in the review queue of `chunkdedup serve` as a [near] config section.
+
+    Each decision names a pair of exact-key groups: `always_merge` pairs are merged whatever the
+    guards say, `keep_apart` pairs are versions. The index honours them at every ingest; the
+    section carries them to a config file (and so to another index of the same corpus).
+
+    Example:
+
+    \b
+        chunkdedup review --index policies.sqlite >> chunkdedup.toml
+    """
+    from chunkdedup.store import review
+
+    with cli_errors(index_path), Index.open(index_path) as ix:
+        decided = review.overrides(ix.store)
+    if as_json:
+        click.echo(json.dumps([{"a": o.a, "b": o.b, "decision": o.decision} for o in decided], indent=2))
+        return
+    merge = [[o.a, o.b] for o in decided if o.decision == "merge"]
+    apart = [[o.a, o.b] for o in decided if o.decision == "apart"]
+    where = safe_text(str(index_path))
+    click.echo(f"# the review queue's decisions in {where}: {len(merge)} merge, {len(apart)} apart")
+    click.echo("[near]")
+    click.echo(f"always_merge = {json.dumps(merge)}")
+    click.echo(f"keep_apart = {json.dumps(apart)}")
+
+
 @main.command("show")
 @click.argument("chunk_id")
 @index_option
@@ -673,10 +704,12 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
     help="A folder `chunkdedup eval --out` wrote: its report.json is shown under /report.",
 )
 def serve_cmd(index_path: Path, host: str, port: int, report_dir: Path | None) -> None:
-    """Browse an index in a local, read-only web view (pip install 'chunkdedup[web]').
+    """Browse an index in a local web view (pip install 'chunkdedup[web]'); it writes only review decisions.
 
     Pages: overview, documents (stripped lines struck through, chunk boundaries), boilerplate, canonical
-    chunks with their sources, query with what each step dropped; each also as JSON with ?format=json.
+    chunks with their sources, query with what each step dropped, and the review queue of near pairs
+    (its merge / keep apart decisions are kept in the index for the next ingest); each also as JSON
+    with ?format=json.
 
     Example:
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from chunkdedup.config import Config, NearConfig, SemanticConfig
 from chunkdedup.dedup.settings import NUMPY_KEYS, near_edge_settings, near_fingerprints
 from chunkdedup.errors import ConfigError
-from chunkdedup.store import Store
+from chunkdedup.store import Store, review
 from chunkdedup.types import GroupRow
 
 # The array stack (NumPy, the MinHash and LSH steps, embedders) is imported where a pass has groups
@@ -172,14 +172,17 @@ def update_clusters(
     from chunkdedup.dedup.near import decide
 
     texts: dict[str, str] = {}
-    judged = bool(near.meaning) or near.numbering or bool(near.always_merge) or bool(near.keep_apart)
+    decided = review.overrides(store)  # a person's decisions from the review queue, beside the config's
+    always_merge = (*near.always_merge, *((o.a, o.b) for o in decided if o.decision == "merge"))
+    keep_apart = (*near.keep_apart, *((o.a, o.b) for o in decided if o.decision == "apart"))
+    judged = bool(near.meaning) or near.numbering or bool(always_merge) or bool(keep_apart)
     if judged and edges:  # the meaning guard reads the texts of the groups on an edge
         on_edges = {gid for pair in edges for gid in pair}
         texts = tables.group_texts([row.id for row in rows if row.text is None and row.id in on_edges])
     assignments, variants = decide(
         rows, edges, near.guard, near.linkage, keys,
         texts=texts, meaning=near.meaning, numbering=near.numbering,
-        always_merge=near.always_merge, keep_apart=near.keep_apart,
+        always_merge=always_merge, keep_apart=keep_apart,
     )
     with store.transaction():
         # dirty and rows are sorted by id: equal lists are the same groups

@@ -374,4 +374,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE variants ADD COLUMN reason TEXT NOT NULL DEFAULT 'number';
         """,
     ),
+    (
+        "0020_overrides",
+        # A person's decision on a near pair, from the review queue of `chunkdedup serve`: merged
+        # whatever the guards say, or kept apart (store/review.py); the cluster pass honours them.
+        """
+        CREATE TABLE overrides(
+            a TEXT NOT NULL, b TEXT NOT NULL, decision TEXT NOT NULL CHECK (decision IN ('merge', 'apart')),
+            PRIMARY KEY(a, b)) WITHOUT ROWID;
+        """,
+    ),
 )

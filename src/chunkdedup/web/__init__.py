@@ -1,8 +1,9 @@
-"""``chunkdedup serve``: a local, read-only web view of an index (the ``[web]`` extra).
+"""``chunkdedup serve``: a local web view of an index (the ``[web]`` extra); it writes only the review
+queue's decisions.
 
 Pages: ``/`` overview, ``/documents`` and ``/documents/<doc id>``, ``/boilerplate`` and
-``/boilerplate/<key>``, ``/chunks/<canonical id>``, ``/query?q=...`` and, with a report folder,
-``/report``; each also as JSON with ``?format=json``.
+``/boilerplate/<key>``, ``/chunks/<canonical id>``, ``/query?q=...``, ``/review`` and, with a report
+folder, ``/report``; each also as JSON with ``?format=json``.
 
 Example:
     >>> from chunkdedup.web import create_app

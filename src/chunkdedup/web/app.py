@@ -8,25 +8,28 @@ Every page is HTML, or its record's ``to_json()`` with ``?format=json``.
 from __future__ import annotations
 
 import json
+import re
+import secrets
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 import jinja2
 import markupsafe
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chunkdedup.errors import ChunkdedupError, IndexError_
-from chunkdedup.store import Store
+from chunkdedup.store import Store, review
 from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.views import IndexViews
@@ -119,6 +122,11 @@ def chunk_url(canonical_id: str) -> str:
     return "/chunks/" + quote(canonical_id, safe="")
 
 
+#: an exact-key group's id (as `show` and the review queue print it)
+_GROUP = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_FORM_BYTES = 4096
+
+
 def key_url(khash: int) -> str:
     return f"/boilerplate/{khash}"
 
@@ -156,6 +164,8 @@ def create_app(
         Route("/boilerplate/{khash}", view.key),
         Route("/chunks/{canonical_id}", view.chunk),
         Route("/query", view.query),
+        Route("/review", view.review),
+        Route("/review/decide", view.decide, methods=["POST"]),
         Route("/report", view.report),
         Route("/report/view", view.report_view),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
@@ -212,6 +222,9 @@ class _View:
         self.report_dir = report_dir
         self.env = _environment()
         self.memo = _Memo(index_path)
+        #: the review queue's forms carry it: a page of another site cannot read it, so it cannot post
+        #: a decision through the user's browser (its Host is refused besides)
+        self.token = secrets.token_urlsafe(24)
 
     # -- plumbing -----------------------------------------------------------------------------
     def render(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -329,6 +342,57 @@ class _View:
             return found
 
         return self.page(request, "chunk.html", build)
+
+    def review(self, request: Request) -> Response:
+        limit, offset = _paging(request)
+        kind = request.query_params.get("kind", "merges")
+        order = request.query_params.get("order", "threshold")
+        reason = request.query_params.get("reason") or None
+        if kind not in ("merges", "variants") or order not in ("threshold", "size"):
+            return self.error(request, 400, "Unknown review list",
+                              "kind is merges or variants, order is threshold or size")
+        return self.page(
+            request, "review.html",
+            lambda ix: pages.review_page(ix, kind=kind, order=order, reason=reason,  # type: ignore[arg-type]
+                                         limit=limit, offset=offset),
+            token=self.token, reasons=pages.REVIEW_REASONS,
+        )
+
+    async def decide(self, request: Request) -> Response:
+        """A decision from the review queue: ``merge``, ``apart`` or ``clear`` for the groups ``a`` and
+        ``b``, kept in the index for the next ingest (the index must be writable here)."""
+        body = await request.body()  # the form's fields, URL-encoded (the browser's default)
+        if len(body) > _FORM_BYTES:
+            return self.error(request, 413, "Too large", "a decision is a few fields: reload the review page")
+        try:
+            form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=8)
+        except ValueError:
+            return self.error(request, 400, "Not a decision",
+                              "a decision is a few fields: reload the review page")
+        fields = {k: (form.get(k) or [""])[0] for k in ("a", "b", "decision", "token", "back")}
+        if not secrets.compare_digest(fields["token"], self.token):
+            return self.error(request, 403, "Not accepted",
+                              "the form is not this server's: reload the review page")
+        ids = _GROUP.fullmatch(fields["a"]) and _GROUP.fullmatch(fields["b"])
+        if fields["decision"] not in ("merge", "apart", "clear") or not ids:
+            return self.error(request, 400, "Not a decision",
+                              "decision is merge, apart or clear on two group ids")
+
+        def write() -> None:
+            with Store.open(self.index_path) as store:
+                if fields["decision"] == "clear":
+                    review.forget(store, fields["a"], fields["b"])
+                else:
+                    review.decide(store, fields["a"], fields["b"], fields["decision"])  # type: ignore[arg-type]
+
+        try:
+            await run_in_threadpool(write)
+        except ChunkdedupError as e:
+            return self.error(request, 409, "The decision was not kept", f"{e}: serve a writable index file")
+        except SQLITE_FAILURES as e:
+            return self.error(request, 409, "The decision was not kept", str(index_error(self.index_path, e)))
+        back = fields["back"] if fields["back"].startswith("/review") else "/review"
+        return RedirectResponse(back, status_code=303)
 
     def query(self, request: Request) -> Response:
         params = request.query_params

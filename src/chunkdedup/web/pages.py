@@ -14,8 +14,9 @@ from typing import Any
 from chunkdedup.config import QueryConfig
 from chunkdedup.query import QueryResult, search
 from chunkdedup.query.records import Dropped
-from chunkdedup.store import textindex
+from chunkdedup.store import review, textindex
 from chunkdedup.store.index import Index
+from chunkdedup.store.review import Kind, Order, PairRow
 from chunkdedup.store.views import (
     CanonicalRow,
     DocumentRow,
@@ -378,3 +379,44 @@ def query_page(ix: Index, form: QueryForm, config: QueryConfig | None = None) ->
         if any(d.step == step for d in result.dropped)
     )
     return QueryPage(form, result, steps)
+
+
+REVIEW_REASONS = ("number", "negation", "modality", "ordinal", "reference", "qualifier", "name", "content",
+                  "override")
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewItem:
+    """A pair of the review queue, both texts with the words that differ marked."""
+
+    pair: PairRow
+    a_words: tuple[Word, ...]
+    b_words: tuple[Word, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.pair.to_json()
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewPage:
+    """The review queue (``/review``): merges nearest the threshold or in the largest clusters, or the
+    pairs a guard kept apart (``reason`` keeps one reason), each with its decision."""
+
+    kind: Kind
+    order: Order
+    reason: str | None
+    pairs: Slice[ReviewItem]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "order": self.order, "reason": self.reason, "pairs": self.pairs.to_json()}
+
+
+def review_page(
+    ix: Index, *, kind: Kind, order: Order, reason: str | None, limit: int, offset: int
+) -> ReviewPage:
+    found = review.pairs(ix.store, kind, order=order, reason=reason, limit=limit, offset=offset)
+    items = []
+    for p in found.items:
+        a_words, b_words = word_diff(p.a_text, p.b_text)
+        items.append(ReviewItem(p, a_words, b_words))
+    return ReviewPage(kind, order, reason, Slice(tuple(items), found.total, found.limit, found.offset))

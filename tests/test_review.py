@@ -1,0 +1,130 @@
+"""The review queue: near pairs listed for a person, decisions kept in the index, honoured by the next
+ingest, posted from `chunkdedup serve` only with its own form, and printed as a config section."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient
+
+from chunkdedup import Config, Index, ingest
+from chunkdedup.cli import main
+from chunkdedup.store import Store, review
+from chunkdedup.web import create_app
+
+CLAUSE = (
+    "The customer may terminate this agreement by written notice to the supplier at any time during "
+    "the {which} quarter of the term, and the supplier refunds the fees paid for the rest of the term. "
+    "Notices are sent by registered mail to the address on the order form, and each party {keeps} a copy "
+    "of every notice it sends or receives for the whole time the agreement is in force."
+)
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "c"
+    folder.mkdir()
+    texts = {
+        "a.txt": CLAUSE.format(which="first", keeps="keeps"),
+        "b.txt": CLAUSE.format(which="third", keeps="keeps"),  # an ordinal: kept apart
+        "c.txt": CLAUSE.format(which="first", keeps="retains"),  # a near copy of a.txt
+    }
+    for name, text in texts.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def _canonicals(index: Path) -> list[list[str]]:
+    with Index.open(index) as ix:
+        return sorted([s.doc for s in r.sources] for r in ix.records())
+
+
+def _groups(index: Path) -> dict[str, str]:
+    """doc -> its exact-key group id."""
+    conn = sqlite3.connect(index)
+    try:
+        return dict(conn.execute("SELECT rep_doc, id FROM groups"))
+    finally:
+        conn.close()
+
+
+def test_the_queue_lists_merges_and_versions_with_their_reasons(corpus: Path, tmp_path: Path) -> None:
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    g = _groups(index)
+    with Store.open(index, readonly=True) as store:
+        merges = review.pairs(store, "merges")
+        variants = review.pairs(store, "variants", reason="ordinal")
+        assert review.pairs(store, "variants", reason="name").total == 0
+    assert [(p.a, p.b, p.relation) for p in merges.items] == [(g["a.txt"], g["c.txt"], "near")]
+    assert merges.items[0].a_text.startswith("The customer") and "retains" in merges.items[0].b_text
+    assert merges.items[0].cluster_groups == 2 and merges.items[0].decision is None
+    [v] = variants.items
+    assert {v.a, v.b} == {g["a.txt"], g["b.txt"]} and v.differing == ("-first", "+third")
+
+
+def test_decisions_are_honoured_by_the_next_ingest_and_can_be_cleared(corpus: Path, tmp_path: Path) -> None:
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    g = _groups(index)
+    assert _canonicals(index) == [["a.txt", "c.txt"], ["b.txt"]]
+    with Store.open(index) as store:
+        review.decide(store, g["c.txt"], g["a.txt"], "apart")
+        review.decide(store, g["a.txt"], g["b.txt"], "merge")
+        assert [(o.a, o.b, o.decision) for o in review.overrides(store)] == sorted(
+            [(*sorted((g["a.txt"], g["c.txt"])), "apart"), (*sorted((g["a.txt"], g["b.txt"])), "merge")]
+        )
+    ingest([corpus], index)  # no file changed: the decided groups are re-decided all the same
+    assert _canonicals(index) == [["a.txt", "b.txt"], ["c.txt"]]
+    with Index.open(index) as ix:
+        reasons = {v["reason"] for r in ix.records() for v in ix.variants(r.id)}
+    assert reasons == {"override"}
+    # the same decisions as config, on a fresh index, give the same clusters
+    out = CliRunner().invoke(main, ["review", "--index", str(index)])
+    assert out.exit_code == 0, out.output
+    config = tmp_path / "cfg.toml"
+    config.write_text(out.output, encoding="utf-8")
+    fresh = tmp_path / "fresh.sqlite"
+    ingest([corpus], fresh, config=Config.load(config))
+    assert _canonicals(fresh) == _canonicals(index)
+    as_json = json.loads(CliRunner().invoke(main, ["review", "--index", str(index), "--json"]).output)
+    assert sorted(d["decision"] for d in as_json) == ["apart", "merge"]
+    with Store.open(index) as store:
+        for o in review.overrides(store):
+            review.forget(store, o.a, o.b)
+    ingest([corpus], index)
+    assert _canonicals(index) == [["a.txt", "c.txt"], ["b.txt"]]
+
+
+def test_serve_lists_pairs_and_keeps_a_decision_posted_with_its_own_form(
+    corpus: Path, tmp_path: Path
+) -> None:
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    g = _groups(index)
+    with TestClient(create_app(index), base_url="http://localhost") as client:
+        page = client.get("/review?kind=variants")
+        assert page.status_code == 200
+        assert g["b.txt"] in page.text and "ordinal" in page.text and "<mark>third</mark>" in page.text
+        data = client.get("/review?kind=merges&format=json").json()
+        assert [(p["a"], p["b"]) for p in data["pairs"]["items"]] == [(g["a.txt"], g["c.txt"])]
+        token = re.search(r'name="token" value="([^"]+)"', page.text)
+        assert token is not None
+        form = {"a": g["a.txt"], "b": g["c.txt"], "decision": "apart", "back": "/review?kind=merges"}
+        refused = client.post("/review/decide", data={**form, "token": "forged"}, follow_redirects=False)
+        assert refused.status_code == 403
+        with Store.open(index, readonly=True) as store:
+            assert review.overrides(store) == ()
+        kept = client.post("/review/decide", data={**form, "token": token.group(1)}, follow_redirects=False)
+        assert kept.status_code == 303 and kept.headers["location"] == "/review?kind=merges"
+        assert "decided: apart" in client.get("/review?kind=merges").text
+        bad = client.post("/review/decide", data={**form, "decision": "maybe", "token": token.group(1)})
+        assert bad.status_code == 400
+        assert client.get("/review?kind=everything").status_code == 400
+    ingest([corpus], index)
+    assert _canonicals(index) == [["a.txt"], ["b.txt"], ["c.txt"]]
