@@ -3,17 +3,27 @@ output that cannot be written (a closed pipe, a full disk, a read-only folder)."
 
 from __future__ import annotations
 
+import errno
+import json
+import os
+import random
 import signal
 import sqlite3
+import string
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from chunkdedup import Index, ingest
+from chunkdedup.cli import main
 from chunkdedup.config import Config
 from chunkdedup.errors import ConfigError
+
+CHUNKDEDUP = str(Path(sys.executable).with_name("chunkdedup"))
 
 
 @pytest.mark.parametrize(
@@ -82,3 +92,50 @@ def test_a_run_killed_by_sigkill_is_marked_failed_by_the_next_writer(tmp_path: P
     assert _runs(index) == [("done", True), ("running", False)]
     ingest([docs], index)  # the next writer holds the lock: the killed run is not alive
     assert _runs(index) == [("done", True), ("failed", True), ("done", True)]
+
+
+@pytest.fixture(scope="module")
+def wide_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An index whose export (about 300 kB) is larger than a pipe's buffer."""
+    folder = tmp_path_factory.mktemp("wide")
+    docs = folder / "docs"
+    docs.mkdir()
+    rng = random.Random(3)
+    for n in range(400):  # words of random letters: digits alone would make one boilerplate key of all
+        words = " ".join("".join(rng.choices(string.ascii_lowercase, k=7)) for _ in range(60))
+        (docs / f"d{n}.md").write_text(f"# Document {n}\n\nThis paragraph is about {words}.\n")
+    index = folder / "wide.sqlite"
+    ingest([docs], index)
+    return index
+
+
+def test_export_into_a_closed_pipe_ends_quietly(wide_index: Path) -> None:
+    """`chunkdedup export | head -1`: the reader leaving is no error to report."""
+    proc = subprocess.Popen([CHUNKDEDUP, "export", "--index", str(wide_index)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert json.loads(proc.stdout.readline())["id"]
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    # 1 is what every command exits with when its reader leaves (click's quiet EPIPE exit): not SIGPIPE
+    assert (proc.wait(timeout=60), err) == (1, "")
+
+
+def test_export_onto_a_full_disk_leaves_no_partial_file(
+    wide_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chunkdedup import export
+
+    def fill_the_disk(recs: Any, fh: Any) -> None:
+        fh.write("{}\n" * 1000)
+        fh.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(export, "_write_jsonl", fill_the_disk)
+    out = tmp_path / "chunks.jsonl"
+    result = CliRunner().invoke(main, ["export", "--index", str(wide_index), "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(f"Error: no space left writing the export to {out} (No space left")
+    assert "the partial file was removed" in result.output
+    assert list(tmp_path.iterdir()) == []

@@ -58,15 +58,18 @@ def export_index(
                 )
         try:
             return write_export(index, out, fmt, changes_since)
+        except BrokenPipeError:
+            raise  # the reader stopped reading (`| head`): the caller's to end quietly, no error
         except OSError as e:
+            where = out if isinstance(out, Path) else "standard output"
             if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                kept = "; the partial file was removed" if isinstance(out, Path) else ""
                 raise InputError(
-                    f"no space left writing the export to {out} ({e.strerror}): free disk space, or give an "
-                    "--out on another disk; the partial file was not kept under that name"
+                    f"no space left writing the export to {where} ({e.strerror}): free disk space, or give "
+                    f"an --out on another disk{kept}"
                 ) from None
-            raise InputError(
-                f"cannot write the export to {out}: {e.strerror}; check that --out's folder exists"
-            ) from None
+            fix = "; check that --out's folder exists and can be written" if isinstance(out, Path) else ""
+            raise InputError(f"cannot write the export to {where}: {e.strerror}{fix}") from None
 
 
 def write_export(index: Index, out: Path | IO[str], fmt: str, changes_since: int | None) -> dict[str, int]:
@@ -78,16 +81,22 @@ def write_export(index: Index, out: Path | IO[str], fmt: str, changes_since: int
             counts["deletes" if rec.op == "delete" else "upserts"] += 1
             yield rec
 
-    if fmt == "parquet":
-        assert isinstance(out, Path)
-        _write_parquet(counted(), out)
-    elif isinstance(out, Path):
-        tmp = out.with_name(out.name + ".partial")
-        with tmp.open("w", encoding="utf-8") as fh:
-            _write_jsonl(counted(), fh)
-        tmp.replace(out)  # nothing half-written under the final name
-    else:
+    if not isinstance(out, Path):
+        if fmt == "parquet":
+            raise InputError("--format parquet writes a file: give --out FILE")
         _write_jsonl(counted(), out)
+        return counts
+    tmp = out.with_name(out.name + ".partial")  # nothing half-written under the final name
+    try:
+        if fmt == "parquet":
+            _write_parquet(counted(), tmp)
+        else:
+            with tmp.open("w", encoding="utf-8") as fh:
+                _write_jsonl(counted(), fh)
+        tmp.replace(out)
+    except BaseException:  # a full disk, Ctrl-C: no partial file left beside the output either
+        tmp.unlink(missing_ok=True)
+        raise
     return counts
 
 
@@ -119,8 +128,7 @@ def _write_parquet(recs: Iterator[ExportRecord], out: Path) -> None:
     schema = pa.schema(
         [("op", pa.string()), ("id", pa.string()), ("text", pa.string()), ("sources", pa.list_(source))]
     )
-    tmp = out.with_name(out.name + ".partial")
-    with pq.ParquetWriter(tmp, schema) as writer:
+    with pq.ParquetWriter(out, schema) as writer:
         batch: list[dict[str, Any]] = []
         for rec in recs:
             # Metadata keys differ between documents: stored as a JSON object string.
@@ -139,4 +147,3 @@ def _write_parquet(recs: Iterator[ExportRecord], out: Path) -> None:
                 batch = []
         if batch:
             writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-    tmp.replace(out)
