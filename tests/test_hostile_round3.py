@@ -139,3 +139,44 @@ def test_export_onto_a_full_disk_leaves_no_partial_file(
     assert result.output.startswith(f"Error: no space left writing the export to {out} (No space left")
     assert "the partial file was removed" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def docugami(tmp_path: Path) -> tuple[Path, Path]:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "2023 Q3 NVDA.pdf").write_bytes(b"%PDF")
+    csv = tmp_path / "q.csv"
+    csv.write_text("Question,Source Docs,Answer\nNVDA?,*NVDA*,yes\n")
+    return csv, docs
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_golden_convert_onto_a_full_disk_is_one_line(docugami: tuple[Path, Path]) -> None:
+    csv, docs = docugami
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([CHUNKDEDUP, "golden", "convert", str(csv), "--docs", str(docs)],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (
+        1, "Error: no space left (No space left on device): free disk space and run again\n")
+
+
+def test_golden_convert_out_onto_a_full_disk_leaves_no_partial_file(
+    docugami: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chunkdedup.evaluate import golden
+
+    def fill_the_disk(q: Any) -> str:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    csv, docs = docugami
+    out = tmp_path / "golden.jsonl"
+    args = ["golden", "convert", str(csv), "--docs", str(docs), "--out", str(out)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert json.loads(out.read_text())["relevant"] == [{"doc": "2023 Q3 NVDA.pdf"}]
+    out.unlink()
+    monkeypatch.setattr(golden, "golden_line", fill_the_disk)
+    result = CliRunner().invoke(main, args)
+    assert (result.exit_code, result.output) == (
+        1, f"Error: no space left writing {out} (No space left on device): free disk space and run again\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "q.csv"]

@@ -18,7 +18,7 @@ from rich.table import Table
 from chunkdedup.cli_support import cli_errors, progress_bar
 from chunkdedup.evaluate.audit import NEIGHBOUR_SAMPLE, NO_EMBEDDINGS, audit
 from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
-from chunkdedup.evaluate.golden import convert_docugami
+from chunkdedup.evaluate.golden import convert_docugami, golden_line, write_golden
 from chunkdedup.evaluate.run import evaluate
 from chunkdedup.report import write_report
 from chunkdedup.report.table import comparison_rows, funnel_rows
@@ -216,19 +216,25 @@ def golden_group() -> None:
               help="The source format (docugami: KG-RAG-datasets qna_data.csv).")
 @click.option("--docs", "docs", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The folder the documents were ingested from (patterns are matched against it).")
-def golden_convert_cmd(source: Path, fmt: str, docs: Path) -> None:
-    """Convert a question file to golden JSONL on stdout.
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the golden JSONL to this file (nothing is left under its name if the write "
+                   "fails) instead of stdout.")
+def golden_convert_cmd(source: Path, fmt: str, docs: Path, out: Path | None) -> None:
+    """Convert a question file to golden JSONL on stdout (or --out FILE).
 
     Example:
 
     \b
         chunkdedup golden convert ../shared/data/sec-10q/qna_data.csv --format docugami
-        --docs ../shared/data/sec-10q/docs > golden.jsonl
+        --docs ../shared/data/sec-10q/docs --out golden.jsonl
     """
-    with cli_errors():
+    with cli_errors():  # a full disk: the one-line message, not a traceback
         questions = convert_docugami(source, docs)
-    for q in questions:
-        click.echo(json.dumps(q.to_json(), ensure_ascii=False))
+        if out is not None:
+            write_golden(questions, out)
+            return
+        for q in questions:
+            click.echo(golden_line(q))
 
 
 #: the commands ``cli.py`` registers on ``main``

@@ -180,4 +180,34 @@ def convert_docugami(csv_path: str | Path, docs: str | Path) -> list[Question]:
     return out
 
 
-__all__ = ["DocResolver", "Question", "Relevant", "convert_docugami", "load_golden"]
+def write_golden(questions: Sequence[Question], out: str | Path) -> None:
+    """Write golden JSONL to ``out`` through ``OUT.partial``: a failed write (a full disk) removes the
+    partial file and leaves nothing under the final name.
+
+    Example:
+        >>> write_golden(convert_docugami("qna_data.csv", "docs/"), "golden.jsonl")  # doctest: +SKIP
+    """
+    target = Path(out)
+    tmp = target.with_name(target.name + ".partial")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for q in questions:
+                fh.write(golden_line(q) + "\n")
+        tmp.replace(target)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        if e.filename is None:  # a failed write names no file: name the one being written
+            raise OSError(e.errno, e.strerror, str(target)) from None
+        raise
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def golden_line(q: Question) -> str:
+    """One question as a line of golden JSONL (without its newline)."""
+    return json.dumps(q.to_json(), ensure_ascii=False)
+
+
+__all__ = ["DocResolver", "Question", "Relevant", "convert_docugami", "golden_line", "load_golden",
+           "write_golden"]
