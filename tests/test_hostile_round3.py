@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import string
@@ -180,3 +181,67 @@ def test_golden_convert_out_onto_a_full_disk_leaves_no_partial_file(
     assert (result.exit_code, result.output) == (
         1, f"Error: no space left writing {out} (No space left on device): free disk space and run again\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "q.csv"]
+
+
+def _can_mount() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", "mount --bind -o ro / / 2>/dev/null"],
+        capture_output=True,
+    )
+    return probe.returncode == 0
+
+
+def _read_only(folder: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``chunkdedup ARGS`` with ``folder`` mounted read-only over itself, for that process alone (a file
+    mode is no test: root writes into a folder of mode 0555)."""
+    script = 'mount --bind -o ro "$1" "$1" && shift && exec "$@"'
+    return subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(folder), CHUNKDEDUP,
+         *args],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
+    )
+
+
+@pytest.mark.skipif(not _can_mount(), reason="no mount namespace here (unshare --mount, as root)")
+def test_eval_of_an_index_in_a_read_only_folder_builds_its_baseline_in_the_cache(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in {"refunds": "Refunds are paid within thirty days of the written request.",
+                       "travel": "Travel is booked through the approved agency two weeks ahead."}.items():
+        (docs / f"{name}.md").write_text(f"# {name.title()}\n\n{text}\n")
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    index = shipped / "policy.sqlite"
+    ingest([docs], index)
+    with sqlite3.connect(index) as c:  # the index alone in its folder, as shipped in an image
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for suffix in ("-wal", "-shm"):
+        Path(f"{index}{suffix}").unlink(missing_ok=True)
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"id": "r", "question": "when are refunds paid",
+                                  "relevant": [{"doc": "refunds"}]}) + "\n")
+    cache = tmp_path / "cache"
+    args = ("eval", str(golden), "--index", str(index), "-k", "1")
+    first = _read_only(shipped, *args, env={"XDG_CACHE_HOME": str(cache)})
+    assert first.returncode == 0, first.stderr
+    built = list((cache / "chunkdedup" / "baselines").glob("policy-*.baseline.sqlite"))
+    assert len(built) == 1
+    assert f"baseline: {built[0]} (rebuilt (missing); in the cache folder, since the index's folder " \
+           f"{shipped} cannot be written (Read-only file system))" in first.stdout
+    again = _read_only(shipped, *args, env={"XDG_CACHE_HOME": str(cache)})
+    assert again.returncode == 0 and f"baseline: {built[0]} (reused" in again.stdout
+    assert sorted(p.name for p in shipped.iterdir())[0] == "policy.sqlite"  # nothing built beside it
+    assert not list(shipped.glob("*baseline*"))
+    # a --baseline in the read-only folder, or no cache folder to fall back to: one line, no traceback
+    beside = _read_only(shipped, *args, "--baseline", str(shipped / "b.sqlite"), env={})
+    assert (beside.returncode, beside.stdout) == (1, "")
+    assert beside.stderr == (f"Error: cannot write the baseline {shipped / 'b.sqlite'}: its folder {shipped} "
+                             "cannot be written (Read-only file system): give --baseline a path in a folder "
+                             "you can write\n")
+    (tmp_path / "file").write_text("")
+    nowhere = _read_only(shipped, *args, env={"XDG_CACHE_HOME": str(tmp_path / "file")})
+    assert nowhere.returncode == 1 and nowhere.stderr.count("\n") == 1, nowhere.stderr
+    assert f"and the cache folder {tmp_path / 'file' / 'chunkdedup' / 'baselines'} cannot be made" \
+        in nowhere.stderr

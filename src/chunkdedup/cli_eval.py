@@ -38,7 +38,8 @@ def _console() -> Console:
 @_index
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Baseline index; built from the index's last ingest run when missing or stale "
-                   "(default: INDEX.baseline.sqlite beside the index).")
+                   "(default: INDEX.baseline.sqlite beside the index, or in ~/.cache/chunkdedup/baselines "
+                   "($XDG_CACHE_HOME) when the index's folder cannot be written).")
 @click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
               help="Results per question.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),

@@ -5,6 +5,9 @@ boilerplate stripping and every dedup tier off. Rebuilt when missing or when its
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,9 +74,14 @@ def _state(path: Path) -> tuple[str, str] | None:
                          "path or delete the file") from None
 
 
-def ensure_baseline(index: str | Path, baseline: str | Path, *, progress: Progress | None = None) -> Baseline:
+def ensure_baseline(
+    index: str | Path, baseline: str | Path, *, progress: Progress | None = None, fallback: Path | None = None
+) -> Baseline:
     """Build ``baseline`` from ``index``'s last run unless an up-to-date one is already there
-    (``progress`` sees the build's stages, named ``baseline parse``, ``baseline chunk``, ...).
+    (``progress`` sees the build's stages, named ``baseline parse``, ``baseline chunk``, ...). When
+    ``baseline``'s folder cannot be written (an index on a read-only mount), the baseline is built at
+    ``fallback`` instead (see :func:`cache_baseline_path`); with no ``fallback`` that is an error
+    naming the folder.
 
     Example:
         >>> ensure_baseline("policies.sqlite", "policies.baseline.sqlite").rebuilt  # doctest: +SKIP
@@ -89,6 +97,23 @@ def ensure_baseline(index: str | Path, baseline: str | Path, *, progress: Progre
     have = _state(target)
     if have == (wanted, config_fingerprint(config)):
         return Baseline(target, False, wanted, "reused: same corpus fingerprint and config")
+    unwritable = _unwritable(target.parent)
+    if unwritable is not None:
+        if fallback is None:
+            raise InputError(f"cannot write the baseline {target}: its folder {target.parent} {unwritable}: "
+                             "give --baseline a path in a folder you can write")
+        try:
+            fallback.parent.mkdir(parents=True, exist_ok=True)
+            cache_unwritable = _unwritable(fallback.parent)
+        except OSError as e:
+            cache_unwritable = f"cannot be made ({e.strerror})"
+        if cache_unwritable is not None:
+            raise InputError(f"cannot write the baseline of {index}: its folder {target.parent} "
+                             f"{unwritable}, and the cache folder {fallback.parent} {cache_unwritable}: "
+                             "give --baseline a path in a folder you can write")
+        moved = ensure_baseline(index, fallback, progress=progress)
+        note = f"; in the cache folder, since the index's folder {target.parent} {unwritable}"
+        return dataclasses.replace(moved, reason=moved.reason + note)
     reason = "missing" if have is None else (
         "corpus fingerprint differs" if have[0] != wanted else "config differs")
     for suffix in ("", "-wal", "-shm"):
@@ -112,11 +137,31 @@ def ensure_baseline(index: str | Path, baseline: str | Path, *, progress: Progre
     return Baseline(target, True, built, f"rebuilt ({reason})", warning)
 
 
+def _unwritable(folder: Path) -> str | None:
+    """Why no file can be made in ``folder`` ("cannot be written (Read-only file system)"), else None.
+    A probe, not ``os.access``: that is no answer for root, and none for what the mount allows."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return None
+    except OSError as e:
+        return f"cannot be written ({e.strerror})"
+
+
 def default_baseline_path(index: str | Path) -> Path:
     """``corpus.sqlite`` -> ``corpus.baseline.sqlite`` beside it."""
     p = Path(index)
     return p.with_name(f"{p.stem}.baseline{p.suffix or '.sqlite'}")
 
 
-__all__ = ["Baseline", "RecordedRun", "baseline_config", "corpus_fingerprint", "default_baseline_path",
-           "ensure_baseline", "recorded_run"]
+def cache_baseline_path(index: str | Path) -> Path:
+    """Where the baseline of an index whose own folder cannot be written goes: the user's cache folder
+    (``$XDG_CACHE_HOME``, else ``~/.cache``), ``chunkdedup/baselines/STEM-HASH.baseline.sqlite``, the
+    hash of the index's absolute path keeping two indexes of one name apart."""
+    p = Path(index).resolve()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(os.fsencode(p)).hexdigest()[:16]
+    return cache / "chunkdedup" / "baselines" / f"{p.stem}-{digest}.baseline{p.suffix or '.sqlite'}"
+
+
+__all__ = ["Baseline", "RecordedRun", "baseline_config", "cache_baseline_path", "corpus_fingerprint",
+           "default_baseline_path", "ensure_baseline", "recorded_run"]

@@ -10,7 +10,12 @@ from typing import Any
 
 from chunkdedup.config import QueryConfig
 from chunkdedup.errors import ConfigError
-from chunkdedup.evaluate.baseline import default_baseline_path, ensure_baseline, recorded_run
+from chunkdedup.evaluate.baseline import (
+    cache_baseline_path,
+    default_baseline_path,
+    ensure_baseline,
+    recorded_run,
+)
 from chunkdedup.evaluate.coverage import gap_warning, identity_gaps
 from chunkdedup.evaluate.golden import DocResolver, Question, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity, Result, Scores, aggregate, score_question
@@ -61,7 +66,11 @@ def evaluate(
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
     questions = load_golden(golden) if isinstance(golden, str | Path) else list(golden)
-    base = ensure_baseline(index, baseline or default_baseline_path(index), progress=progress)
+    if baseline is None:  # beside the index, or in the cache folder when the index's cannot be written
+        base = ensure_baseline(index, default_baseline_path(index), progress=progress,
+                               fallback=cache_baseline_path(index))
+    else:
+        base = ensure_baseline(index, baseline, progress=progress)
     tick = progress or (lambda stage, done, total: None)
     ks = sorted({k, *EXTRA_KS})
     similarity = PairSimilarity()
