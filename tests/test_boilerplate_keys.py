@@ -61,8 +61,15 @@ def _plain_document_keys(pages: Sequence[Page], config: BoilerplateConfig) -> Do
 
 
 def _plain_strip(pages: Sequence[Page], chrome: Collection[int], config: BoilerplateConfig) -> StripResult:
-    """``strip`` as it was before its layouts keyed only what it reads: every line keyed, always."""
+    """``strip`` as it was before its layouts keyed only what it reads: every line keyed, always (after
+    the running lines of text without page breaks, a rule of its own: tests/test_unpaged_running.py)."""
     keep = {boilerplate_key(k) for k in config.always_keep}
+    first: list[StrippedLine] = []
+    if len(pages) < config.running_min_pages:
+        unpaged = [boilerplate._unpaged_running(page, config, keep) for page in pages]
+        if any(unpaged):
+            pairs = zip(pages, unpaged, strict=True)
+            pages = [boilerplate._dropped(page, drop, first) for page, drop in pairs]
     forced = {boilerplate_key(k) for k in config.always_strip} - keep
     chrome_ids = set(chrome) - {key_id(k) for k in keep}
     layout = _layout(pages, config)
@@ -89,7 +96,7 @@ def _plain_strip(pages: Sequence[Page], chrome: Collection[int], config: Boilerp
             stripped.extend(drop[i] for i in sorted(drop))
         else:
             out_pages.append(page)
-    return StripResult(tuple(out_pages), tuple(stripped))
+    return StripResult(tuple(out_pages), (*first, *stripped))
 
 
 def _chrome(docs: list[Document], keys: list[DocumentKeys], config: BoilerplateConfig) -> set[int]:

@@ -23,6 +23,7 @@ import math
 import re
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import xxhash
 
@@ -32,6 +33,15 @@ from chunkdedup.textlines import Block, Line
 from chunkdedup.types import Page, StrippedLine
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+#: in text without page breaks, the longest line read as a running header or footer, and the fewest
+#: lines between two of its copies (a page's length)
+UNPAGED_MAX_WORDS = 10
+UNPAGED_PLAIN_WORDS = 4
+UNPAGED_MIN_GAP = 15
+#: the fewest copies whose gaps can be seen to be regular
+UNPAGED_MIN_COPIES = 3
 
 
 def key_id(key: str) -> int:
@@ -247,9 +257,25 @@ def strip(
     ``chrome`` holds the :func:`key_id` of each corpus-chrome key (or only those of the document's
     :class:`DocumentKeys` ``strippable``: the only ones it can match, so the same result). ``always_keep``
     keys are never stripped; lines and blocks of ``always_strip`` keys are removed wherever they stand.
+    A document of fewer than ``running_min_pages`` pages (text without page breaks) first loses the
+    lines that recur through a page at regular intervals (:func:`_unpaged_running`).
     ``compiled``: lay the pages out with the compiled walk (the same result).
     """
     keep = {boilerplate_key(k) for k in config.always_keep}
+    if len(pages) < config.running_min_pages:  # text without page breaks: its running lines stand inside
+        unpaged = [_unpaged_running(page, config, keep) for page in pages]
+        if any(unpaged):
+            first: list[StrippedLine] = []
+            pages = [_dropped(page, drop, first) for page, drop in zip(pages, unpaged, strict=True)]
+            result = _strip_pages(pages, chrome, config, keep, compiled)
+            return StripResult(result.pages, (*first, *result.stripped))
+    return _strip_pages(pages, chrome, config, keep, compiled)
+
+
+def _strip_pages(
+    pages: Sequence[Page], chrome: Collection[int], config: BoilerplateConfig, keep: set[str], compiled: bool
+) -> StripResult:
+    """:func:`strip` but for the running lines inside a page of text without page breaks."""
     forced = {boilerplate_key(k) for k in config.always_strip} - keep
     keep_ids = {key_id(k) for k in keep}
     chrome_ids = set(chrome) - keep_ids
@@ -285,6 +311,38 @@ def strip(
                     drop[ln.at] = StrippedLine(page.number, ln.text, ln.key, "running")
         out_pages.append(_dropped(page, drop, stripped))
     return StripResult(tuple(out_pages), tuple(stripped))
+
+
+def _unpaged_running(
+    page: Page, config: BoilerplateConfig, keep: Collection[str]
+) -> dict[int, StrippedLine]:
+    """The running lines of a page that is a whole document's text (no page breaks: an EDGAR exhibit,
+    a plain-text contract): a short line (at most ``UNPAGED_MAX_WORDS`` words holding a number, or at
+    most ``UNPAGED_PLAIN_WORDS`` words without one) that recurs on at least ``running_min_pages``
+    (and 3) lines at regular intervals (a page's length apart: each gap at least ``UNPAGED_MIN_GAP`` lines,
+    the longest at most twice the shortest), as a lone page number or a "Source: COMPANY, 10-12G,
+    8/26/1999" footer does."""
+    lines = page.text.split("\n")
+    if len(lines) < config.running_min_pages * UNPAGED_MIN_GAP:
+        return {}
+    where: dict[str, list[int]] = {}
+    for at, line in enumerate(lines):
+        text = line.strip()
+        words = len(text.split())
+        if text and words <= UNPAGED_MAX_WORDS:
+            key = boilerplate_key(text)
+            # a number (a page's, a date) marks a running line; without one only a few words do: a
+            # sentence repeated in each section ("We do not allow content that:") is the text's own
+            if key not in keep and ("#" in key or (words <= UNPAGED_PLAIN_WORDS and has_letters(key))):
+                where.setdefault(key, []).append(at)
+    drop: dict[int, StrippedLine] = {}
+    for key, ats in where.items():
+        if len(ats) < max(UNPAGED_MIN_COPIES, config.running_min_pages):
+            continue
+        gaps = [b - a for a, b in pairwise(ats)]
+        if min(gaps) >= UNPAGED_MIN_GAP and max(gaps) <= 2 * min(gaps):
+            drop.update((at, StrippedLine(page.number, lines[at], key, "running")) for at in ats)
+    return drop
 
 
 def _dropped(page: Page, drop: dict[int, StrippedLine], stripped: list[StrippedLine]) -> Page:
