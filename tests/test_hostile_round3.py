@@ -245,3 +245,20 @@ def test_eval_of_an_index_in_a_read_only_folder_builds_its_baseline_in_the_cache
     assert nowhere.returncode == 1 and nowhere.stderr.count("\n") == 1, nowhere.stderr
     assert f"and the cache folder {tmp_path / 'file' / 'chunkdedup' / 'baselines'} cannot be made" \
         in nowhere.stderr
+
+
+def test_k_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
+    """``-k 0`` and ``-k 99999999999999999999`` are usage errors (exit 2, the range named), not an
+    exit 1 and an OverflowError traceback; the library says the same with a ConfigError."""
+    from chunkdedup.config import MAX_K
+    from chunkdedup.query import search
+
+    (tmp_path / "a.txt").write_text("Refunds are paid within thirty days of the request.", encoding="utf-8")
+    index = tmp_path / "i.sqlite"
+    ingest([tmp_path / "a.txt"], index)
+    for k in ("0", "99999999999999999999", str(MAX_K + 1)):
+        out = CliRunner().invoke(main, ["query", "refunds", "--index", str(index), "-k", k])
+        assert out.exit_code == 2 and f"1<=x<={MAX_K}" in out.output, out.output
+    assert CliRunner().invoke(main, ["query", "refunds", "--index", str(index), "-k", "3"]).exit_code == 0
+    with Index.open(index) as ix, pytest.raises(ConfigError, match=r"k must be in \[1, 10000\]"):
+        search(ix, "refunds", k=10**20)

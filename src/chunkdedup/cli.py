@@ -22,7 +22,7 @@ from chunkdedup.cli_support import (
     json_text,
     progress_bar,
 )
-from chunkdedup.config import Config
+from chunkdedup.config import MAX_K, Config
 from chunkdedup.store.index import Index
 from chunkdedup.visible import safe_block, safe_text
 
@@ -537,7 +537,10 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
 @main.command("query")
 @click.argument("text")
 @index_option
-@click.option("-k", "k", type=int, default=None, help="How many hits (default 5, or [query] k in --config).")
+@click.option(
+    "-k", "k", type=click.IntRange(1, MAX_K), default=None,
+    help="How many hits (default 5, or [query] k in --config).",
+)
 @click.option(
     "--where",
     "where",

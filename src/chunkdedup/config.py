@@ -116,6 +116,8 @@ class DedupConfig:
     exact: bool = True
 
 
+#: the most hits a search returns (a context window holds far fewer; SQLite's LIMIT holds 64 bits)
+MAX_K = 10_000
 #: the meaning guard's reasons, in the order it checks them (:mod:`chunkdedup.dedup.meaning`)
 MEANING_REASONS = ("negation", "modality", "ordinal", "reference", "qualifier", "name", "content")
 
@@ -303,8 +305,8 @@ class QueryConfig:
             )
         if self.context_docs < 0:
             raise ConfigError(f"query.context_docs must be >= 0, got {self.context_docs}")
-        if self.k < 1:
-            raise ConfigError(f"query.k must be >= 1, got {self.k}")
+        if not 1 <= self.k <= MAX_K:
+            raise ConfigError(f"query.k must be in [1, {MAX_K}], got {self.k}")
         if self.retriever not in ("auto", "bm25", "vector", "hybrid"):
             raise ConfigError(
                 f"query.retriever must be auto, bm25, vector or hybrid, got {self.retriever!r}"

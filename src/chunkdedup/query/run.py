@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Protocol
 
-from chunkdedup.config import QueryConfig
+from chunkdedup.config import MAX_K, QueryConfig
 from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
 from chunkdedup.query.aliases import expand, load_aliases
@@ -104,8 +104,8 @@ def search(
     if isinstance(k, bool) or not hasattr(k, "__index__"):  # an int or a NumPy integer; not 1.5 or "3"
         raise ConfigError(f"k must be a whole number >= 1, got {k!r}")
     k = operator.index(k)
-    if k < 1:
-        raise ConfigError(f"k must be >= 1, got {k}")
+    if not 1 <= k <= MAX_K:
+        raise ConfigError(f"k must be in [1, {MAX_K}], got {k}")
     policy = versions or cfg.versions
     if policy not in ("latest", "label", "all"):
         raise ConfigError(f"versions must be latest, label or all, got {policy!r}")
