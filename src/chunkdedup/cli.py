@@ -217,7 +217,7 @@ def _print_report(report: IngestReport, index_path: Path) -> None:
         f"chunks: {t['raw_chunks']} raw -> {t['after_exact']} after exact "
         f"-> {t['canonical_chunks']} canonical "
         f"(exact removed {t['exact_share_removed']:.1%}, near {t['near_share_removed']:.1%}; "
-        f"{t['variant_pairs']} version pairs kept apart by the number/date guard)"
+        f"{t['variant_pairs']} version pairs kept apart by the number/date and meaning guards)"
     )
     if report.top_stripped:
         table = _table(

@@ -197,7 +197,7 @@ class Index:
 
     def family_report(self) -> list[dict[str, Any]]:
         """Per document family: canonical chunks kept, exact-key groups merged as near copies, and
-        groups kept apart from a near neighbour by the number/date guard (versions)."""
+        groups kept apart from a near neighbour by a guard (versions)."""
         rows = self.store.conn.execute(
             """
             SELECT COALESCE(d.family, '(no family)'),
