@@ -4,14 +4,19 @@ not copies, and are never merged; and numbering alone does not make two clauses 
 The number/date guard (:mod:`chunkdedup.dedup.guard`) reads digits. A near pair can also differ in
 words that change its meaning with every digit equal: Amazon's certification "I, Andrew R. Jassy,
 certify" against Apple's "I, Timothy D. Cook, certify" (Jaccard 0.878), "first quarter" against
-"third quarter", "may" against "must". :func:`meaning_diff` aligns the two texts' words (as written,
-case kept) and reads only the stretches that differ, after dropping what is no difference at all:
+"third quarter", "may" against "must". :func:`meaning_diff` reads only where the two texts differ
+(their shared head and tail left out): a count of the space-separated words each side holds more
+often settles most pairs at once (no listed word, no capital where no sentence starts, no bracket,
+fewer than ``CONTENT_WORDS`` new words: the same meaning); the rest are aligned word by word (as
+written, case kept) after dropping what is no difference at all:
 
-- markup and addresses: link targets ``](...)``, URLs, e-mail-free HTML comments, emphasis and bullet
-  marks, heading marks; words are compared casefolded with their punctuation dropped, so
+- markup and addresses: link targets ``](...)``, URLs, HTML comments, e-mail addresses, emphasis and
+  bullet marks, heading marks; words are compared casefolded with their punctuation dropped, so
   ``U.S.``/``US``, ``on-premises``/``on\u00adpremises``, ``can not``/``cannot`` are equal;
 - an acronym against the words it stands for (``U.S.``/``United States``), an abbreviation against
-  its word (``St``/``Street``, ``Dept``/``Department``), a legal form (``Inc.``, ``Corp``, ``LLC``).
+  its word (``St``/``Street``, ``Dept``/``Department``), a misspelling of a long word
+  (``Polices``/``Policies``; a capitalised one must be closer still), a legal form (``Inc.``);
+- words moved within the text, and a heading line one chunk's edge caught.
 
 What is left is checked in this order; the first reason that holds is the pair's:
 
@@ -23,11 +28,14 @@ modality      changes the modal class of the pair: obligation (must, shall, requ
               (may, can, permitted), recommendation (should), prohibition (prohibited)
 ordinal       replaces an ordinal or number word by another (first/third quarter, thirty/sixty days)
 reference     replaces a lettered reference by another (``4(b)``/``4(d)``, ``Section 1(f)``/``1(g)``)
-qualifier     holds a word that narrows or widens scope (only, later, exclusive, non-commercial ...)
+qualifier     holds a word that narrows or widens scope (only, exclusive, non-commercial, before ...,
+              "or any later version")
 name          holds a name: a capitalised word standing where a sentence does not start, that
-              neither text writes in lower case (Jassy/Cook, Xeon/Optane, Expert/Professional
-              Services). No model: the case of the pair's own words decides, so the verdict is a
-              rule on the two texts alone (incremental equals fresh, Ray equals local)
+              neither text writes in lower case and the other text does not hold (Jassy/Cook,
+              Xeon/Optane, Expert/Professional Services); a text whose case is noise (title case,
+              shouting, OCR) names nobody. No model: the case of the pair's own words decides, so
+              the verdict is a rule on the two texts alone (incremental equals fresh, Ray equals
+              local)
 content       adds or drops a statement: at least ``CONTENT_WORDS`` words on one side only, most of
               them lower case (a title-case line such as a table header or a leaked heading is not
               a statement)
