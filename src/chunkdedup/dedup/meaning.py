@@ -204,11 +204,19 @@ class _Span:
 
     def __init__(self, text: str, start: int, stop: int, opens: bool) -> None:
         parts = _SPACE.split(text[start:stop])
+        words = parts[::2]
+        every = [_NOT_ALNUM.sub("", c.casefold()) for c in words]
+        self.opens = opens
+        if all(every):  # no mark alone (the common case): the words and the spaces as split
+            self.chunks, self.norms = words, every
+            lead, end = "\n" if opens and start == 0 else "", "" if stop < len(text) else "\n"
+            self.seps = [lead, *parts[1::2], end]
+            return
         chunks: list[str] = []
         norms: list[str] = []
         seps: list[str] = []
         gap = "\n" if opens and start == 0 else ""
-        for k, norm in enumerate(_NOT_ALNUM.sub("", c.casefold()) for c in parts[::2]):
+        for k, norm in enumerate(every):
             chunk = parts[2 * k]
             space = parts[2 * k + 1] if 2 * k + 1 < len(parts) else ""
             if norm:
@@ -222,7 +230,6 @@ class _Span:
         self.chunks = chunks
         self.seps = seps  # seps[k]: what stands before chunk k; seps[-1] after the last
         self.norms = norms
-        self.opens = opens
 
     def word(self, k: int) -> _Word:
         chunk = self.chunks[k]
