@@ -30,9 +30,9 @@ guard alone) and after (with ``near.numbering`` and the meaning guard, the defau
 as JSON (``--out``); ``benchmarks/near_dup.py`` prints the same beside the synthetic set's figures.
 
 Example:
-    python benchmarks/real_pairs.py --work /tmp/real_pairs_work --dump /tmp/real_pairs_dump.jsonl
+    python benchmarks/real_pairs.py --work WORK_DIR --dump DUMP.jsonl
     python benchmarks/real_pairs.py --evaluate --out benchmarks/results/real_pairs.json
-    python benchmarks/real_pairs.py --work /tmp/real_pairs_work --dump /tmp/real_pairs_dump.jsonl \\
+    python benchmarks/real_pairs.py --work WORK_DIR --dump DUMP.jsonl \\
         --labels benchmarks/data/real_pairs_labels.jsonl
 """
 

@@ -7,7 +7,6 @@ import errno
 import json
 import os
 import random
-import shutil
 import signal
 import sqlite3
 import string
@@ -23,6 +22,7 @@ from chunkdedup import Index, ingest
 from chunkdedup.cli import main
 from chunkdedup.config import Config
 from chunkdedup.errors import ConfigError
+from test_readonly_index import _read_only, needs_mount
 
 CHUNKDEDUP = str(Path(sys.executable).with_name("chunkdedup"))
 
@@ -183,28 +183,7 @@ def test_golden_convert_out_onto_a_full_disk_leaves_no_partial_file(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "q.csv"]
 
 
-def _can_mount() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    probe = subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "sh", "-c", "mount --bind -o ro / / 2>/dev/null"],
-        capture_output=True,
-    )
-    return probe.returncode == 0
-
-
-def _read_only(folder: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``chunkdedup ARGS`` with ``folder`` mounted read-only over itself, for that process alone (a file
-    mode is no test: root writes into a folder of mode 0555)."""
-    script = 'mount --bind -o ro "$1" "$1" && shift && exec "$@"'
-    return subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(folder), CHUNKDEDUP,
-         *args],
-        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
-    )
-
-
-@pytest.mark.skipif(not _can_mount(), reason="no mount namespace here (unshare --mount, as root)")
+@needs_mount
 def test_eval_of_an_index_in_a_read_only_folder_builds_its_baseline_in_the_cache(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

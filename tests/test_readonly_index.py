@@ -9,9 +9,11 @@ into a folder of mode 0555. Where no mount namespace can be made, the tests are 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -37,13 +39,16 @@ needs_mount = pytest.mark.skipif(
 )
 
 
-def _read_only(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``chunkdedup ARGS`` with ``folder`` mounted read-only over itself, for that process alone."""
+def _read_only(
+    folder: Path, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``chunkdedup ARGS`` with ``folder`` mounted read-only over itself, for that process alone (a file
+    mode is no test: root writes into a folder of mode 0555); ``env`` adds to the environment."""
     script = 'mount --bind -o ro "$1" "$1" && shift && exec "$@"'
     return subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(folder), CHUNKDEDUP,
          *args],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, env=None if env is None else {**os.environ, **env},
     )
 
 
