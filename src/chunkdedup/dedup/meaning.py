@@ -196,6 +196,11 @@ class _Word:
     line_end: bool  # nothing but marks after it on its line
 
 
+def _norm(word: str) -> str:
+    """A word as the guard compares it: casefolded, letters and digits only (``U.S.`` is ``us``)."""
+    return _NOT_ALNUM.sub("", word.casefold())
+
+
 class _Span:
     """The words of ``text[start:stop]`` (markup already left out), split at spaces: their
     normalised forms at once, each word's case and position only when a rule asks."""
@@ -205,7 +210,7 @@ class _Span:
     def __init__(self, text: str, start: int, stop: int, opens: bool) -> None:
         parts = _SPACE.split(text[start:stop])
         words = parts[::2]
-        every = [_NOT_ALNUM.sub("", c.casefold()) for c in words]
+        every = [_norm(c) for c in words]
         self.opens = opens
         if all(every):  # no mark alone (the common case): the words and the spaces as split
             self.chunks, self.norms = words, every
@@ -339,17 +344,16 @@ def _may_matter(a: str, b: str) -> bool:
     read in full). ``False`` means the pair says the same for every reason, without reading it word
     by word."""
     ca, cb = Counter(a.split()), Counter(b.split())
-    changed = {w for w, _ in ca.items() ^ cb.items()}
+    changed = {w: _norm(w) for w, _ in ca.items() ^ cb.items()}
     net: Counter[str] = Counter()
-    for w in changed:
-        net[_NOT_ALNUM.sub("", w.casefold())] += ca[w] - cb[w]
+    for w, n in changed.items():
+        net[n] += ca[w] - cb[w]
     moved = not any(net.values())
     if moved or not _LISTED.isdisjoint(n for n, d in net.items() if d):
         return True
     if max(sum(d for d in net.values() if d > 0), -sum(d for d in net.values() if d < 0)) >= CONTENT_WORDS:
         return True
-    for w in changed:
-        n = _NOT_ALNUM.sub("", w.casefold())
+    for w, n in changed.items():
         if not net[n]:
             continue
         if "(" in w or ")" in w:
@@ -380,9 +384,12 @@ class _Whole:
 
     def __init__(self, a: str, b: str) -> None:
         words_a, words_b = _ANY_WORD.findall(a), _ANY_WORD.findall(b)
-        self.in_a = {_NOT_ALNUM.sub("", w.casefold()) for w in words_a}
-        self.in_b = {_NOT_ALNUM.sub("", w.casefold()) for w in words_b}
-        self.lower = {_NOT_ALNUM.sub("", w.casefold()) for w in (*words_a, *words_b) if w[:1].islower()}
+        norms_a, norms_b = [_norm(w) for w in words_a], [_norm(w) for w in words_b]
+        self.in_a, self.in_b = set(norms_a), set(norms_b)
+        self.lower = {
+            n for words, norms in ((words_a, norms_a), (words_b, norms_b))
+            for w, n in zip(words, norms, strict=True) if w[:1].islower()
+        }
         self.noise = _case_noise(a, len(words_a), self.lower) or _case_noise(b, len(words_b), self.lower)
 
 
@@ -390,7 +397,7 @@ def _case_noise(text: str, words: int, lower: set[str]) -> bool:
     """Whether a text's case says nothing of names: more than ``_CASE_NOISE`` of its words are
     capitalised where no sentence starts although the pair writes them in lower case (title-case
     headings, shouting, OCR or re-cased copies)."""
-    noisy = sum(1 for w in _MID_CAPITAL.findall(text) if _NOT_ALNUM.sub("", w.casefold()) in lower)
+    noisy = sum(1 for w in _MID_CAPITAL.findall(text) if _norm(w) in lower)
     return noisy > _CASE_NOISE * words
 
 

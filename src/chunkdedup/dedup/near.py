@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkdedup.config import NearConfig
-from chunkdedup.dedup.lsh import Clustering, band_keys, guard_edges, leader_cluster, leader_cluster_checked
+from chunkdedup.dedup.lsh import Clustering, band_keys, guard_edges, leader_cluster_checked
 from chunkdedup.dedup.meaning import judge_edges, shared_head
 from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.dedup.settings import NUMPY_KEYS, near_fingerprints, near_hashing
@@ -191,22 +191,11 @@ def decide(
         return edges[(a, b) if a < b else (b, a)]
 
     row_keys = [keys[row.id] if row.text is None else group_key(keys, row.id, row.text) for row in rows]
-    if meaning or numbering or always_merge or keep_apart:
-        overrides = Overrides(rows, row_keys, always_merge, keep_apart)
-        result = _cluster_with_meaning(
-            rows, order, edge_array, weights, row_keys, guard, linkage, texts or {}, meaning, numbering,
-            overrides if overrides else None,
-        )
-    else:  # so many groups were verified by the compiled kernels: the fingerprints cost no start-up
-        result = leader_cluster(
-            order,
-            edge_array,
-            np.asarray(weights, dtype=np.float64),
-            row_keys,
-            guard=guard,
-            linkage=linkage,
-            compiled=True if len(rows) > NUMPY_KEYS else None,
-        )
+    overrides = Overrides(rows, row_keys, always_merge, keep_apart) if always_merge or keep_apart else None
+    result = _clustered(
+        rows, order, edge_array, weights, row_keys, guard, linkage, texts or {}, meaning, numbering,
+        overrides or None,
+    )
     assignments = []
     for i, (row, leader) in enumerate(zip(rows, result.leader.tolist(), strict=True)):
         if leader == i:
@@ -222,7 +211,7 @@ def decide(
     return assignments, variants
 
 
-def _cluster_with_meaning(
+def _clustered(
     rows: Sequence[GroupRow],
     order: npt.NDArray[np.int64],
     edge_array: npt.NDArray[np.int64],
@@ -235,18 +224,20 @@ def _cluster_with_meaning(
     numbering: bool,
     overrides: Overrides | None,
 ) -> Clustering:
-    """:func:`~chunkdedup.dedup.lsh.leader_cluster` with the meaning guard deciding beside the
-    number/date guard (see :func:`decide`)."""
+    """Leader clustering over the edges, each decided by the number/date guard and then, where asked,
+    by the numbering rule, the meaning guard and the overrides (see :func:`decide`)."""
     if guard:  # so many groups were verified by the compiled kernels: the fingerprints cost no start-up
         passed, tokens = guard_edges(edge_array, row_keys, compiled=True if len(rows) > NUMPY_KEYS else None)
     else:
         passed, tokens = np.ones(edge_array.shape[0], dtype=np.bool_), {}
+    reasons: dict[tuple[int, int], tuple[str, tuple[str, ...]]] = {}
+    if meaning or numbering or overrides is not None:
 
-    def text(i: int) -> str:
-        row = rows[i]
-        return row.text if row.text is not None else texts[row.id]
+        def text(i: int) -> str:
+            row = rows[i]
+            return row.text if row.text is not None else texts[row.id]
 
-    passed, reasons = judge_edges(edge_array, order, passed, text, meaning, numbering, overrides)
+        passed, reasons = judge_edges(edge_array, order, passed, text, meaning, numbering, overrides)
     return leader_cluster_checked(
         order, edge_array, np.asarray(weights, dtype=np.float64), passed, tokens, linkage, reasons
     )
