@@ -344,7 +344,7 @@ class ChunkTables:
         gone: list[tuple[str, str]] = []
         inserts: list[tuple[object, ...]] = []
         updates: list[tuple[object, ...]] = []
-        dirty: list[tuple[str]] = []
+        dirty: list[str] = []
         for gid in ids:
             now, was = first.get(gid), old.get(gid)
             if now is None:
@@ -355,12 +355,12 @@ class ChunkTables:
             doc_id, page, start, n, text = now
             if was is None:
                 inserts.append((gid, text, n, doc_id, page, start, gid, signed.get(gid)))
-                dirty.append((gid,))
+                dirty.append(gid)
                 continue
             if (was[4], was[5], tuple(was[:3])) != (text, n, (doc_id, page, start)):
                 updates.append((text, n, doc_id, page, start, gid))
             if tuple(was[:3]) != (doc_id, page, start) or was[4] != text:
-                dirty.append((gid,))  # its order moved, or its words (the meaning guard reads their case)
+                dirty.append(gid)  # its order moved, or its words (the meaning guard reads their case)
         self._drop_groups(gone)
         # one statement each (see staged_rows): the text-index triggers then write the FTS5 index once
         # per batch, not once per row
@@ -377,7 +377,7 @@ class ChunkTables:
                     "UPDATE groups SET text=s.text, n_sources=s.n_sources, rep_doc=s.rep_doc,"
                     f" rep_page=s.rep_page, rep_start=s.rep_start FROM {stage} s WHERE groups.id = s.id"
                 )
-        c.executemany("INSERT OR IGNORE INTO dirty(group_id) VALUES (?)", dirty)
+        self.mark_dirty(dirty)
         return lost
 
     def _drop_groups(self, gone: Sequence[tuple[str, str]]) -> None:
@@ -470,6 +470,10 @@ class ChunkTables:
     def unembedded_count(self) -> int:
         sql = "SELECT COUNT(*) FROM groups WHERE id NOT IN (SELECT group_id FROM embeddings)"
         return int(self.conn.execute(sql).fetchone()[0])
+
+    def mark_dirty(self, ids: Iterable[str]) -> None:
+        """These groups' clusters are to be re-decided by the next cluster pass."""
+        self.conn.executemany("INSERT OR IGNORE INTO dirty(group_id) VALUES (?)", [(g,) for g in ids])
 
     def mark_all_dirty(self) -> None:
         """Every group's cluster is to be re-decided (the clustering settings changed)."""

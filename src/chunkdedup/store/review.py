@@ -70,7 +70,7 @@ def decide(store: Store, a: str, b: str, decision: Decision) -> None:
     lo, hi = _pair(a, b)
     with store.writer(), store.transaction() as c:
         c.execute("INSERT OR REPLACE INTO overrides(a, b, decision) VALUES (?, ?, ?)", (lo, hi, decision))
-        c.executemany("INSERT OR IGNORE INTO dirty(group_id) VALUES (?)", [(lo,), (hi,)])
+        store.chunks.mark_dirty((lo, hi))
 
 
 def forget(store: Store, a: str, b: str) -> None:
@@ -78,7 +78,7 @@ def forget(store: Store, a: str, b: str) -> None:
     lo, hi = _pair(a, b)
     with store.writer(), store.transaction() as c:
         c.execute("DELETE FROM overrides WHERE a=? AND b=?", (lo, hi))
-        c.executemany("INSERT OR IGNORE INTO dirty(group_id) VALUES (?)", [(lo,), (hi,)])
+        store.chunks.mark_dirty((lo, hi))
 
 
 def overrides(store: Store) -> tuple[Override, ...]:
