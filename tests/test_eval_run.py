@@ -99,7 +99,7 @@ def test_evaluate_json_shape_and_per_result_log(corpus: Path, golden: Path, tmp_
     ingest([corpus], index)
     ev = evaluate(golden, index, k=2)
     summary = ev.summary_json()
-    assert summary["k"] == 2 and set(summary["runs"]) == {"baseline", "index"}
+    assert summary["k"] == 2 and set(summary["runs"]) == {"baseline", "ablation", "index"}
     for run in summary["runs"].values():
         for key in ("recall@2", "page_recall@2", "mrr", "ndcg@2", "distinct_sources@2", "answer_in_context@2",
                     "duplication_rate@2", "context_tokens@2", "recall@1", "recall@3", "recall@10"):
@@ -109,7 +109,7 @@ def test_evaluate_json_shape_and_per_result_log(corpus: Path, golden: Path, tmp_
     data = json.loads(json.dumps(ev.to_json()))
     q = next(q for q in data["queries"] if q["id"] == "r")
     assert q["relevant"] == [{"doc": "refunds.md", "page": 1}]  # resolved from the stem
-    for name in ("baseline", "index"):
+    for name in ("baseline", "ablation", "index"):
         row = q["results"][name][0]
         assert set(row) >= {"rank", "id", "doc", "page", "score"} and row["doc"] == "refunds.md"
         assert isinstance(row["score"], float)
@@ -153,7 +153,7 @@ def test_cli_eval_json_out_diff_and_audit(corpus: Path, golden: Path, tmp_path: 
     args = [str(golden), "--index", str(index), "-k", "3", "--out", str(out), "--json"]
     res = runner.invoke(eval_cmd, args)
     assert res.exit_code == 0, res.output
-    assert set(json.loads(res.output)) == {"k", "runs"}
+    assert set(json.loads(res.output)) == {"k", "runs", "gains"}
     assert (out / "report.json").exists() and (out / "report.html").exists()
     res = runner.invoke(eval_cmd, [str(golden), "--index", str(index)])
     assert res.exit_code == 0 and "recall@5" in res.output

@@ -19,13 +19,15 @@ from chunkdedup.cli_support import cli_errors, progress_bar
 from chunkdedup.evaluate.audit import NEIGHBOUR_SAMPLE, NO_EMBEDDINGS, audit
 from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
 from chunkdedup.evaluate.golden import convert_docugami, golden_line, write_golden
-from chunkdedup.evaluate.run import evaluate
+from chunkdedup.evaluate.run import RUNS, evaluate
 from chunkdedup.report import write_report
-from chunkdedup.report.table import comparison_rows, funnel_rows
+from chunkdedup.report.table import comparison_columns, comparison_rows, funnel_rows
 from chunkdedup.visible import safe_text
 
 _index = click.option("--index", "index_path", required=True,
                       type=click.Path(dir_okay=False, path_type=Path), help="The index file.")
+#: the narrowest the comparison table is printed, even into a pipe (80 columns would cut its names)
+TABLE_WIDTH = 100
 _json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 
 
@@ -49,6 +51,11 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
              as_json: bool) -> None:
     """Compare retrieval on a golden set: the index vs a baseline without stripping or dedup.
 
+    Three runs: baseline (the corpus as it is, no safety net, every version, ranked on chunk text
+    alone), ablation (the same chunks ranked as the index ranks: document context, word parts) and
+    index. The table shows what ranking gave (ablation - baseline) and what cleaning gave (index -
+    ablation: stripping, dedup, the safety net, the version policy).
+
     GOLDEN is JSONL, one question a line: {"id", "question", "relevant": [{"doc", "page"?}],
     "answers"?: [...]}.
 
@@ -67,9 +74,10 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
         return
     out = _console()
     out.print(safe_text(f"baseline: {ev.meta['baseline']} ({ev.meta['baseline_status']})"), markup=False)
-    table = Table("metric", "baseline", "index", "change", title=f"{len(ev.queries)} questions, k = {k}")
+    table = Table(*comparison_columns(ev.runs), title=f"{len(ev.queries)} questions, k = {k}")
     for row in comparison_rows(ev.runs, ev.meta["ks"]):
         table.add_row(*row)
+    out.width = max(out.width, TABLE_WIDTH)  # seven columns: never cut a metric's name
     out.print(table)
     funnel = Table("stage", "chunks", "of raw", title="funnel")
     for f in funnel_rows(ev.figures):
@@ -184,7 +192,7 @@ def _print_semantic_calibration(out: Console, sem: dict[str, Any]) -> None:
 @click.command("diff")
 @click.argument("report_a", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("report_b", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--run", type=click.Choice(["index", "baseline"]), default="index", show_default=True,
+@click.option("--run", type=click.Choice(list(RUNS)), default="index", show_default=True,
               help="Which run of the two reports to compare.")
 @_json
 def diff_cmd(report_a: Path, report_b: Path, run: str, as_json: bool) -> None:

@@ -1,6 +1,6 @@
-"""``diff``: compare two evaluation reports (``report.json``) of one run (``index`` or ``baseline``):
-per question, results that moved (rank and score deltas, matched by canonical id), entered or left,
-and the metric changes; overall, every metric's change."""
+"""``diff``: compare two evaluation reports (``report.json``) of one run (``index``, ``ablation`` or
+``baseline``): per question, results that moved (rank and score deltas, matched by canonical id),
+entered or left, and the metric changes; overall, every metric's change."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkdedup.errors import InputError
+from chunkdedup.evaluate.run import RUNS
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
@@ -37,8 +38,8 @@ def diff_reports(a: dict[str, Any], b: dict[str, Any], run: str = "index") -> di
     Example:
         >>> diff_reports(load_report("old/report.json"), load_report("new/report.json"))  # doctest: +SKIP
     """
-    if run not in ("index", "baseline"):
-        raise InputError(f"run must be index or baseline, got {run!r}")
+    if run not in RUNS:
+        raise InputError(f"run must be one of {', '.join(RUNS)}, got {run!r}")
     ma, mb = a["runs"].get(run, {}), b["runs"].get(run, {})
     metrics = {name: {"a": ma.get(name), "b": mb.get(name), "delta": _delta(ma.get(name), mb.get(name))}
                for name in dict.fromkeys([*ma, *mb]) if ma.get(name) != mb.get(name)}

@@ -1,5 +1,16 @@
-"""``evaluate``: run a golden set against a baseline index (no stripping, no dedup, no safety net,
-every version) and against the configured index, with the same metrics, and keep every result."""
+"""``evaluate``: run a golden set three ways, with the same metrics, and keep every result.
+
+* ``baseline``: the baseline index (no stripping, no dedup), no safety net, every version, ranked on
+  chunk text alone: retrieval as it is without chunkdedup;
+* ``ablation``: the same baseline index and settings, ranked as the index ranks (document context,
+  letter-digit parts, its retriever): ``ablation - baseline`` is what ranking gave;
+* ``index``: the index with its own ``[query]`` config: ``index - ablation`` is what cleaning gave
+  (stripping, with the running lines it adds to a document's context; dedup; the safety net; the
+  version policy).
+
+Each question is searched once per run, at the deepest cut-off; the metrics at every smaller K are
+computed on the first K hits, which are the hits a search at K returns (:func:`search_depths`).
+"""
 
 from __future__ import annotations
 
@@ -26,12 +37,18 @@ from chunkdedup.store.index import Index
 
 #: the cut-offs reported besides the requested k
 EXTRA_KS = (1, 3, 10)
+#: the runs, in the order reports show them
+RUNS = ("baseline", "ablation", "index")
+#: the differences between runs a report shows: (name, run, minus run)
+GAINS = (("ranking", "ablation", "baseline"), ("cleaning", "index", "ablation"),
+         ("total", "index", "baseline"))
 _CLUSTER_BINS = ((1, 1), (2, 2), (3, 3), (4, 5), (6, 10), (11, 20), (21, None))
 
 
 @dataclass(frozen=True, slots=True)
 class Evaluation:
-    """Metrics of both runs, per-question scores and results, index figures: ``to_json`` is report.json."""
+    """Metrics of the three runs (:data:`RUNS`), what ranking and cleaning each gave, per-question
+    scores and results, index figures: ``to_json`` is report.json."""
 
     k: int
     runs: dict[str, dict[str, Any]]
@@ -39,13 +56,65 @@ class Evaluation:
     figures: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def gains(self) -> dict[str, dict[str, float]]:
+        """Per :data:`GAINS` name, each metric's difference between its two runs."""
+        return gains(self.runs)
+
     def summary_json(self) -> dict[str, Any]:
-        """What ``eval --json`` prints: ``{"k", "runs": {"baseline", "index"}}``."""
-        return {"k": self.k, "runs": self.runs}
+        """What ``eval --json`` prints: ``{"k", "runs": {"baseline", "ablation", "index"}, "gains":
+        {"ranking", "cleaning", "total"}}``."""
+        return {"k": self.k, "runs": self.runs, "gains": self.gains}
 
     def to_json(self) -> dict[str, Any]:
-        return {"k": self.k, "runs": self.runs, "figures": self.figures, "meta": self.meta,
-                "queries": self.queries}
+        return {"k": self.k, "runs": self.runs, "gains": self.gains, "figures": self.figures,
+                "meta": self.meta, "queries": self.queries}
+
+
+@dataclass(frozen=True, slots=True)
+class RunSetting:
+    """How one run searches: on the index or its baseline, with which query config and options."""
+
+    corpus: str
+    config: QueryConfig
+    versions: str
+    safety_net: bool
+
+    def describe(self) -> dict[str, Any]:
+        """The setting as report.json's ``meta.settings`` keeps it."""
+        c = self.config
+        return {"corpus": self.corpus, "versions": self.versions, "safety_net": self.safety_net,
+                "retriever": c.retriever, "context_weight": c.context_weight, "word_parts": c.word_parts}
+
+
+def run_settings(qcfg: QueryConfig) -> dict[str, RunSetting]:
+    """The three runs of an index whose query config is ``qcfg``: the baseline ranks on chunk text
+    alone (no document context, no letter-digit parts); the ablation ranks as the index does, on
+    the baseline's chunks with its options (every version, no safety net)."""
+    plain = replace(qcfg, context_weight=0.0, word_parts=False)
+    return {
+        "baseline": RunSetting("baseline", plain, "all", False),
+        "ablation": RunSetting("baseline", qcfg, "all", False),
+        "index": RunSetting("index", qcfg, qcfg.versions, qcfg.safety_net),
+    }
+
+
+def search_depths(ks: Sequence[int], pool: int) -> dict[int, int]:
+    """For each cut-off, the ``k`` of the search whose first hits are its results.
+
+    A search's first K hits are the hits of a search at K as long as both are within the pool: the
+    pool (``max(pool, k)``), so the candidates, does not depend on k, and the safety net picks hits
+    one at a time, best first. So one search at the deepest cut-off within the pool serves all of
+    them; a cut-off beyond the pool widens it and is searched on its own.
+
+    Example:
+        >>> search_depths([1, 3, 5, 10], 40)
+        {1: 10, 3: 10, 5: 10, 10: 10}
+        >>> search_depths([1, 3, 10, 50], 40)
+        {1: 10, 3: 10, 10: 10, 50: 50}
+    """
+    within = max((kk for kk in ks if kk <= pool), default=0)
+    return {kk: within if kk <= pool else kk for kk in ks}
 
 
 def evaluate(
@@ -56,12 +125,14 @@ def evaluate(
     k: int = 5,
     progress: Progress | None = None,
 ) -> Evaluation:
-    """Evaluate ``golden`` on ``index`` and on its baseline (built or reused at ``baseline``);
-    ``progress(stage, done, total)`` sees the baseline's build and the questions.
+    """Evaluate ``golden`` on ``index`` and on its baseline (built or reused at ``baseline``), the
+    three runs of :data:`RUNS`; ``progress(stage, done, total)`` sees the baseline's build and the
+    questions.
 
     Example:
         >>> ev = evaluate("golden.jsonl", "policies.sqlite", k=5)  # doctest: +SKIP
         >>> ev.runs["index"]["recall@5"], ev.runs["baseline"]["recall@5"]  # doctest: +SKIP
+        >>> ev.gains["ranking"]["ndcg@5"], ev.gains["cleaning"]["ndcg@5"]  # doctest: +SKIP
     """
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
@@ -76,24 +147,16 @@ def evaluate(
     similarity = PairSimilarity()
     with Index.open(index) as ix, Index.open(base.path) as bx:
         resolved = DocResolver(d["doc"] for d in ix.documents()).questions(questions)
-        qcfg = recorded_run(ix.store).config.query
-        # the baseline is retrieval without chunkdedup: chunk text alone, no document context
-        plain = replace(qcfg, context_weight=0.0, word_parts=False)
-        configs = {"baseline": plain, "index": qcfg}
-        settings: dict[str, dict[str, Any]] = {
-            "baseline": {"versions": "all", "safety_net": False},
-            "index": {"versions": qcfg.versions, "safety_net": qcfg.safety_net},
-        }
+        settings = run_settings(recorded_run(ix.store).config.query)
         gaps = identity_gaps(ix.store, resolved)
         views = {"baseline": bx, "index": ix}
-        scores: dict[str, list[Scores]] = {"baseline": [], "index": []}
+        scores: dict[str, list[Scores]] = {name: [] for name in RUNS}
         queries: list[dict[str, Any]] = []
         for number, q in enumerate(resolved):
             tick("questions", number, len(resolved))
             entry: dict[str, Any] = {**q.to_json(), "metrics": {}, "results": {}}
-            for name, view in views.items():
-                cfg, opts = configs[name], settings[name]
-                runs = {kk: retrieve_results(view, q.question, kk, cfg, opts) for kk in ks}
+            for name in RUNS:
+                runs = question_runs(views[settings[name].corpus], q.question, ks, settings[name])
                 s = score_question(runs, q, k, similarity)
                 scores[name].append(s)
                 entry["metrics"][name] = s.values
@@ -103,10 +166,32 @@ def evaluate(
         figures = _figures(ix, bx)
     meta = {"golden": str(golden) if isinstance(golden, str | Path) else None, "index": str(index),
             "baseline": str(base.path), "baseline_status": base.reason,
-            "corpus_fingerprint": base.fingerprint, "ks": ks, "settings": settings,
+            "corpus_fingerprint": base.fingerprint, "ks": ks,
+            "settings": {name: s.describe() for name, s in settings.items()},
             "identity_gaps": [{"term": g.term, "questions": g.questions} for g in gaps],
             "warnings": [w for w in (base.warning, gap_warning(gaps, len(resolved))) if w]}
     return Evaluation(k, {n: aggregate(s) for n, s in scores.items()}, queries, figures, meta)
+
+
+def question_runs(view: Index, text: str, ks: Sequence[int], setting: RunSetting) -> dict[int, list[Result]]:
+    """One question's results at each cut-off of ``ks``: one search per depth of :func:`search_depths`."""
+    depths = search_depths(ks, setting.config.pool)
+    opts = {"versions": setting.versions, "safety_net": setting.safety_net}
+    found = {d: retrieve_results(view, text, d, setting.config, opts) for d in sorted(set(depths.values()))}
+    return {kk: found[depths[kk]][:kk] for kk in ks}
+
+
+def gains(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """For each of :data:`GAINS` whose two runs ``runs`` holds, every numeric metric's difference
+    (the counts of questions left out)."""
+    out: dict[str, dict[str, float]] = {}
+    for name, a, b in GAINS:
+        if a not in runs or b not in runs:
+            continue
+        out[name] = {m: va - vb for m, va in runs[a].items()
+                     if m != "questions" and not m.endswith("_questions")
+                     and isinstance(va, int | float) and isinstance(vb := runs[b].get(m), int | float)}
+    return out
 
 
 def retrieve_results(view: Index, text: str, k: int, cfg: QueryConfig, opts: dict[str, Any]) -> list[Result]:
@@ -171,4 +256,5 @@ def _figures(ix: Index, bx: Index) -> dict[str, Any]:
     }
 
 
-__all__ = ["EXTRA_KS", "Evaluation", "evaluate"]
+__all__ = ["EXTRA_KS", "GAINS", "RUNS", "Evaluation", "RunSetting", "evaluate", "gains", "question_runs",
+           "retrieve_results", "run_settings", "search_depths"]

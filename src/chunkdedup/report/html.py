@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chunkdedup.evaluate.run import GAINS, RUNS
 from chunkdedup.report import svg
 from chunkdedup.visible import html_text as escape
 
@@ -20,6 +21,20 @@ METRICS = (
     ("duplication_rate", "duplication rate", True, True),
     ("context_tokens", "context words", False, True),
 )
+
+#: each run's colour and legend
+RUN_STYLE = {
+    "baseline": (svg.BASE, "baseline: no stripping, no dedup, no safety net, all versions, chunk text alone"),
+    "ablation": (svg.ABLATION, "ablation: the baseline's chunks and settings, ranked as the index ranks"),
+    "index": (svg.INDEX, "index as configured"),
+}
+#: what each difference between two runs means
+GAIN_NOTES = {
+    "ranking": "ablation − baseline: document context, letter-digit parts, the retriever",
+    "cleaning": "index − ablation: stripping (and the running lines it adds to a document's context), dedup, "
+                "the safety net, the version policy",
+    "total": "index − baseline",
+}
 
 CSS = """
 :root { --ink:#1e293b; --muted:#64748b; --line:#e2e8f0; --bg:#f8fafc; --base:#94a3b8; --index:#2563eb;
@@ -66,6 +81,12 @@ def _delta_class(b: Any, i: Any, lower_better: bool) -> str:
     return "good" if (i < b) == lower_better else "bad"
 
 
+def _signed(v: Any, percent: bool) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v * 100:+.1f} pts" if percent else (f"{v:+.3f}" if abs(v) < 10 else f"{v:+,.0f}")
+
+
 def _cards(runs: dict[str, Any], k: int) -> str:
     out = []
     for key, label, pct, lower in METRICS:
@@ -76,27 +97,66 @@ def _cards(runs: dict[str, Any], k: int) -> str:
         cls = _delta_class(b, i, lower)
         arrow = "" if cls == "same" else ("▲" if (i or 0) > (b or 0) else "▼")
         at = "" if key == "mrr" else f" @{k}"
+        split = ""
+        if "ablation" in runs:
+            a = runs["ablation"].get(name)
+            ranking = None if a is None or b is None else a - b
+            cleaning = None if a is None or i is None else i - a
+            split = (f'<div class="from">ablation {_fmt(a, pct)} · ranking '
+                     f'<span class="{_delta_class(b, a, lower)}">{_signed(ranking, pct)}</span> · cleaning '
+                     f'<span class="{_delta_class(a, i, lower)}">{_signed(cleaning, pct)}</span></div>')
         out.append(f'<div class="card"><div class="name">{escape(label)}{at}</div>'
                    f'<div class="val {cls}">{_fmt(i, pct)} {arrow}</div>'
-                   f'<div class="from">baseline {_fmt(b, pct)}</div></div>')
+                   f'<div class="from">baseline {_fmt(b, pct)}</div>{split}</div>')
     return f'<div class="cards" id="cards">{"".join(out)}</div>'
 
 
 def _metrics(runs: dict[str, Any], ks: list[int]) -> str:
+    present = [r for r in RUNS if r in runs]
     charts = []
     for key, label, pct, lower in METRICS:
         kk = [0] if key == "mrr" else ks
         names = ["mrr"] if key == "mrr" else [f"{key}@{x}" for x in ks]
-        base = [runs["baseline"].get(n) for n in names]
-        index = [runs["index"].get(n) for n in names]
-        if all(v is None for v in (*base, *index)):
+        series = [(r, RUN_STYLE[r][0], [runs[r].get(n) for n in names]) for r in present]
+        if all(v is None for _, _, values in series for v in values):
             continue
         title = f"{label} ({'lower' if lower else 'higher'} is better)"
-        charts.append(svg.metric_bars(title, kk, base, index, percent=pct))
-    legend = ('<div class="legend"><span><i style="background:var(--base)"></i>baseline: no stripping, no '
-              'dedup, no safety net, all versions</span><span><i style="background:var(--index)"></i>'
-              "index as configured</span></div>")
-    return f'{legend}<div class="grid" id="metrics">{"".join(charts)}</div>'
+        charts.append(svg.metric_bars(title, kk, series, percent=pct))
+    legend = "".join(f'<span><i style="background:{RUN_STYLE[r][0]}"></i>{escape(RUN_STYLE[r][1])}</span>'
+                     for r in present)
+    return f'<div class="legend">{legend}</div><div class="grid" id="metrics">{"".join(charts)}</div>'
+
+
+def _gains(runs: dict[str, Any], queries: list[dict[str, Any]], k: int) -> str:
+    """What ranking and what cleaning each gave: every metric at k in the three runs and the two
+    differences, then per question how many each difference helped or hurt (by nDCG@k)."""
+    pairs = [(g, a, b) for g, a, b in GAINS if a in runs and b in runs]
+    head = "".join(f'<th class="num">{escape(r)}</th>' for r in RUNS if r in runs)
+    head += "".join(f'<th class="num">{escape(g)}</th>' for g, _, _ in pairs)
+    body = []
+    for key, label, pct, lower in METRICS:
+        name = key if key == "mrr" else f"{key}@{k}"
+        values = {r: runs[r].get(name) for r in RUNS if r in runs}
+        if all(v is None for v in values.values()):
+            continue
+        cells = "".join(f'<td class="num">{_fmt(v, pct)}</td>' for v in values.values())
+        for _, a, b in pairs:
+            va, vb = values[a], values[b]
+            diff = None if va is None or vb is None else va - vb
+            cells += f'<td class="num {_delta_class(vb, va, lower)}">{_signed(diff, pct)}</td>'
+        body.append(f"<tr><td>{escape(label)}{'' if key == 'mrr' else f' @{k}'}</td>{cells}</tr>")
+    metric = f"ndcg@{k}"
+    counts = []
+    for g, a, b in pairs:
+        deltas = [q["metrics"][a].get(metric) - q["metrics"][b].get(metric) for q in queries
+                  if a in q["metrics"] and b in q["metrics"]
+                  and q["metrics"][a].get(metric) is not None and q["metrics"][b].get(metric) is not None]
+        better = sum(1 for d in deltas if d > 0)
+        worse = sum(1 for d in deltas if d < 0)
+        counts.append(f"<li><b>{escape(g)}</b> ({escape(GAIN_NOTES[g])}): {better} question(s) better, "
+                      f"{worse} worse, {len(deltas) - better - worse} unchanged (by {metric}).</li>")
+    return (f'<table id="gains"><tr><th>metric</th>{head}</tr>{"".join(body)}</table>'
+            f'<ul class="note">{"".join(counts)}</ul>')
 
 
 def _wins_losses(queries: list[dict[str, Any]], k: int) -> str:
@@ -172,6 +232,10 @@ def render_html(data: dict[str, Any]) -> str:
         f"({words_raw - words_clean:,} of {words_raw:,}).{semantic} Index {fig['index_bytes']:,} bytes, "
         f"baseline {fig['baseline_bytes']:,} bytes; {fig['documents']:,} documents, {fig['pages']:,} pages."
         f"</p>{svg.funnel(fig['funnel'])}</section>",
+        *([f'<section><h2>What ranking and what cleaning gave</h2><p class="note">The ablation run '
+           "searches the baseline’s chunks (nothing stripped or merged, no safety net, every version) "
+           f"ranked as the index ranks, so ranking and cleaning each have their own column (k = {k}).</p>"
+           f"{_gains(runs, data['queries'], k)}</section>"] if "ablation" in runs else []),
         f'<section><h2>Before and after, per metric</h2><p class="note">{counts}</p>{_metrics(runs, ks)}'
         "</section>",
         f"<section><h2>Per-question wins and losses</h2>{_wins_losses(data['queries'], k)}</section>",

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from chunkdedup.visible import html_text as escape
 
 BASE = "#94a3b8"
+ABLATION = "#f59e0b"
 INDEX = "#2563eb"
 WIN = "#16a34a"
 LOSS = "#dc2626"
@@ -63,25 +64,29 @@ def funnel(stages: Sequence[dict[str, object]]) -> str:
     return _svg('id="funnel" class="chart"', width, height, "Chunk funnel", body)
 
 
-def metric_bars(name: str, ks: Sequence[int], base: Sequence[float | None], index: Sequence[float | None],
+def metric_bars(name: str, ks: Sequence[int], series: Sequence[tuple[str, str, Sequence[float | None]]],
                 *, percent: bool) -> str:
-    """Baseline and index bars side by side for each K of one metric (its own scale)."""
+    """Each run's bar side by side for each K of one metric (its own scale); ``series`` holds
+    (run, colour, one value per K), drawn in that order."""
     width, height, pad_l, pad_b, pad_t = 300, 190, 8, 28, 26
-    top = max([v for v in (*base, *index) if v is not None] + [1e-9])
+    top = max([v for _, _, values in series for v in values if v is not None] + [1e-9])
     if percent:
         top = max(top, 1.0) if top > 0.5 else top * 1.15
     else:
         top *= 1.15
     group = (width - pad_l * 2) / max(1, len(ks))
-    bar = min(34.0, group / 3)
+    bar = min(34.0 if len(series) < 3 else 24.0, group / (len(series) + 1))
+    gap = 4 if len(series) < 3 else 2
+    span = len(series) * bar + (len(series) - 1) * gap
     plot_h = height - pad_b - pad_t
     body = [_text(width / 2, 16, name, anchor="middle", size=13, weight="bold")]
     body.append(f'<line x1="{pad_l}" y1="{height - pad_b}" x2="{width - pad_l}" y2="{height - pad_b}" '
                 f'stroke="{GRID}"/>')
     for i, kk in enumerate(ks):
         cx = pad_l + group * (i + 0.5)
-        for j, (v, colour, who) in enumerate(((base[i], BASE, "baseline"), (index[i], INDEX, "index"))):
-            x = cx - bar - 2 + j * (bar + 4)
+        for j, (who, colour, values) in enumerate(series):
+            v = values[i]
+            x = cx - span / 2 + j * (bar + gap)
             if v is None:
                 body.append(_text(x + bar / 2, height - pad_b - 4, "n/a", anchor="middle", size=10,
                                   fill=MUTED))
@@ -89,8 +94,8 @@ def metric_bars(name: str, ks: Sequence[int], base: Sequence[float | None], inde
             h = plot_h * v / top
             label = f"{v:.0%}" if percent else (f"{v:.2f}" if v < 10 else f"{v:,.0f}")
             body.append(_rect(x, height - pad_b - h, bar, h, colour, f"bar-{who}", f"{who} @{kk}: {label}"))
-            body.append(_text(x + bar / 2, height - pad_b - h - 4, label, anchor="middle", size=10,
-                              fill=MUTED))
+            body.append(_text(x + bar / 2, height - pad_b - h - 4, label, anchor="middle",
+                              size=10 if len(series) < 3 else 9, fill=MUTED))
         if len(ks) > 1:
             body.append(_text(cx, height - 10, f"@{kk}", anchor="middle", size=11, fill=MUTED))
     return _svg('class="chart metric-chart"', width, height, name, body)
