@@ -58,6 +58,9 @@ if TYPE_CHECKING:
 
 #: progress(stage, done, total)
 Progress = Callable[[str, int, int], None]
+#: documents given otherwise than as files (:func:`chunkdedup.ingest_memory.ingest_records`), stored in
+#: the parse phase: (store, config, run id, progress, pages at hand by doc id) -> their results
+SourcePhase = Callable[[Store, Config, int, Progress, dict[str, tuple[Page, ...]]], list[FileResult]]
 
 #: documents (or files) written per transaction, at most: each commit syncs the WAL and re-walks the
 #: B-trees it touches, so 32 a transaction spent a fifth of a fresh ingest committing. The chunk
@@ -189,11 +192,18 @@ def ingest(
 
 
 def ingest_with(
-    paths: Sequence[str | Path], index: str | Path, options: IngestOptions, executor: Executor
+    paths: Sequence[str | Path],
+    index: str | Path,
+    options: IngestOptions,
+    executor: Executor,
+    *,
+    source: SourcePhase | None = None,
 ) -> IngestReport:
     """The one ingest sequence, its per-document stages run by ``executor`` (entered here when the
     caller has not entered it): parse and key -> store -> chrome from the stored unit counts ->
     strip, chunk, key and sign -> store -> contexts -> near edges and clusters -> text index.
+    ``source`` stores documents given in memory before the files
+    (:func:`chunkdedup.ingest_memory.ingest_records`).
 
     Example:
         >>> from chunkdedup import IngestOptions, LocalExecutor, ingest_with
@@ -201,7 +211,8 @@ def ingest_with(
     """
     found = survey(paths, options.manifest, options.config.parse)
     textindex.require(options.text_engine)  # a bad name or a missing extra fails before the index is touched
-    run = _Run(found.inputs, paths, options, found.unread, _manifest_notes(found.unlisted, options.manifest))
+    notes = _manifest_notes(found.unlisted, options.manifest)
+    run = _Run(found.inputs, paths, options, found.unread, notes, source)
     try:
         with executor, collector_paused():
             if not options.dry_run:
@@ -286,6 +297,8 @@ class _Run:
     unread: Sequence[FileResult] = ()
     #: what the report says of the run as a whole (inputs the manifest does not list)
     notes: tuple[str, ...] = ()
+    #: documents given in memory, stored before the files
+    source: SourcePhase | None = None
 
 
 @contextmanager
@@ -325,7 +338,9 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
             prune_missing(store, run.inputs, run_id)
         with clock("parse"):
             at_hand: dict[str, tuple[Page, ...]] = {}
-            results = _parse_phase(store, run.inputs, cfg, run_id, tick, executor, at_hand) + list(run.unread)
+            given = run.source(store, cfg, run_id, tick, at_hand) if run.source is not None else []
+            results = given + _parse_phase(store, run.inputs, cfg, run_id, tick, executor, at_hand)
+            results += run.unread
         fingerprint = config_fingerprint(cfg)
         with clock("boilerplate"):
             refresh_stale_keys(store, fingerprint, cfg, tick)

@@ -44,6 +44,7 @@ from chunkdedup.integrations._core import (
     sources_json,
 )
 from chunkdedup.integrations._filters import langchain_filter
+from chunkdedup.integrations._langchain_documents import Deduplicator as Deduplicator
 from chunkdedup.integrations._sync import DEFAULT_BATCH, SyncReport, run_sync
 from chunkdedup.query.records import ExportRecord, VersionPolicy
 from chunkdedup.query.where import Filter

@@ -50,6 +50,7 @@ from chunkdedup.integrations._core import (
     sources_json,
 )
 from chunkdedup.integrations._filters import llamaindex_filter
+from chunkdedup.integrations._llamaindex_documents import Deduplicator as Deduplicator
 from chunkdedup.integrations._sync import DEFAULT_BATCH, SyncReport, run_sync
 from chunkdedup.query.records import ExportRecord, Hit, VersionPolicy
 from chunkdedup.query.where import Filter, Where
