@@ -29,6 +29,7 @@ from chunkdedup import ingest
 from chunkdedup.config import QueryConfig
 from chunkdedup.evaluate import (
     DocResolver,
+    Evaluation,
     Question,
     convert_docugami,
     ensure_baseline,
@@ -43,10 +44,13 @@ from sweep_query import evaluate_setting
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
-#: the lever table's columns
+#: the lever table's columns (a column no row has a value in is left out)
 LEVER_COLUMNS = (
-    "recall@5", "mrr", "ndcg@5", "evidence_answer@5", "answer_in_context@5", "duplication_rate@5",
+    "recall@5", "page_recall@5", "mrr", "ndcg@5", "evidence_answer@5", "answer_in_context@5",
+    "duplication_rate@5",
 )
+#: the three-run summary's columns, at k
+HEADLINE = ("recall", "page_recall", "ndcg", "mrr", "evidence_answer", "answer_in_context")
 #: the text-only retrieval of the previous release, with its safety net (cap 2 per document, MMR 0.5)
 BEFORE = QueryConfig(context_weight=0.0, word_parts=False, cap_per_doc=2, mmr_lambda=0.5)
 
@@ -83,10 +87,22 @@ def lever_rows(
 
 
 def print_levers(console: Console, title: str, rows: list[dict[str, Any]]) -> None:
-    table = Table("lever", *LEVER_COLUMNS, title=title)
+    columns = [c for c in LEVER_COLUMNS if any(row["metrics"].get(c) is not None for row in rows)]
+    table = Table("lever", *columns, title=title)
     for row in rows:
         m = row["metrics"]
-        table.add_row(row["lever"], *("-" if m.get(c) is None else f"{m[c]:.3f}" for c in LEVER_COLUMNS))
+        table.add_row(row["lever"], *("-" if m.get(c) is None else f"{m[c]:.3f}" for c in columns))
+    console.print(table)
+
+
+def print_headline(console: Console, title: str, ev: Evaluation) -> None:
+    """The three runs and what ranking and cleaning gave, on the headline metrics at k."""
+    names = [m if m == "mrr" else f"{m}@{ev.k}" for m in HEADLINE]
+    names = [n for n in names if any(run.get(n) is not None for run in ev.runs.values())]
+    table = Table("run", *names, title=title)
+    for run, values in [*ev.runs.items(), *ev.gains.items()]:
+        sign = "+" if run in ev.gains else ""
+        table.add_row(run, *("-" if values.get(n) is None else f"{values[n]:{sign}.3f}" for n in names))
     console.print(table)
 
 
@@ -140,6 +156,7 @@ def run_eval(
     for row in comparison_rows(ev.runs, ev.meta["ks"]):
         table.add_row(*row)
     console.print(table)
+    print_headline(console, f"{name}: baseline, ablation (ranking alone), index; k = {k}", ev)
     funnel = Table("stage", "chunks", "of raw", title=f"{name}: funnel")
     for f in funnel_rows(ev.figures):
         funnel.add_row(*f)
