@@ -114,6 +114,32 @@ def test_the_algorithms_and_the_parsers_import_no_store_no_ingest_no_query() -> 
     assert {m: d for m, d in offenders.items() if d} == {}
 
 
+#: The ground floor: records, errors, config and the pure text keys every other floor may use.
+GROUND = frozenset({
+    "chunkdedup.config", "chunkdedup.errors", "chunkdedup.normalize", "chunkdedup.textlines",
+    "chunkdedup.types", "chunkdedup.visible",
+})
+#: Arrows out of the store that run up, each still to be removed.
+STORE_UP = frozenset({
+    ("chunkdedup.store.index", "chunkdedup.query"),
+    ("chunkdedup.store.index", "chunkdedup.query.records"),
+})
+
+
+def test_the_ground_floor_imports_only_the_ground_floor() -> None:
+    graph = import_graph()
+    assert {m: sorted(graph[m] - GROUND) for m in GROUND if graph[m] - GROUND} == {}
+
+
+def test_the_store_imports_only_itself_and_the_ground_floor() -> None:
+    """store/ persists the ground floor's records: it imports no algorithm, ingest, query or face."""
+    graph = import_graph()
+    store = {m for m in graph if m == "chunkdedup.store" or m.startswith("chunkdedup.store.")}
+    up = {(m, d) for m in store for d in graph[m] if d not in store and d not in GROUND}
+    assert sorted(up - STORE_UP) == []
+    assert sorted(STORE_UP - up) == []
+
+
 def test_the_architecture_page_names_every_package() -> None:
     text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
     packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())

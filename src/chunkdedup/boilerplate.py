@@ -25,11 +25,11 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-import xxhash
-
 from chunkdedup.config import BoilerplateConfig
 from chunkdedup.normalize import boilerplate_key, has_letters, has_words
+from chunkdedup.normalize import key_id as key_id
 from chunkdedup.textlines import Block, Line
+from chunkdedup.types import DocumentKeys as DocumentKeys
 from chunkdedup.types import Page, StrippedLine
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
@@ -42,11 +42,6 @@ UNPAGED_PLAIN_WORDS = 4
 UNPAGED_MIN_GAP = 15
 #: the fewest copies whose gaps can be seen to be regular
 UNPAGED_MIN_COPIES = 3
-
-
-def key_id(key: str) -> int:
-    """A signed 64-bit id of a boilerplate key (fits an SQLite INTEGER)."""
-    return xxhash.xxh3_64_intdigest(key.encode("utf-8")) - (1 << 63)
 
 
 def _page_blocks(
@@ -153,20 +148,6 @@ def _running_of(n: int, seen: dict[str, int], config: BoilerplateConfig) -> set[
         return set()
     need = max(config.running_min_pages, math.ceil(config.running_share * n))
     return {k for k, c in seen.items() if c >= need}
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentKeys:
-    """A document's boilerplate keys: those it counts, and every key :func:`strip` could remove in it.
-
-    ``candidates`` enter the corpus document frequency. ``strippable`` (a superset) are the keys of
-    its counted blocks and of every line on a page edge: a line that sits on one edge only is not
-    counted by this document, but it is stripped here once the corpus makes its key chrome, so a
-    change of the chrome set that touches ``strippable`` must re-strip the document.
-    """
-
-    candidates: frozenset[str]
-    strippable: frozenset[str]
 
 
 #: a document without a key

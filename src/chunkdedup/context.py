@@ -13,13 +13,13 @@ A pure function of its inputs: the local and the distributed ingest store the sa
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from chunkdedup.config import RetrievalConfig
 from chunkdedup.normalize import collapse_ws, with_word_parts
-from chunkdedup.types import MetaValue
+from chunkdedup.normalize import running_lines as running_lines
+from chunkdedup.types import ContextSource, MetaValue
 
 #: Bumped when the context of the same inputs changes, so an ingest recomputes every document's.
 CONTEXT_FORMAT = "1"
@@ -28,17 +28,6 @@ MAX_CONTEXT_CHARS = 2_000
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[\W_]+")
 BACKSLASH = chr(92)  # a Windows path separator
-
-
-@dataclass(frozen=True, slots=True)
-class ContextSource:
-    """What a document's context is made from: its id, file, metadata, title and stripped running lines."""
-
-    doc_id: str
-    path: str
-    metadata: Mapping[str, MetaValue]
-    title: str | None = None
-    running: tuple[str, ...] = ()
 
 
 def filename_words(path: str) -> str:
@@ -120,11 +109,6 @@ def document_context(source: ContextSource, config: RetrievalConfig, filename: s
         if fresh:
             out.append(" ".join(fresh))
     return "\n".join(out)[:MAX_CONTEXT_CHARS]
-
-
-def running_lines(examples: Sequence[str]) -> tuple[str, ...]:
-    """The distinct lines of the stripped running headers/footers' examples, in order."""
-    return tuple(dict.fromkeys(ln.strip() for ex in examples for ln in ex.split("\n") if ln.strip()))
 
 
 def _value(value: MetaValue, named: bool) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 import xxhash
 
@@ -258,3 +259,13 @@ def canonical_id(key: str) -> str:
 def bytes_hash(data: bytes | memoryview) -> str:
     """A content hash of raw file bytes (a view of them is read in place)."""
     return xxhash.xxh3_128_hexdigest(data)
+
+
+def key_id(key: str) -> int:
+    """A signed 64-bit id of a boilerplate key (fits an SQLite INTEGER)."""
+    return xxhash.xxh3_64_intdigest(key.encode("utf-8")) - (1 << 63)
+
+
+def running_lines(examples: Sequence[str]) -> tuple[str, ...]:
+    """The distinct lines of the stripped running headers/footers' examples, in order."""
+    return tuple(dict.fromkeys(ln.strip() for ex in examples for ln in ex.split("\n") if ln.strip()))

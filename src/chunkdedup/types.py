@@ -1,7 +1,8 @@
 """Frozen, slotted records that flow through the pipeline.
 
-files --parse--> Document(pages) --boilerplate--> CleanDocument --chunk--> Chunk
-      --exact--> CanonicalChunk(text, sources=(ChunkRef, ...))
+files --parse--> Document(pages) --boilerplate--> clean pages (DocumentKeys, StrippedLine) --chunk--> Chunk
+      --exact--> KeyedChunk --> KeyedDocument (what the store keeps of a document)
+      --cluster--> CanonicalChunk(text, sources=(ChunkRef, ...))
 
 Provenance is a typed field (``CanonicalChunk.sources``), never a metadata key.
 """
@@ -108,6 +109,21 @@ class StrippedLine:
 
 
 @dataclass(frozen=True, slots=True)
+class DocumentKeys:
+    """A document's boilerplate keys: those it counts, and every key
+    :func:`~chunkdedup.boilerplate.strip` could remove in it.
+
+    ``candidates`` enter the corpus document frequency. ``strippable`` (a superset) are the keys of
+    its counted blocks and of every line on a page edge: a line that sits on one edge only is not
+    counted by this document, but it is stripped here once the corpus makes its key chrome, so a
+    change of the chrome set that touches ``strippable`` must re-strip the document.
+    """
+
+    candidates: frozenset[str]
+    strippable: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
 class BoilerplateKey:
     """A key that is stripped: example text, how many units and pages carry it, and why."""
 
@@ -158,6 +174,41 @@ class CanonicalChunk:
     @property
     def copies(self) -> int:
         return len(self.sources)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedChunk:
+    """A chunk with its exact key and the id of the canonical it belongs to."""
+
+    chunk: Chunk
+    key: str
+    canonical_id: str
+
+    @property
+    def ref(self) -> ChunkRef:
+        c = self.chunk
+        return ChunkRef(c.doc_id, c.page, c.start, c.end, "exact", 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedDocument:
+    """One document after boilerplate stripping, chunking and exact keys: what the index stores of it."""
+
+    doc_id: str
+    clean: tuple[Page, ...]
+    keyed: tuple[KeyedChunk, ...]
+    stripped: tuple[StrippedLine, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSource:
+    """What a document's context is made from: its id, file, metadata, title and stripped running lines."""
+
+    doc_id: str
+    path: str
+    metadata: Mapping[str, MetaValue]
+    title: str | None = None
+    running: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

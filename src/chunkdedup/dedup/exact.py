@@ -9,36 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from chunkdedup.normalize import canonical_id, exact_key
-from chunkdedup.types import CanonicalChunk, Chunk, ChunkRef, Page, StrippedLine
+from chunkdedup.types import CanonicalChunk, Chunk
+from chunkdedup.types import KeyedChunk as KeyedChunk
+from chunkdedup.types import KeyedDocument as KeyedDocument
 
 _ALNUM = re.compile(r"[^\W_]")
-
-
-@dataclass(frozen=True, slots=True)
-class KeyedChunk:
-    """A chunk with its exact key and the id of the canonical it belongs to."""
-
-    chunk: Chunk
-    key: str
-    canonical_id: str
-
-    @property
-    def ref(self) -> ChunkRef:
-        c = self.chunk
-        return ChunkRef(c.doc_id, c.page, c.start, c.end, "exact", 1.0)
-
-
-@dataclass(frozen=True, slots=True)
-class KeyedDocument:
-    """One document after boilerplate stripping, chunking and exact keys: what the index stores of it."""
-
-    doc_id: str
-    clean: tuple[Page, ...]
-    keyed: tuple[KeyedChunk, ...]
-    stripped: tuple[StrippedLine, ...]
 
 
 def key_chunk(chunk: Chunk) -> KeyedChunk | None:

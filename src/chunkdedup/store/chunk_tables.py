@@ -24,10 +24,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from chunkdedup.dedup.exact import KeyedChunk
 from chunkdedup.normalize import key_hash
 from chunkdedup.store.schema import CLEAN_TEXT
-from chunkdedup.types import Assignment, GroupRow
+from chunkdedup.types import Assignment, GroupRow, KeyedChunk
 
 if TYPE_CHECKING:
     import numpy as np

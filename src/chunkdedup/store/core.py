@@ -21,11 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chunkdedup.boilerplate import DocumentKeys, key_id
 from chunkdedup.config import Config
-from chunkdedup.context import ContextSource, running_lines
-from chunkdedup.dedup.exact import KeyedDocument
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
+from chunkdedup.normalize import key_id, running_lines
 from chunkdedup.store import counts, keyunits
 from chunkdedup.store.checkpointer import WalCheckpointer
 from chunkdedup.store.chunk_tables import (
@@ -40,7 +38,15 @@ from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
 from chunkdedup.store.readonly import read_uri
 from chunkdedup.store.schema import CLEAN_TEXT, MIGRATIONS, RAW_TEXT
-from chunkdedup.types import Document, KnownFile, Page, StrippedLine
+from chunkdedup.types import (
+    ContextSource,
+    Document,
+    DocumentKeys,
+    KeyedDocument,
+    KnownFile,
+    Page,
+    StrippedLine,
+)
 
 if TYPE_CHECKING:
     import numpy as np
