@@ -15,7 +15,7 @@ from chunkdedup.config import QueryConfig
 from chunkdedup.errors import ConfigError, MissingExtraError
 from chunkdedup.query.records import Candidate, Citation, Dropped, Hit, VersionPolicy
 from chunkdedup.query.run import search
-from chunkdedup.query.safety import ShingleJaccard, Similarity, cap_step, dedup_step, mmr_step
+from chunkdedup.query.safety import ShingleJaccard, Similarity, cap_step, dedup_step, mmr_step, version_step
 from chunkdedup.query.vectors import EmbeddingSimilarity
 from chunkdedup.query.where import Filter, Where
 from chunkdedup.store.index import Index
@@ -111,13 +111,35 @@ def hit_metadata(hit: Hit, *, with_score: bool = False) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """A framework result as the safety net sees it: ``docs`` are what the cap counts per."""
+    """A framework result as the safety net sees it: ``docs`` are what the cap counts per;
+    ``version`` its ``(family, effective_date)`` when its metadata carries both (:func:`item_version`)."""
 
     id: str
     text: str
     score: float | None
     docs: tuple[str, ...]
     vector: Sequence[float] | None = None
+    version: tuple[str, str] | None = None
+
+
+def item_version(meta: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A result's ``(family, effective_date)``: its ``family`` and ``effective_date`` metadata, else
+    those of chunkdedup's ``sources`` (the newest date among the sources of the first family named);
+    ``None`` without both."""
+    family, when = meta.get("family"), meta.get("effective_date")
+    sources = meta.get("sources")
+    cited: list[Mapping[str, Any]] = []
+    for source in sources if isinstance(sources, list) else ():
+        m = source.get("metadata") if isinstance(source, Mapping) else None
+        if isinstance(m, Mapping) and m.get("family") and m.get("effective_date"):
+            cited.append(m)
+    if not family and cited:
+        family = cited[0]["family"]
+    if not when and cited:
+        when = max((str(m["effective_date"]) for m in cited if m["family"] == family), default=None)
+    if not family or not when:
+        return None
+    return str(family), str(when)
 
 
 def item_docs(meta: Mapping[str, Any], doc_key: str | None, default_keys: Sequence[str]) -> tuple[str, ...]:
@@ -181,16 +203,23 @@ def safety_net(items: Sequence[Item], opts: NetOptions) -> tuple[list[int], list
             ids[pos],
             float(n - pos) if ranked or item.score is None else float(item.score),
             item.text,
-            tuple(Citation(doc, 0, 0, 0, "exact", 1.0) for doc in (item.docs or (ids[pos],))),
+            tuple(_citation(doc, item.version) for doc in (item.docs or (ids[pos],))),
         )
         for pos, item in enumerate(items)
     ]
     k = n if opts.k is None else opts.k
+    cands, older = version_step(cands, ShingleJaccard(opts.shingle_words))
     kept, dropped = dedup_step(cands)
     kept, capped = cap_step(kept, opts.cap_per_doc)
     chosen, unpicked = mmr_step(kept, k, opts.mmr_lambda, _similarity(items, ids, opts.shingle_words))
     where = {cid: pos for pos, cid in enumerate(ids)}
-    return [where[c.id] for c in chosen], dropped + capped + unpicked
+    return [where[c.id] for c in chosen], older + dropped + capped + unpicked
+
+
+def _citation(doc: str, version: tuple[str, str] | None) -> Citation:
+    if version is None:
+        return Citation(doc, 0, 0, 0, "exact", 1.0)
+    return Citation(doc, 0, 0, 0, "exact", 1.0, {"family": version[0]}, effective_date=version[1])
 
 
 def _unique_ids(items: Sequence[Item]) -> list[str]:

@@ -1,4 +1,5 @@
-"""The safety net, in order: ``dedup_chunks``, a cap per source document, then MMR.
+"""The safety net, in order: ``dedup_chunks``, a cap per source document, then MMR; over another
+retriever's results, :func:`version_step` first.
 
 Each step takes candidates ranked best first and returns (kept, dropped-with-reason), so
 ``--explain`` can say which step dropped what and why.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 from chunkdedup.normalize import exact_key
@@ -57,6 +59,81 @@ def dedup_step(cands: Sequence[Candidate]) -> tuple[list[Candidate], list[Droppe
             first[key] = c
             kept.append(c)
     return kept, dropped
+
+
+#: Shingle Jaccard from which two results of one family are versions of one passage: a passage and
+#: its edited wording (site-policy's Sponsors payout terms, 2025 and 2026, cut by another splitter:
+#: 0.59; unrelated passages of one policy: below 0.2).
+VERSION_SIMILARITY = 0.5
+
+
+def version_step(
+    cands: Sequence[Candidate], similarity: Similarity, threshold: float = VERSION_SIMILARITY
+) -> tuple[list[Candidate], list[Dropped]]:
+    """Over results that carry versions (a citation with a ``family`` in its metadata and an
+    ``effective_date``): of two versions of one passage (one family, ``similarity`` at least
+    ``threshold``), the newest is kept, in the place of the better-ranked one and with its score,
+    and the older dropped; as the project's own retriever keeps a family's newest version.
+
+    Every result left whose family has a newer version among the results gets ``superseded_by``
+    (that date), so MMR never drops the newer one as redundant next to it. Results without
+    versions pass as they are.
+    """
+    versions = [_versions(c) for c in cands]
+    at = [i for i, v in enumerate(versions) if v]
+    if len(at) < 2:
+        return list(cands), []
+    sim = similarity.matrix([cands[i].text for i in at], [cands[i].id for i in at])
+    row = {i: n for n, i in enumerate(at)}  # each slot's row in ``sim``: the text it holds now
+    kept: list[Candidate | None] = list(cands)
+    dropped: list[Dropped] = []
+    for i in at:
+        for j in at:
+            c, other = kept[i], kept[j]
+            if j <= i or c is None or other is None or sim[row[i]][row[j]] < threshold:
+                continue
+            mine, theirs = versions[i], versions[j]
+            shared = sorted(f for f in set(mine) & set(theirs) if mine[f] != theirs[f])
+            if not shared:
+                continue  # no family in which they are two versions: dedup and MMR judge them
+            family = shared[0]
+            newer_j = versions[j][family] > versions[i][family]
+            old, new = (c, other) if newer_j else (other, c)
+            why = (
+                f"an older version ({family}, effective {_versions(old)[family]}) of {new.id} "
+                f"(effective {_versions(new)[family]}), which is kept in its place"
+            )
+            dropped.append(Dropped(old.id, old.score, old.text, "versions", why))
+            kept[i], kept[j] = replace(new, score=max(c.score, other.score)), None
+            if newer_j:
+                versions[i], row[i] = versions[j], row[j]
+    left = [c for c in kept if c is not None]
+    return _label_superseded(left), dropped
+
+
+def _versions(c: Candidate) -> dict[str, str]:
+    """A result's newest effective date in each family its citations name."""
+    out: dict[str, str] = {}
+    for ref in c.citations:
+        family = ref.metadata.get("family")
+        if isinstance(family, str) and family and ref.effective_date:
+            out[family] = max(out.get(family, ""), ref.effective_date)
+    return out
+
+
+def _label_superseded(cands: list[Candidate]) -> list[Candidate]:
+    newest: dict[str, str] = {}
+    for c in cands:
+        for family, when in _versions(c).items():
+            newest[family] = max(newest.get(family, ""), when)
+    out = []
+    for c in cands:
+        mine = _versions(c)
+        newer = [newest[f] for f, when in mine.items() if newest[f] > when]
+        if mine and c.superseded_by is None and len(newer) == len(mine):  # old in every family it is in
+            c = replace(c, superseded_by=min(newer))
+        out.append(c)
+    return out
 
 
 def cap_step(cands: Sequence[Candidate], cap: int) -> tuple[list[Candidate], list[Dropped]]:
