@@ -151,7 +151,7 @@ def run_eval(
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     console = Console(highlight=False)
-    console.width = max(console.width, 100)  # seven columns: never cut a metric's name
+    console.width = max(console.width, 150)  # the lever table's names and seven columns, uncut
     table = Table(*comparison_columns(ev.runs), title=f"{name}: {len(questions)} questions, k = {k}")
     for row in comparison_rows(ev.runs, ev.meta["ks"]):
         table.add_row(*row)
