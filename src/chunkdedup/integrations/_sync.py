@@ -10,23 +10,29 @@ Deletes come from the index's tombstones of canonicals that no longer exist, so 
 never deletes a chunk another document still holds: that chunk is upserted with its remaining sources.
 The watermark is the newest *finished* run; what an ingest still running has already written is sent
 too and sent again by the next sync, since it lies after that watermark.
+
+After every call, a sink that can list its store (:class:`Listing`) is checked against the index: one
+record per canonical, no other. "Done" means mirrored; a store that differs raises
+:class:`~chunkdedup.errors.SyncError` naming it, what differs and the repair, ``full=True``: every
+canonical upserted again and every record the index does not hold deleted.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from chunkdedup.errors import ConfigError, InputError
+from chunkdedup.errors import ConfigError, InputError, SyncError
 from chunkdedup.export import records
+from chunkdedup.index import Index
 from chunkdedup.integrations._core import IndexLike, open_index
 from chunkdedup.query.records import ExportRecord
 from chunkdedup.store import reads
-from chunkdedup.store.index import Index
 
 DEFAULT_BATCH = 256
 
@@ -37,6 +43,15 @@ class Sink(Protocol):
     def write(self, batch: Sequence[ExportRecord]) -> None:
         """Upsert each record whose ``op`` is not ``delete`` by its id, delete the others by id; raise
         unless the store took every one (a partly written batch is sent again)."""
+        ...
+
+
+class Listing(Protocol):
+    """A sink that can list what its store holds, so a sync can check the store mirrors the index."""
+
+    def chunk_ids(self) -> list[str] | None:
+        """The canonical id of every record the store holds, one entry per record (``None``: the
+        store cannot list them)."""
         ...
 
 
@@ -78,7 +93,13 @@ class SyncState:
 @dataclass(frozen=True, slots=True)
 class SyncReport:
     """What one ``sync`` call wrote: ``since`` the watermark it started from (``None``: everything),
-    ``applied_run`` the run the store now reflects, and whether it resumed an interrupted delta."""
+    ``applied_run`` the run the store now reflects, and whether it resumed an interrupted delta.
+
+    ``embedded``: texts the embedder was given (in ``embed_calls`` calls); ``kept_vectors``: upserts
+    whose text the store already held, updated without an embedding; ``verified``: the store was
+    listed after the sync and holds one record per canonical, no other (``False``: it cannot be
+    listed); ``store_records``: how many records it holds then.
+    """
 
     since: int | None
     applied_run: int | None
@@ -86,6 +107,11 @@ class SyncReport:
     deletes: int
     resumed: bool
     state: str
+    embedded: int = 0
+    embed_calls: int = 0
+    kept_vectors: int = 0
+    verified: bool = False
+    store_records: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,42 +131,98 @@ def run_sync(
     since: int | None = None,
     state: str | Path | None = None,
     batch_size: int = DEFAULT_BATCH,
+    full: bool = False,
+    verify: bool = True,
 ) -> SyncReport:
     """Bring ``sink`` to the index's last finished run; see the module docstring.
 
     ``since``: the run the store already reflects; default the state file's last applied run, and
-    with neither, everything is upserted.
+    with neither, everything is upserted. ``full``: ignore both, upsert everything and delete what
+    the store holds beyond the index (needs a sink that lists its store). ``verify``: check a sink
+    that lists its store against the index after the sync.
     """
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    if full and since is not None:
+        raise ConfigError(f"full=True syncs everything, so since={since} does not apply: give one of them")
     with open_index(index) as ix:
         path = state_path(ix, state)
         saved = SyncState.load(path)
-        start = saved.applied_run if since is None else since
-        with reads.snapshot(ix.store):  # one snapshot: the watermark and the delta agree
+        start = None if full else (saved.applied_run if since is None else since)
+        with reads.snapshot(ix.store):  # one snapshot: the watermark, the delta and the check agree
             last = reads.last_finished_run(ix.store)
             if last is None:
                 return SyncReport(start, None, 0, 0, False, str(path))
-            if start == last:  # the store already reflects the last run
-                SyncState(applied_run=last).save(path)
-                return SyncReport(start, last, 0, 0, False, str(path))
             if start is not None and start > last:
                 raise InputError(
                     f"sync since run {start} is past the last finished run of {ix.store.path} ({last}): "
                     f"pass a run the store reflects, or delete {path} to sync everything"
                 )
             resumed = saved.target_run == last and saved.since == start and saved.cursor is not None
-            progress = SyncState(saved.applied_run, last, start, saved.cursor if resumed else None)
             counts = {"upserts": 0, "deletes": 0}
-            for batch in _batches(_after(records(ix, start), progress.cursor), batch_size):
-                sink.write(batch)
-                for rec in batch:
-                    counts["deletes" if rec.op == "delete" else "upserts"] += 1
-                tail = batch[-1]
-                progress = replace(progress, cursor=(tail.op or "upsert", tail.id))
-                progress.save(path)
-    SyncState(applied_run=last).save(path)
-    return SyncReport(start, last, counts["upserts"], counts["deletes"], resumed, str(path))
+            if start != last:
+                progress = SyncState(saved.applied_run, last, start, saved.cursor if resumed else None)
+                for batch in _batches(_after(records(ix, start), progress.cursor), batch_size):
+                    sink.write(batch)
+                    for rec in batch:
+                        counts["deletes" if rec.op == "delete" else "upserts"] += 1
+                    tail = batch[-1]
+                    progress = replace(progress, cursor=(tail.op or "upsert", tail.id))
+                    progress.save(path)
+            else:
+                resumed = False
+            SyncState(applied_run=last).save(path)
+            held = _listed(sink) if verify or full else None
+            if held is None and full:
+                raise ConfigError(
+                    f"full=True deletes what {_name(sink)} holds beyond the index, but this store cannot "
+                    "list its records: clear it with the framework's own call, then sync again"
+                )
+            if held is not None:
+                expected = {rec.id for rec in ix.records()}
+                if full:
+                    counts["deletes"] += _delete_strays(sink, sorted(set(held) - expected), batch_size)
+                    held = _listed(sink) or []
+                _check(held, expected, _name(sink), ix.store.path)
+    report = SyncReport(start, last, counts["upserts"], counts["deletes"], resumed, str(path))
+    if held is not None:
+        report = replace(report, verified=True, store_records=len(held))
+    return report
+
+
+def _name(sink: Sink) -> str:
+    name = getattr(sink, "name", None)
+    return name if isinstance(name, str) else type(sink).__name__
+
+
+def _listed(sink: Sink) -> list[str] | None:
+    chunk_ids = getattr(sink, "chunk_ids", None)
+    return chunk_ids() if callable(chunk_ids) else None
+
+
+def _delete_strays(sink: Sink, ids: Sequence[str], batch_size: int) -> int:
+    for batch in _batches(iter([ExportRecord.delete(cid) for cid in ids]), batch_size):
+        sink.write(batch)
+    return len(ids)
+
+
+def _check(held: Sequence[str], expected: set[str], name: str, index: Path) -> None:
+    """Raise unless the store holds one record per canonical of the index and no other."""
+    counts = Counter(held)
+    missing = sorted(expected - counts.keys())
+    extra = sorted(counts.keys() - expected)
+    twice = sorted(cid for cid, n in counts.items() if n > 1)
+    if not (missing or extra or twice):
+        return
+    parts = [f"{len(held)} record(s) for the index's {len(expected)} canonical(s)"]
+    for what, ids in (("missing", missing), ("not in the index", extra), ("held more than once", twice)):
+        if ids:
+            parts.append(f"{len(ids)} {what} (e.g. {', '.join(ids[:3])})")
+    raise SyncError(
+        f"{name} does not mirror {index} after sync: it holds {'; '.join(parts)}. Repair it with "
+        "sync(..., full=True), which upserts every canonical again and deletes the records the index "
+        "does not hold"
+    )
 
 
 def _key(rec: ExportRecord) -> tuple[int, str]:

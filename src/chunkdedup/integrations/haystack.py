@@ -17,16 +17,16 @@ must hold; see :mod:`chunkdedup.integrations._filters`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from chunkdedup.errors import ConfigError, MissingExtraError, SyncError
+from chunkdedup.errors import ConfigError, MissingExtraError
 
 try:
     from haystack import Document, component, default_from_dict, default_to_dict
-    from haystack.document_stores.types import DocumentStore, DuplicatePolicy
+    from haystack.document_stores.types import DocumentStore
 except ImportError:
     raise MissingExtraError("chunkdedup.integrations.haystack", "haystack", "haystack") from None
 
@@ -39,15 +39,15 @@ from chunkdedup.integrations._core import (
     SearchOptions,
     hit_metadata,
     item_docs,
-    item_version,
     run_search,
     safety_net,
-    sources_json,
 )
 from chunkdedup.integrations._filters import haystack_filter
 from chunkdedup.integrations._haystack_documents import Deduplicator as Deduplicator
+from chunkdedup.integrations._haystack_stores import DocumentStoreDriver, embed_with
+from chunkdedup.integrations._mirror import MirrorSink
 from chunkdedup.integrations._sync import DEFAULT_BATCH, SyncReport, run_sync
-from chunkdedup.query.records import ExportRecord, VersionPolicy
+from chunkdedup.query.records import VersionPolicy
 from chunkdedup.query.where import Filter, Where
 from chunkdedup.store.index import Index
 
@@ -155,14 +155,7 @@ class SafetyNet:
         if top_k is not None:
             opts = NetOptions(top_k, opts.cap_per_doc, opts.mmr_lambda, opts.shingle_words)
         items = [
-            Item(
-                d.id,
-                d.content or "",
-                d.score,
-                item_docs(d.meta, self.doc_key, ("file_path",)),
-                d.embedding,
-                item_version(d.meta),
-            )
+            Item(d.id, d.content or "", d.score, item_docs(d.meta, self.doc_key, ("file_path",)), d.embedding)
             for d in documents
         ]
         kept, _ = safety_net(items, opts)
@@ -177,11 +170,18 @@ def sync(
     embedder: Any = None,
     state: str | Path | None = None,
     batch_size: int = DEFAULT_BATCH,
+    full: bool = False,
 ) -> SyncReport:
-    """Apply ``export --changes-since`` to ``document_store`` by document id = canonical id:
-    ``write_documents(policy=OVERWRITE)`` upserts (``meta={"sources": [...]}``), ``delete_documents``
-    removes. ``embedder`` (a document embedder component, e.g. ``SentenceTransformersDocumentEmbedder``)
-    sets embeddings first when given.
+    """Make ``document_store`` mirror the index: each changed canonical written as a ``Document``
+    (id the canonical id; meta: ``source``, ``page``, ``docs``, the manifest's keys, ``chunk_id`` and
+    ``sources``, as the store keeps them) with ``write_documents(policy=OVERWRITE)``, each deleted one
+    removed with ``delete_documents``, then the store checked.
+
+    ``embedder`` (a document embedder component, e.g. ``SentenceTransformersDocumentEmbedder``) embeds
+    the documents whose text the store does not already hold; the others keep the store's embedding
+    (a store that does not return embeddings, like Qdrant without ``return_embedding=True``, has them
+    embedded again). A store that drops a meta field, or does not mirror the index afterwards, raises
+    :class:`~chunkdedup.errors.SyncError`; ``full=True`` repairs the latter.
 
     ``since`` defaults to the last run recorded in ``state`` (default ``INDEX.sync.json``).
 
@@ -189,26 +189,7 @@ def sync(
         >>> from haystack.document_stores.in_memory import InMemoryDocumentStore  # doctest: +SKIP
         >>> sync("policies.sqlite", InMemoryDocumentStore()).to_json()  # doctest: +SKIP
     """
-    return run_sync(index, _Sink(document_store, embedder), since=since, state=state, batch_size=batch_size)
-
-
-class _Sink:
-    def __init__(self, store: DocumentStore, embedder: Any) -> None:
-        self.store = store
-        self.embedder = embedder
-
-    def write(self, batch: Sequence[ExportRecord]) -> None:
-        ups = [r for r in batch if r.op != "delete"]
-        gone = [r.id for r in batch if r.op == "delete"]
-        if ups:
-            docs = [Document(id=r.id, content=r.text, meta={"sources": sources_json(r.sources)}) for r in ups]
-            if self.embedder is not None:
-                docs = list(self.embedder.run(documents=docs)["documents"])
-            wrote = self.store.write_documents(docs, policy=DuplicatePolicy.OVERWRITE)
-            if wrote != len(docs):
-                raise SyncError(
-                    f"{type(self.store).__name__}.write_documents wrote {wrote} of {len(docs)} documents: "
-                    "the batch stays unapplied"
-                )
-        if gone:
-            self.store.delete_documents(gone)
+    driver = DocumentStoreDriver(document_store)
+    sink = MirrorSink(driver, None if embedder is None else embed_with(embedder, driver))
+    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full)
+    return sink.counted(report)

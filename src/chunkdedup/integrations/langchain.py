@@ -19,11 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chunkdedup.errors import MissingExtraError, SyncError
+from chunkdedup.errors import MissingExtraError
 
 try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun, Callbacks
     from langchain_core.documents import BaseDocumentCompressor, Document
+    from langchain_core.embeddings import Embeddings
     from langchain_core.retrievers import BaseRetriever
     from langchain_core.vectorstores import VectorStore
     from pydantic import ConfigDict
@@ -39,15 +40,15 @@ from chunkdedup.integrations._core import (
     SearchOptions,
     hit_metadata,
     item_docs,
-    item_version,
     run_search,
     safety_net,
-    sources_json,
 )
 from chunkdedup.integrations._filters import langchain_filter
 from chunkdedup.integrations._langchain_documents import Deduplicator as Deduplicator
+from chunkdedup.integrations._langchain_stores import driver_for, sink_embed
+from chunkdedup.integrations._mirror import MirrorSink
 from chunkdedup.integrations._sync import DEFAULT_BATCH, SyncReport, run_sync
-from chunkdedup.query.records import ExportRecord, VersionPolicy
+from chunkdedup.query.records import VersionPolicy
 from chunkdedup.query.where import Filter
 from chunkdedup.store.index import Index
 
@@ -127,7 +128,6 @@ class SafetyNet(BaseDocumentCompressor):
                 d.page_content,
                 _score(d.metadata.get(self.score_key)) if self.score_key else None,
                 item_docs(d.metadata, self.doc_key, ("source",)),
-                version=item_version(d.metadata),
             )
             for d in documents
         ]
@@ -146,40 +146,25 @@ def sync(
     *,
     state: str | Path | None = None,
     batch_size: int = DEFAULT_BATCH,
+    full: bool = False,
+    embedding: Embeddings | None = None,
 ) -> SyncReport:
-    """Apply ``export --changes-since`` to ``vector_store``: ``add_documents(ids=...)`` upserts each
-    changed canonical (text, ``metadata={"sources": [...]}``), ``delete(ids=...)`` removes deleted ones.
+    """Make ``vector_store`` mirror the index: each changed canonical upserted as a store record
+    (:mod:`chunkdedup.integrations._records`: top-level ``source``, ``page``, ``docs``, the manifest's
+    keys, ``chunk_id``; ids as the store takes them), each deleted one removed, then the store checked.
 
-    ``since`` defaults to the last run recorded in ``state`` (default ``INDEX.sync.json``); a write
-    the store does not confirm (an exception, other ids back, ``delete`` returning False) stops the
-    sync before that batch is recorded, and the next call resends it.
+    A text the store already holds under that id keeps its vector (a metadata update, no embedding);
+    the others are embedded by the store's own embeddings in ``add_documents``, or by ``embedding``
+    when given. ``since`` defaults to the last run recorded in ``state`` (default
+    ``INDEX.sync.json``); a write the store does not confirm stops the sync before that batch is
+    recorded, and the next call resends it. A store that does not mirror the index afterwards raises
+    :class:`~chunkdedup.errors.SyncError`; ``full=True`` repairs it.
 
     Example:
         >>> from langchain_core.vectorstores import InMemoryVectorStore  # doctest: +SKIP
         >>> sync("policies.sqlite", InMemoryVectorStore(embeddings)).to_json()  # doctest: +SKIP
     """
-    return run_sync(index, _Sink(vector_store), since=since, state=state, batch_size=batch_size)
-
-
-class _Sink:
-    def __init__(self, store: VectorStore) -> None:
-        self.store = store
-
-    def write(self, batch: Sequence[ExportRecord]) -> None:
-        ups = [r for r in batch if r.op != "delete"]
-        gone = [r.id for r in batch if r.op == "delete"]
-        if ups:
-            docs = [
-                Document(page_content=r.text or "", id=r.id, metadata={"sources": sources_json(r.sources)})
-                for r in ups
-            ]
-            wrote = self.store.add_documents(docs, ids=[r.id for r in ups])
-            if sorted(wrote) != sorted(r.id for r in ups):
-                raise SyncError(
-                    f"{type(self.store).__name__}.add_documents returned other ids than it was given "
-                    f"({len(wrote)} for {len(ups)}): the batch stays unapplied; check the store upserts by id"
-                )
-        if gone and self.store.delete(ids=gone) is False:
-            raise SyncError(
-                f"{type(self.store).__name__}.delete refused {len(gone)} id(s): the batch stays unapplied"
-            )
+    driver = driver_for(vector_store)
+    sink = MirrorSink(driver, sink_embed(vector_store, driver, embedding), store_embeds=True)
+    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full)
+    return sink.counted(report)

@@ -16,12 +16,11 @@ kept out of what the LLM and the embedder see.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chunkdedup.errors import ConfigError, MissingExtraError, SyncError
+from chunkdedup.errors import ConfigError, MissingExtraError
 
 try:
     from llama_index.core.base.base_retriever import BaseRetriever
@@ -45,15 +44,16 @@ from chunkdedup.integrations._core import (
     SearchOptions,
     hit_metadata,
     item_docs,
-    item_version,
     run_search,
     safety_net,
-    sources_json,
 )
 from chunkdedup.integrations._filters import llamaindex_filter
 from chunkdedup.integrations._llamaindex_documents import Deduplicator as Deduplicator
+from chunkdedup.integrations._llamaindex_stores import driver_for
+from chunkdedup.integrations._mirror import MirrorSink
+from chunkdedup.integrations._records import StoreRecord
 from chunkdedup.integrations._sync import DEFAULT_BATCH, SyncReport, run_sync
-from chunkdedup.query.records import ExportRecord, Hit, VersionPolicy
+from chunkdedup.query.records import Hit, VersionPolicy
 from chunkdedup.query.where import Filter, Where
 
 __all__ = ["Retriever", "SafetyNet", "sync"]
@@ -138,8 +138,9 @@ def _item(n: NodeWithScore, doc_key: str | None) -> Item:
     docs = item_docs(node.metadata, doc_key, ("file_name", "file_path"))
     if not docs and doc_key is None and node.ref_doc_id:
         docs = (node.ref_doc_id,)
-    text = node.get_content(metadata_mode=MetadataMode.NONE)
-    return Item(node.node_id, text, n.score, docs, node.embedding, item_version(node.metadata))
+    return Item(
+        node.node_id, node.get_content(metadata_mode=MetadataMode.NONE), n.score, docs, node.embedding
+    )
 
 
 def sync(
@@ -151,16 +152,20 @@ def sync(
     docstore: BaseDocumentStore | None = None,
     state: str | Path | None = None,
     batch_size: int = DEFAULT_BATCH,
+    full: bool = False,
 ) -> SyncReport:
-    """Apply ``export --changes-since`` to ``vector_store`` by node id = canonical id.
+    """Make ``vector_store`` mirror the index: each changed canonical upserted as a ``TextNode`` (store
+    record metadata: ``source``, ``page``, ``docs``, the manifest's keys, ``chunk_id``; node id the
+    canonical id, a UUID5 of it for Qdrant), each deleted one removed, then the store checked.
 
-    An upsert embeds the text with ``embed_model``, deletes the node id (``delete_nodes``; a store
-    without it must upsert on ``add``) and adds a ``TextNode`` with ``metadata={"sources": [...]}``.
-    A store that keeps no text (``stores_text`` false: ``SimpleVectorStore``) needs a ``docstore`` to
-    hold it: without one, :class:`~chunkdedup.errors.ConfigError` before anything is written (the text
-    would be lost, and the state would record the run as synced). No node gets a
+    A node whose text the store already holds keeps its vector; the others are embedded with
+    ``embed_model`` (one call per batch). The old node is deleted before ``add`` (a store without
+    ``delete_nodes`` must upsert on ``add``). A store that keeps no text (``stores_text`` false:
+    ``SimpleVectorStore``) needs a ``docstore`` to hold it: without one,
+    :class:`~chunkdedup.errors.ConfigError` before anything is written. No node gets a
     ``ref_doc_id``: a canonical belongs to every document it cites, so deleting a document here never
-    deletes a shared node (the index sends its deletes by id).
+    deletes a shared node (the index sends its deletes by id). A store that does not mirror the index
+    afterwards raises :class:`~chunkdedup.errors.SyncError`; ``full=True`` repairs it.
 
     ``since`` defaults to the last run recorded in ``state`` (default ``INDEX.sync.json``).
 
@@ -173,41 +178,10 @@ def sync(
             f"{type(vector_store).__name__} keeps no text: pass docstore= (e.g. SimpleDocumentStore(), "
             "persisted with the store) so the chunks' text is kept; nothing was synced"
         )
-    sink = _Sink(vector_store, embed_model, docstore)
-    return run_sync(index, sink, since=since, state=state, batch_size=batch_size)
 
+    def embed(records: Sequence[StoreRecord]) -> list[list[float]]:
+        return embed_model.get_text_embedding_batch([r.text for r in records])
 
-class _Sink:
-    def __init__(
-        self, store: BasePydanticVectorStore, embed_model: BaseEmbedding, docstore: BaseDocumentStore | None
-    ) -> None:
-        self.store = store
-        self.embed_model = embed_model
-        self.docstore = docstore
-
-    def _delete(self, ids: list[str]) -> None:
-        with contextlib.suppress(NotImplementedError):  # documented: such a store upserts on add
-            self.store.delete_nodes(node_ids=ids)
-
-    def write(self, batch: Sequence[ExportRecord]) -> None:
-        ups = [r for r in batch if r.op != "delete"]
-        gone = [r.id for r in batch if r.op == "delete"]
-        if ups:
-            nodes = [_text_node(r.id, r.text or "", {"sources": sources_json(r.sources)}) for r in ups]
-            vectors = self.embed_model.get_text_embedding_batch([n.get_content() for n in nodes])
-            for node, vector in zip(nodes, vectors, strict=True):
-                node.embedding = vector
-            self._delete([n.node_id for n in nodes])
-            wrote = self.store.add(nodes)
-            if sorted(wrote) != sorted(n.node_id for n in nodes):
-                raise SyncError(
-                    f"{type(self.store).__name__}.add returned other ids than it was given "
-                    f"({len(wrote)} for {len(nodes)}): the batch stays unapplied"
-                )
-            if self.docstore is not None:
-                self.docstore.add_documents(nodes, allow_update=True)
-        if gone:
-            self._delete(gone)
-            if self.docstore is not None:
-                for cid in gone:
-                    self.docstore.delete_document(cid, raise_error=False)
+    sink = MirrorSink(driver_for(vector_store, docstore), embed)
+    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full)
+    return sink.counted(report)
