@@ -1,0 +1,50 @@
+"""A sync checks the store after every call: a store that lost a record or holds one the index does not
+raises SyncError naming the store, what differs and the repair, and ``full=True`` repairs it. The
+records are usable by prompt templates and store-side filters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapter_corpus import ingest_small, small_corpus
+from chunkdedup import Index
+from chunkdedup.errors import SyncError
+
+pytest.importorskip("langchain_core")
+
+
+def test_a_store_that_lost_a_record_is_named_and_full_repairs_it(tmp_path: Path) -> None:
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.prompts import PromptTemplate, format_document
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from chunkdedup.integrations.langchain import sync
+
+    index = tmp_path / "i.sqlite"
+    ingest_small(small_corpus(tmp_path), index)
+    with Index.open(index) as ix:
+        ids = sorted(r.id for r in ix.records())
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+    first = sync(index, store)
+    assert first.verified and first.store_records == len(ids)
+
+    store.delete(ids=[ids[0]])
+    store.add_documents([Document(page_content="not from the index", id="stray", metadata={})], ids=["stray"])
+    with pytest.raises(SyncError) as err:
+        sync(index, store)
+    message = str(err.value)
+    assert "InMemoryVectorStore does not mirror" in message and "full=True" in message
+    assert f"1 missing (e.g. {ids[0]})" in message and "1 not in the index (e.g. stray)" in message
+
+    repaired = sync(index, store, full=True)
+    assert repaired.verified and repaired.upserts == len(ids) and repaired.deletes == 1
+    assert sorted(store.store) == ids
+    # the records a prompt template formats, and a store-side filter reads
+    doc = Document(page_content=store.store[ids[0]]["text"], metadata=store.store[ids[0]]["metadata"])
+    line = format_document(doc, PromptTemplate.from_template("[{source} p.{page}] {page_content}"))
+    assert line.startswith(f"[{doc.metadata['docs'][0]} p.1] ")
+    bravo = store.similarity_search("refunds", k=10, filter=lambda d: "bravo.txt" in d.metadata["docs"])
+    assert bravo and all("bravo.txt" in d.metadata["docs"] for d in bravo)
