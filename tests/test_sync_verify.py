@@ -48,3 +48,35 @@ def test_a_store_that_lost_a_record_is_named_and_full_repairs_it(tmp_path: Path)
     assert line.startswith(f"[{doc.metadata['docs'][0]} p.1] ")
     bravo = store.similarity_search("refunds", k=10, filter=lambda d: "bravo.txt" in d.metadata["docs"])
     assert bravo and all("bravo.txt" in d.metadata["docs"] for d in bravo)
+
+
+def test_a_store_that_drops_a_field_is_refused_not_silent(tmp_path: Path) -> None:
+    """As Haystack's Chroma store did with the nested ``sources``: it keeps the document and warns."""
+    pytest.importorskip("haystack")
+    from haystack import Document
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+    from haystack.document_stores.types import DuplicatePolicy
+
+    from chunkdedup.integrations.haystack import sync
+
+    class ScalarsOnly(InMemoryDocumentStore):
+        def write_documents(
+            self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE
+        ) -> int:
+            flat = [
+                Document(
+                    id=d.id,
+                    content=d.content,
+                    embedding=d.embedding,
+                    meta={k: v for k, v in d.meta.items() if not isinstance(v, list | dict)},
+                )
+                for d in documents
+            ]
+            return super().write_documents(flat, policy=policy)
+
+    index = tmp_path / "i.sqlite"
+    ingest_small(small_corpus(tmp_path), index)
+    state = tmp_path / "state.json"
+    with pytest.raises(SyncError, match=r"ScalarsOnly dropped the metadata field\(s\) docs, sources"):
+        sync(index, ScalarsOnly(), state=state)
+    assert not state.exists() or '"applied_run": null' in state.read_text(encoding="utf-8")
