@@ -149,6 +149,7 @@ class Setup:
     ids: Callable[[], dict[str, str]]  # chunk_id -> the id the store keeps
     uuid_ids: bool
     counter: Counter
+    by_source: Callable[[str], set[str]]  # chunk_ids the store's own filter finds with source == DOC
 
 
 # --- LangChain -------------------------------------------------------------------------------
@@ -172,6 +173,7 @@ def _lc(
     store: Any,
     counter: Counter,
     view: Callable[[], Iterator[tuple[str, str, dict[str, Any]]]],
+    where: Callable[[str], Any],
     uuid_ids: bool = False,
 ) -> Setup:
     from chunkdedup.integrations.langchain import sync
@@ -182,7 +184,11 @@ def _lc(
     def ids() -> dict[str, str]:
         return {str(meta["chunk_id"]): sid for sid, _, meta in view()}
 
-    return Setup(lambda index, **kw: sync(index, store, **kw), rows, ids, uuid_ids, counter)
+    def by_source(doc: str) -> set[str]:
+        found = store.similarity_search("policy", k=100, filter=where(doc))
+        return {d.metadata["chunk_id"] for d in found}
+
+    return Setup(lambda index, **kw: sync(index, store, **kw), rows, ids, uuid_ids, counter, by_source)
 
 
 def lc_memory(tmp: Path) -> Setup:
@@ -190,7 +196,12 @@ def lc_memory(tmp: Path) -> Setup:
 
     counter = Counter()
     store = InMemoryVectorStore(_lc_embeddings(counter))
-    return _lc(store, counter, lambda: ((k, r["text"], r["metadata"]) for k, r in store.store.items()))
+    return _lc(
+        store,
+        counter,
+        lambda: ((k, r["text"], r["metadata"]) for k, r in store.store.items()),
+        lambda doc: lambda d: d.metadata["source"] == doc,
+    )
 
 
 def lc_chroma(tmp: Path) -> Setup:
@@ -207,7 +218,7 @@ def lc_chroma(tmp: Path) -> Setup:
         got = store.get(include=["documents", "metadatas"])
         return zip(got["ids"], got["documents"], got["metadatas"], strict=True)
 
-    return _lc(store, counter, view)
+    return _lc(store, counter, view, lambda doc: {"source": doc})
 
 
 def lc_qdrant(tmp: Path) -> Setup:
@@ -226,7 +237,11 @@ def lc_qdrant(tmp: Path) -> Setup:
         points, _ = client.scroll("policies", limit=10_000, with_payload=True)
         return ((str(p.id), p.payload["page_content"], p.payload["metadata"]) for p in points)
 
-    return _lc(store, counter, view, uuid_ids=True)
+    def where(doc: str) -> Any:
+        match = models.FieldCondition(key="metadata.source", match=models.MatchValue(value=doc))
+        return models.Filter(must=[match])
+
+    return _lc(store, counter, view, where, uuid_ids=True)
 
 
 def lc_faiss(tmp: Path) -> Setup:
@@ -243,7 +258,7 @@ def lc_faiss(tmp: Path) -> Setup:
             doc = store.docstore.search(cid)
             yield cid, doc.page_content, doc.metadata
 
-    return _lc(store, counter, view)
+    return _lc(store, counter, view, lambda doc: {"source": doc})
 
 
 def _lc_lance(tmp: Path, mode: str) -> Setup:
@@ -259,7 +274,7 @@ def _lc_lance(tmp: Path, mode: str) -> Setup:
         for r in table.to_arrow().to_pylist() if table is not None else []:
             yield r["id"], r["text"], {k: v for k, v in r["metadata"].items() if v is not None}
 
-    return _lc(store, counter, view)
+    return _lc(store, counter, view, lambda doc: "metadata.source = '" + doc.replace("'", "''") + "'")
 
 
 def lc_lance(tmp: Path) -> Setup:
@@ -293,6 +308,24 @@ def _li_embed(counter: Counter) -> Any:
     return Fake(model_name="fake", embed_batch_size=1_000)
 
 
+def _li_by_source(store: Any) -> Callable[[str], set[str]]:
+    """The store's own query with a ``source == DOC`` metadata filter."""
+    from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters, VectorStoreQuery
+
+    def by_source(doc: str) -> set[str]:
+        query = VectorStoreQuery(
+            query_embedding=_vector("policy"),
+            similarity_top_k=100,
+            filters=MetadataFilters(filters=[MetadataFilter(key="source", value=doc)]),
+        )
+        found = store.query(query)
+        if found.nodes is not None:
+            return {n.metadata["chunk_id"] for n in found.nodes}
+        return {store.data.metadata_dict[i]["chunk_id"] for i in found.ids or []}
+
+    return by_source
+
+
 def li_simple(tmp: Path) -> Setup:
     from llama_index.core.schema import MetadataMode
     from llama_index.core.storage.docstore import SimpleDocumentStore
@@ -322,6 +355,7 @@ def li_simple(tmp: Path) -> Setup:
         ids,
         False,
         counter,
+        _li_by_source(store),
     )
 
 
@@ -351,6 +385,7 @@ def li_chroma(tmp: Path) -> Setup:
         lambda: {m["chunk_id"]: i for i, _, m in items()},
         False,
         counter,
+        _li_by_source(store),
     )
 
 
@@ -388,6 +423,7 @@ def li_qdrant(tmp: Path) -> Setup:
         lambda: {m["chunk_id"]: i for i, _, m in items()},
         True,
         counter,
+        _li_by_source(store),
     )
 
 
@@ -428,7 +464,13 @@ def _hs(store: Any) -> Setup:
     def ids() -> dict[str, str]:
         return {d.meta["chunk_id"]: d.id for d in store.filter_documents()}
 
-    return Setup(lambda index, **kw: sync(index, store, embedder=embedder, **kw), view, ids, False, counter)
+    def by_source(doc: str) -> set[str]:
+        found = store.filter_documents({"field": "meta.source", "operator": "==", "value": doc})
+        return {d.meta["chunk_id"] for d in found}
+
+    return Setup(
+        lambda index, **kw: sync(index, store, embedder=embedder, **kw), view, ids, False, counter, by_source
+    )
 
 
 def hs_memory(tmp: Path) -> Setup:
@@ -515,6 +557,12 @@ def test_sync_mirrors_the_index_through_edit_rewrite_and_removals(
 
     first = step(0)
     before = _mirrors(setup, index)
+    for doc in (EDITED, REMOVED[0]):  # the store's own filter on the top-level source
+        assert (
+            setup.by_source(doc)
+            == {cid for cid, (_, _, top) in before.items() if top["source"] == doc}
+            != set()
+        )
     assert first.embedded == setup.counter.texts == len(before) and first.kept_vectors == 0
 
     texts = setup.counter.texts
