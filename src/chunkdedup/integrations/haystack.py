@@ -39,6 +39,7 @@ from chunkdedup.integrations._core import (
     SearchOptions,
     hit_metadata,
     item_docs,
+    item_version,
     run_search,
     safety_net,
 )
@@ -155,7 +156,14 @@ class SafetyNet:
         if top_k is not None:
             opts = NetOptions(top_k, opts.cap_per_doc, opts.mmr_lambda, opts.shingle_words)
         items = [
-            Item(d.id, d.content or "", d.score, item_docs(d.meta, self.doc_key, ("file_path",)), d.embedding)
+            Item(
+                d.id,
+                d.content or "",
+                d.score,
+                item_docs(d.meta, self.doc_key, ("file_path",)),
+                d.embedding,
+                item_version(d.meta),
+            )
             for d in documents
         ]
         kept, _ = safety_net(items, opts)

@@ -40,6 +40,7 @@ from chunkdedup.integrations._core import (
     SearchOptions,
     hit_metadata,
     item_docs,
+    item_version,
     run_search,
     safety_net,
 )
@@ -128,6 +129,7 @@ class SafetyNet(BaseDocumentCompressor):
                 d.page_content,
                 _score(d.metadata.get(self.score_key)) if self.score_key else None,
                 item_docs(d.metadata, self.doc_key, ("source",)),
+                version=item_version(d.metadata),
             )
             for d in documents
         ]

@@ -44,6 +44,7 @@ from chunkdedup.integrations._core import (
     SearchOptions,
     hit_metadata,
     item_docs,
+    item_version,
     run_search,
     safety_net,
 )
@@ -138,9 +139,8 @@ def _item(n: NodeWithScore, doc_key: str | None) -> Item:
     docs = item_docs(node.metadata, doc_key, ("file_name", "file_path"))
     if not docs and doc_key is None and node.ref_doc_id:
         docs = (node.ref_doc_id,)
-    return Item(
-        node.node_id, node.get_content(metadata_mode=MetadataMode.NONE), n.score, docs, node.embedding
-    )
+    text = node.get_content(metadata_mode=MetadataMode.NONE)
+    return Item(node.node_id, text, n.score, docs, node.embedding, item_version(node.metadata))
 
 
 def sync(
