@@ -80,3 +80,37 @@ def test_a_store_that_drops_a_field_is_refused_not_silent(tmp_path: Path) -> Non
     with pytest.raises(SyncError, match=r"ScalarsOnly dropped the metadata field\(s\) docs, sources"):
         sync(index, ScalarsOnly(), state=state)
     assert not state.exists() or '"applied_run": null' in state.read_text(encoding="utf-8")
+
+
+def test_lancedb_widens_its_table_for_a_manifest_key_that_comes_later(tmp_path: Path) -> None:
+    """The table's metadata struct is typed from its first rows; a later document with a key those
+    rows lacked widens it (the rows rewritten with the key empty) instead of failing or dropping it."""
+    pytest.importorskip("lancedb")
+    pytest.importorskip("langchain_community")
+    from langchain_community.vectorstores import LanceDB
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from chunkdedup.integrations.langchain import sync
+
+    corpus = small_corpus(tmp_path)
+    index = tmp_path / "i.sqlite"
+    ingest_small(corpus, index)
+    store = LanceDB(uri=str(tmp_path / "lance"), embedding=DeterministicFakeEmbedding(size=8), table_name="t")
+    assert sync(index, store).verified
+    (corpus / "delta.md").write_text(
+        "---\ntitle: Delta policy\nowner: delta desk\n---\n\nDelta policy covers the delta product line.\n",
+        encoding="utf-8",
+    )
+    ingest_small(corpus, index)
+    report = sync(index, store)
+    assert report.verified and report.upserts >= 1
+    rows = store.get_table().to_arrow().to_pylist()
+    with Index.open(index) as ix:
+        want = {r.id: r for r in ix.records()}
+    assert sorted(r["id"] for r in rows) == sorted(want)
+    for r in rows:
+        first = want[r["id"]].sources[0]
+        assert r["text"] == want[r["id"]].text and r["metadata"]["source"] == first.doc
+        assert {k: r["metadata"][k] for k in first.metadata} == dict(first.metadata)
+    assert any(r["metadata"]["title"] == "Delta policy" for r in rows)
+    assert any(r["metadata"]["title"] is None for r in rows)  # the earlier rows, widened

@@ -10,6 +10,7 @@ listed after a sync.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -133,12 +134,16 @@ class _Qdrant(_Generic):
         self.vector_name = str(getattr(store, "vector_name", "") or "")
         self.text_key = str(store.content_payload_key)  # type: ignore[attr-defined]
         self.meta_key = str(store.metadata_payload_key)  # type: ignore[attr-defined]
+        # sparse and hybrid modes need the store's sparse vectors too: those records go through add_documents
+        mode = getattr(store, "retrieval_mode", "dense")
+        self.dense = getattr(mode, "value", mode) == "dense"
 
     def fetch(self, ids: Sequence[str]) -> dict[str, Stored]:
         points = self.client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=True)
         out = {}
         for p in points:
             vec = p.vector.get(self.vector_name) if isinstance(p.vector, dict) else p.vector
+            vec = vec if self.dense else None
             payload = p.payload or {}
             out[str(p.id)] = Stored(
                 str(payload.get(self.text_key, "")), vec, frozenset(payload.get(self.meta_key) or {})
@@ -222,8 +227,9 @@ class _Faiss(_Generic):
 class _Lance(_Generic):
     """LanceDB: rows are appended to its table directly, whatever the store's ``mode`` (its
     ``add_texts`` in the default ``overwrite`` mode replaces the table with each call); the sink
-    embeds with the store's embeddings. The table's ``metadata`` struct keeps the keys of its first
-    rows: a record with another key is refused."""
+    embeds with the store's embeddings. The ``metadata`` column is a struct of typed fields (manifest
+    values as text); a record with a manifest key the table lacks widens the table first (its rows
+    are rewritten with the key empty), so no field is dropped and no write fails on the schema."""
 
     def __init__(self, store: VectorStore) -> None:
         super().__init__(store, StoreForm(f"{type(store).__name__} (LanceDB)", "lists"))
@@ -243,44 +249,54 @@ class _Lance(_Generic):
         rows = table.search().where(self._where(ids)).limit(len(ids)).to_list()
         return {
             r[self.id_key]: Stored(
-                r[self.text_key], list(r[self.vector_key]), frozenset(r.get("metadata") or {})
+                r[self.text_key],
+                list(r[self.vector_key]),
+                frozenset(k for k, v in (r.get("metadata") or {}).items() if v is not None),
             )
             for r in rows
         }
 
     def put(self, rows: Sequence[Put]) -> None:
+        import pyarrow as pa
+
         if any(r.vector is None for r in rows):
             raise SyncError(
                 f"{self.form.name}: a record reached the store without a vector; nothing was written"
             )
-        table = self.lance.get_table()
-        keys = None if table is None else [f.name for f in table.schema.field("metadata").type]
         data = [
             {
                 self.vector_key: [float(x) for x in r.vector or ()],
                 self.id_key: r.record.id,
                 self.text_key: r.record.text,
-                "metadata": self._meta(r.record, keys),
+                "metadata": _lance_meta(r.record),
             }
             for r in rows
         ]
-        if table is None:
-            self.lance._table = self.lance._connection.create_table(self.lance._table_name, data=data)
-        else:
-            table.add(data, mode="append")
+        table = self.lance.get_table()
+        held = [] if table is None else [f.name for f in table.schema.field("metadata").type]
+        keys = list(dict.fromkeys([*held, *(k for d in data for k in d["metadata"])]))
+        if table is not None and keys == held:
+            table.add(pa.Table.from_pylist(data, schema=table.schema), mode="append")
+            return
+        schema = self._schema(keys, len(data[0][self.vector_key]))
+        old = [] if table is None else table.to_arrow().to_pylist()  # widened: rewritten once
+        self.lance._table = self.lance._connection.create_table(
+            self.lance._table_name, data=pa.Table.from_pylist(old + data, schema=schema), mode="overwrite"
+        )
 
-    def _meta(self, rec: StoreRecord, keys: list[str] | None) -> dict[str, Any]:
-        meta = rec.metadata("lists")
-        if keys is None:
-            return meta
-        extra = sorted(set(meta) - set(keys))
-        if extra:
-            raise SyncError(
-                f"{self.form.name} table {self.lance._table_name!r} has a fixed metadata schema without "
-                f"{', '.join(extra)} (of {rec.chunk_id}): sync into a new table (full=True) so the schema "
-                "holds every manifest key"
-            )
-        return {k: meta.get(k) for k in keys}
+    def _schema(self, keys: Sequence[str], dim: int) -> Any:
+        import pyarrow as pa
+
+        fixed = {"page": pa.int64(), "docs": pa.list_(pa.string())}
+        meta = pa.struct([pa.field(k, fixed.get(k, pa.string())) for k in keys])
+        return pa.schema(
+            [
+                pa.field(self.vector_key, pa.list_(pa.float32(), dim)),
+                pa.field(self.id_key, pa.string()),
+                pa.field(self.text_key, pa.string()),
+                pa.field("metadata", meta),
+            ]
+        )
 
     def delete(self, ids: Sequence[str]) -> None:
         table = self.lance.get_table()
@@ -297,6 +313,15 @@ class _Lance(_Generic):
             (m or {}).get("chunk_id", i)
             for i, m in zip(data.column(self.id_key).to_pylist(), meta, strict=True)
         ]
+
+
+def _lance_meta(rec: StoreRecord) -> dict[str, Any]:
+    """A record's metadata with each manifest value as text (a struct field has one type)."""
+    meta = rec.metadata("lists")
+    for key, value in rec.manifest:
+        if key in meta and value is not None and not isinstance(value, str):
+            meta[key] = json.dumps(value)
+    return meta
 
 
 def driver_for(store: VectorStore) -> Driver:
@@ -325,8 +350,8 @@ def sink_embed(store: VectorStore, driver: Driver, embedding: Embeddings | None)
         model = embedding or store.embeddings
         if model is None:
             raise ConfigError(f"{driver.form.name} has no embeddings object: pass embedding= to sync")
-    elif type(driver) is _Generic:
-        model = None  # an unknown store writes through add_documents, with its own embeddings
+    elif type(driver) is _Generic or (isinstance(driver, _Qdrant) and not driver.dense):
+        model = None  # written through add_documents, with the store's own embeddings
     if model is None:
         return None
     chosen = model

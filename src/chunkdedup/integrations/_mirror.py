@@ -140,7 +140,8 @@ class MirrorSink:
                 f"{self.name} does not hold {sample.id} right after writing it: the batch stays "
                 "unapplied; check the store's connection and collection"
             )
-        lost = set(sample.metadata(self.driver.form.shape)) - back.keys
+        sent = sample.metadata(self.driver.form.shape)
+        lost = {k for k, v in sent.items() if v is not None} - back.keys
         if lost:
             raise SyncError(
                 f"{self.name} dropped the metadata field(s) {', '.join(sorted(lost))} of {sample.id}: "
