@@ -26,7 +26,7 @@ from chunkdedup import ingest
 from chunkdedup.config import CONTEXT_PARTS, Config, QueryConfig, RetrievalConfig
 from chunkdedup.evaluate import DocResolver, Question, convert_docugami, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity
-from chunkdedup.store.index import Index
+from chunkdedup.index import Index
 from sweep_query import DATA, REPO, evaluate_setting
 
 COLUMNS = ("recall@1", "recall@5", "mrr", "ndcg@5", "evidence_answer@5")

@@ -37,9 +37,9 @@ from chunkdedup.evaluate import (
     load_golden,
 )
 from chunkdedup.evaluate.metrics import PairSimilarity
+from chunkdedup.index import Index
 from chunkdedup.report import write_report
 from chunkdedup.report.table import comparison_columns, comparison_rows, funnel_rows
-from chunkdedup.store.index import Index
 from sweep_query import evaluate_setting
 
 REPO = Path(__file__).resolve().parents[1]

@@ -28,7 +28,7 @@ from chunkdedup import ingest
 from chunkdedup.config import Config, QueryConfig, SemanticConfig
 from chunkdedup.evaluate import DocResolver, convert_docugami
 from chunkdedup.evaluate.metrics import PairSimilarity
-from chunkdedup.store.index import Index
+from chunkdedup.index import Index
 from sweep_query import DATA, REPO, evaluate_setting
 
 COMPANIES = ("AAPL", "MSFT")

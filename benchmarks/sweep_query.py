@@ -39,7 +39,7 @@ from chunkdedup.evaluate import DocResolver, Question, convert_docugami, load_go
 from chunkdedup.evaluate.baseline import recorded_run
 from chunkdedup.evaluate.metrics import PairSimilarity, Scores, aggregate, score_question
 from chunkdedup.evaluate.run import EXTRA_KS, retrieve_results
-from chunkdedup.store.index import Index
+from chunkdedup.index import Index
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"

@@ -18,7 +18,7 @@ from chunkdedup.embed import HashEmbedder
 from chunkdedup.evaluate import audit
 from chunkdedup.evaluate.audit import NO_EMBEDDINGS, nearest_unmerged, threshold_edges
 from chunkdedup.evaluate.metrics import PairSimilarity
-from chunkdedup.store.index import Index
+from chunkdedup.index import Index
 
 CLAUSES = [
     "the finance team reviews each corporate card statement at the end of the month",

@@ -20,9 +20,9 @@ from chunkdedup.evaluate.run import (
     run_settings,
     search_depths,
 )
+from chunkdedup.index import Index
 from chunkdedup.report import render_html
 from chunkdedup.report.table import comparison_columns, comparison_rows
-from chunkdedup.store.index import Index
 
 REPO = Path(__file__).resolve().parents[1]
 POLICY_GOLDEN = REPO / "benchmarks" / "golden" / "site-policy.jsonl"

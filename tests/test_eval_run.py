@@ -13,7 +13,7 @@ from chunkdedup import ingest
 from chunkdedup.cli_eval import COMMANDS, audit_cmd, diff_cmd, eval_cmd, golden_group
 from chunkdedup.evaluate import audit, diff_reports, ensure_baseline, evaluate
 from chunkdedup.evaluate.baseline import corpus_fingerprint
-from chunkdedup.store.index import Index
+from chunkdedup.index import Index
 
 SHARED = ("All employees must follow the shared conduct rules described in this paragraph at every "
           "moment, in every office and every meeting, without exception of any kind.")

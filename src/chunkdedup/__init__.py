@@ -40,10 +40,10 @@ if TYPE_CHECKING:
         SyncError,
     )
     from chunkdedup.execute import Executor, LocalExecutor
+    from chunkdedup.index import Index
     from chunkdedup.normalize import boilerplate_key, exact_key
     from chunkdedup.pipeline import IngestOptions, IngestReport, ingest, ingest_with, remove_documents
     from chunkdedup.query import Citation, ExportRecord, Hit, QueryResult, dedup_chunks, search
-    from chunkdedup.store.index import Index
     from chunkdedup.types import (
         BoilerplateKey,
         CanonicalChunk,
@@ -66,7 +66,7 @@ _MODULES = {
     "chunkdedup.errors": "ChunkdedupError ConfigError DuplicateDocumentError IndexBusyError "
     "IndexDamagedError IndexError_ IndexFullError IndexIOError InputError MissingExtraError ParseError "
     "SchemaError SyncError",
-    "chunkdedup.store.index": "Index",
+    "chunkdedup.index": "Index",
     "chunkdedup.normalize": "boilerplate_key exact_key",
     "chunkdedup.execute": "Executor LocalExecutor",
     "chunkdedup.pipeline": "IngestOptions IngestReport ingest ingest_with remove_documents",

@@ -23,7 +23,7 @@ from chunkdedup.cli_support import (
     progress_bar,
 )
 from chunkdedup.config import MAX_K, Config
-from chunkdedup.store.index import Index
+from chunkdedup.index import Index
 from chunkdedup.visible import safe_block, safe_text
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from chunkdedup.errors import IndexBusyError, InputError, MissingExtraError
+from chunkdedup.index import Index
 from chunkdedup.query.records import ExportRecord
 from chunkdedup.store import writer_active
-from chunkdedup.store.index import Index
 
 _PARQUET_BATCH = 2048
 

@@ -35,6 +35,7 @@ from chunkdedup.context import CONTEXT_FORMAT, document_contexts
 from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
 from chunkdedup.errors import InputError
 from chunkdedup.execute import Executor, LocalExecutor, StageClock
+from chunkdedup.index import Index
 from chunkdedup.normalize import key_hash
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
@@ -49,7 +50,6 @@ from chunkdedup.stages import (
     parse_inputs,
 )
 from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
-from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.types import BoilerplateKey, Document, FileResult, FileStatus, KnownFile, Page, ParsedFile
 

@@ -42,10 +42,10 @@ from chunkdedup.dedup.semantic import Calibration, calibration
 from chunkdedup.errors import InputError
 from chunkdedup.evaluate.baseline import recorded_run
 from chunkdedup.evaluate.metrics import DUPLICATE_JACCARD, PairSimilarity
+from chunkdedup.index import Index
 from chunkdedup.query.run import search
 from chunkdedup.store import Store, evaluation
 from chunkdedup.store import vectors as store_vectors
-from chunkdedup.store.index import Index
 
 _MAX_NEIGHBOURS = 5000
 #: groups sampled for the nearest unmerged neighbour cosines

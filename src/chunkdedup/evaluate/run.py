@@ -30,10 +30,10 @@ from chunkdedup.evaluate.baseline import (
 from chunkdedup.evaluate.coverage import gap_warning, identity_gaps
 from chunkdedup.evaluate.golden import DocResolver, Question, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity, Result, Scores, aggregate, score_question
+from chunkdedup.index import Index
 from chunkdedup.pipeline import Progress
 from chunkdedup.query.run import search
 from chunkdedup.store import evaluation
-from chunkdedup.store.index import Index
 
 #: the cut-offs reported besides the requested k
 EXTRA_KS = (1, 3, 10)

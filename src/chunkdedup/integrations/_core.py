@@ -13,12 +13,12 @@ import numpy as np
 
 from chunkdedup.config import QueryConfig
 from chunkdedup.errors import ConfigError, MissingExtraError
+from chunkdedup.index import Index
 from chunkdedup.query.records import Candidate, Citation, Dropped, Hit, VersionPolicy
 from chunkdedup.query.run import search
 from chunkdedup.query.safety import ShingleJaccard, Similarity, cap_step, dedup_step, mmr_step, version_step
 from chunkdedup.query.vectors import EmbeddingSimilarity
 from chunkdedup.query.where import Filter, Where
-from chunkdedup.store.index import Index
 
 IndexLike = str | Path | Index
 #: Metadata keys the retrievers set; LlamaIndex keeps them out of the LLM's and the embedder's view.

@@ -16,12 +16,12 @@ from typing import Any
 
 from chunkdedup.config import Config
 from chunkdedup.errors import ConfigError, InputError
+from chunkdedup.index import Index
 from chunkdedup.ingest_memory import ingest_records
 from chunkdedup.integrations._core import sources_json
 from chunkdedup.parse.memory import InputRecord, source_path
 from chunkdedup.pipeline import IngestOptions, IngestReport
 from chunkdedup.query.records import Citation, ExportRecord
-from chunkdedup.store.index import Index
 
 #: Metadata keys that number a framework Document's page (LangChain's PDF loaders: ``page``, from 0;
 #: LlamaIndex's: ``page_label``); the pages of one document are ordered by it and it is not kept.

@@ -32,6 +32,7 @@ except ImportError:
     raise MissingExtraError("chunkdedup.integrations.langchain", "langchain", "langchain_core") from None
 
 from chunkdedup.config import QueryConfig
+from chunkdedup.index import Index
 from chunkdedup.integrations._core import (
     DEFAULTS,
     IndexLike,
@@ -51,7 +52,6 @@ from chunkdedup.integrations._mirror import MirrorSink
 from chunkdedup.integrations._sync import DEFAULT_BATCH, SyncReport, run_sync
 from chunkdedup.query.records import VersionPolicy
 from chunkdedup.query.where import Filter
-from chunkdedup.store.index import Index
 
 __all__ = ["Retriever", "SafetyNet", "sync"]
 

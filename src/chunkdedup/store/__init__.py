@@ -5,7 +5,8 @@
 - :mod:`~chunkdedup.store.schema`: the named migrations;
 - :mod:`~chunkdedup.store.chunk_tables`: clusters (sources, groups, canonicals, bands, edges, variants);
 - :mod:`~chunkdedup.store.textindex`: the text engines (FTS5, tantivy);
-- :mod:`~chunkdedup.store.index`: the typed read view that the CLI, query and evaluation use;
+- :mod:`~chunkdedup.store.index`: the typed reads of :class:`chunkdedup.index.Index` (stats, canonicals,
+  merges, variants, boilerplate, export records);
 - :mod:`~chunkdedup.store.counts`: the whole-index counts each write stores for readers (stats);
 - :mod:`~chunkdedup.store.reads`: query-time reads of documents and clusters (filters, versions,
   citations), and the read snapshot a delta is taken in;

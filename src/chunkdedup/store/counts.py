@@ -1,4 +1,4 @@
-"""The whole-index counts of :meth:`~chunkdedup.store.index.Index.stats`, kept as one small row.
+"""The whole-index counts of :meth:`~chunkdedup.index.Index.stats`, kept as one small row.
 
 Counting them scans the largest indexes of the file (at 1M chunks: 1.5 s on a cold OS cache, 0.17 s
 warm), so the end of each write stores them and a reader reads that row instead. They are never stale:

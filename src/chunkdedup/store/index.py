@@ -1,27 +1,27 @@
-"""Reading an index: stats, one canonical with its sources, stripped boilerplate, and export."""
+"""Reading an index: stats, one canonical with its sources, stripped boilerplate, and export records.
+
+:class:`IndexReader` holds every read; :class:`chunkdedup.index.Index`, the door a caller opens,
+adds the query to it.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 from chunkdedup.errors import ChunkdedupError, IndexError_, MigrationPendingError
 from chunkdedup.store import Store, counts, reads
 from chunkdedup.store.schema import CANONICAL_TEXT
-from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef
-
-if TYPE_CHECKING:
-    from chunkdedup.query import Hit
-    from chunkdedup.query.records import ExportRecord
+from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef, Citation, ExportRecord
 
 
-class Index:
-    """A read view over a :class:`Store`.
+class IndexReader:
+    """A read view over a :class:`Store`: every read of :class:`chunkdedup.index.Index` but the query.
 
     Example:
-        >>> with Index.open("index.sqlite") as ix:  # doctest: +SKIP
+        >>> with IndexReader.open("index.sqlite") as ix:  # doctest: +SKIP
         ...     print(ix.stats()["canonical_chunks"])
     """
 
@@ -53,7 +53,7 @@ class Index:
         return self._text_handle
 
     @classmethod
-    def open(cls, path: str | Path) -> Index:
+    def open(cls, path: str | Path) -> Self:
         """Open an index to read. An index from an older chunkdedup gets its new schema laid out
         once (under the writer lock, as an ingest would), then is opened read-only."""
         try:
@@ -68,21 +68,11 @@ class Index:
             self._store.close()
             self._store = None
 
-    def __enter__(self) -> Index:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def query(self, text: str, **options: Any) -> list[Hit]:
-        """Answer ``text`` with cited hits; options as :func:`chunkdedup.query.search` (k, where, ...).
-
-        Example:
-            >>> Index.open("policies.sqlite").query("how long are logs kept", k=3)  # doctest: +SKIP
-        """
-        from chunkdedup.query import query
-
-        return query(self, text, **options)
 
     def stats(self) -> dict[str, Any]:
         """Counts a person can act on: documents, pages, stripped lines, chunks before and after dedup.
@@ -225,7 +215,7 @@ class Index:
         ``similarity``, ``metadata``). Uses its own cursor; document metadata is cached per document.
 
         Example:
-            >>> [r.sources[0].doc for r in Index.open("corpus.sqlite").records()]  # doctest: +SKIP
+            >>> [r.sources[0].doc for r in IndexReader.open("corpus.sqlite").records()]  # doctest: +SKIP
         """
 
         meta: dict[str, dict[str, Any]] = {}
@@ -243,8 +233,6 @@ class Index:
     def _record(self, chunk_id: str, text: str, meta: dict[str, dict[str, Any]]) -> ExportRecord:
         """The export record of canonical ``chunk_id`` (text ``text``); ``meta`` caches documents'
         metadata across records."""
-        from chunkdedup.query.records import Citation, ExportRecord
-
         sources = []
         for ref, own, differs in self._export_sources(chunk_id):
             if ref.doc_id not in meta:
@@ -282,7 +270,7 @@ class Index:
         and every source, each near or semantic copy with its own words and the words that differ.
 
         Example:
-            >>> Index.open("corpus.sqlite").record("c3a5c26f1f1ed0beedd513b35")  # doctest: +SKIP
+            >>> IndexReader.open("corpus.sqlite").record("c3a5c26f1f1ed0beedd513b35")  # doctest: +SKIP
         """
         sql = f"SELECT {CANONICAL_TEXT} FROM canonicals c WHERE c.id=?"
         row = self.store.conn.execute(sql, (chunk_id,)).fetchone()

@@ -29,8 +29,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chunkdedup.errors import ChunkdedupError, IndexError_
+from chunkdedup.index import Index
 from chunkdedup.store import Store, review
-from chunkdedup.store.index import Index
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.views import IndexViews
 from chunkdedup.visible import safe_block

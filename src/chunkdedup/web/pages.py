@@ -1,6 +1,6 @@
 """What each page of the web view shows, as typed records built from the store's read API.
 
-No web framework here: each ``*_page`` function takes an open :class:`~chunkdedup.store.index.Index`
+No web framework here: each ``*_page`` function takes an open :class:`~chunkdedup.index.Index`
 and the request's parameters and returns a frozen record with ``to_json()`` (the ``?format=json``
 body); the templates render the same record.
 """
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkdedup.config import QueryConfig
+from chunkdedup.index import Index
 from chunkdedup.query import QueryResult, search
 from chunkdedup.query.records import Dropped
 from chunkdedup.store import review, textindex
-from chunkdedup.store.index import Index
 from chunkdedup.store.review import Kind, Order, PairRow
 from chunkdedup.store.views import (
     CanonicalRow,
