@@ -131,13 +131,17 @@ def row(text: str, meta: dict[str, Any]) -> tuple[str, Row]:
 
 
 class Counter:
-    """Counts the texts an embeddings object was given and its calls."""
+    """Counts the texts an embeddings object was given and its calls; with ``fail_at`` set, that call
+    fails as an embedding service that went away."""
 
     def __init__(self) -> None:
         self.calls = 0
         self.texts = 0
+        self.fail_at: int | None = None
 
     def add(self, n: int) -> None:
+        if self.fail_at == self.calls + 1:
+            raise ConnectionError("embedding service went away")
         self.calls += 1
         self.texts += n
 
@@ -586,3 +590,27 @@ def test_sync_mirrors_the_index_through_edit_rewrite_and_removals(
     assert stages.shared not in _mirrors(setup, index)  # gone with its last source
     again = setup.sync(index, state=state)
     assert (again.upserts, again.deletes, again.verified) == (0, 0, True)
+
+
+@pytest.mark.parametrize(
+    "name", ["langchain-chroma", "langchain-lancedb", "llamaindex-qdrant", "haystack-chroma"]
+)
+def test_an_interrupted_sync_resumes_on_the_real_store(name: str, stages: Stages, tmp_path: Path) -> None:
+    """The embedder fails on the second batch: the first batch stays written and recorded, the run is
+    not marked applied, and the next call sends the rest only and leaves the store a mirror."""
+    for module in NEEDS.get(name.split("-")[1], ()):
+        pytest.importorskip(module)
+    setup = SETUPS[name](tmp_path)
+    index, state = tmp_path / "index.sqlite", tmp_path / "state.json"
+    shutil.copy(stages.files[0], index)
+    total = len(expected(index))
+    setup.counter.fail_at = setup.counter.calls + 2
+    with pytest.raises(ConnectionError):
+        setup.sync(index, state=state, batch_size=4)
+    saved = json.loads(state.read_text(encoding="utf-8"))
+    assert saved["applied_run"] is None and saved["cursor"] is not None
+    assert len(setup.view()) == 4
+    setup.counter.fail_at = None
+    report = setup.sync(index, state=state, batch_size=4)
+    assert report.resumed and report.verified and report.upserts == total - 4
+    _mirrors(setup, index)
