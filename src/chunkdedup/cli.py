@@ -22,6 +22,7 @@ from chunkdedup.cli_support import (
     json_text,
     progress_bar,
 )
+from chunkdedup.cli_sync import sync_cmd
 from chunkdedup.config import MAX_K, Config
 from chunkdedup.index import Index
 from chunkdedup.visible import safe_block, safe_text
@@ -91,6 +92,9 @@ def main() -> None:
     \b
         chunkdedup ingest docs/ --index corpus.sqlite --manifest docs/manifest.jsonl
     """
+
+
+main.add_command(sync_cmd)
 
 
 @main.command("ingest")

@@ -1,0 +1,102 @@
+"""CLI command ``sync``: mirror an index into a local vector store, over the LangChain adapter's
+:func:`~chunkdedup.integrations.langchain.sync` (registered on the main group by ``cli.py``)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import click
+
+from chunkdedup.cli_support import cli_errors, json_text
+from chunkdedup.errors import SyncError
+from chunkdedup.visible import safe_text
+
+#: The store kinds (as :data:`chunkdedup.integrations._local_stores.KINDS`, named here so ``--help``
+#: needs no framework).
+STORES = ("chroma", "qdrant", "lancedb", "faiss", "memory")
+
+
+@click.command("sync")
+@click.option("--index", "index_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The index file.")
+@click.option("--store", "kind", required=True, type=click.Choice(STORES),
+              help="chroma (a persistent folder), qdrant (local mode, a folder), lancedb (a folder), "
+                   "faiss (a folder), memory (LangChain's in-memory store kept as a JSON file).")
+@click.option("--path", "store_path", required=True, type=click.Path(path_type=Path),
+              help="Where the store lives (created when missing).")
+@click.option("--collection", default="chunkdedup", show_default=True,
+              help="The collection (Qdrant, Chroma), table (LanceDB) or index name (FAISS) in the store.")
+@click.option("--embeddings", "embeddings_spec", required=True,
+              help="fake:DIM (deterministic fake vectors, for trials) or MODULE:NAME, a LangChain "
+                   "Embeddings class called without arguments (langchain_openai:OpenAIEmbeddings).")
+@click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The sync state file (default: PATH.COLLECTION.sync.json beside the store; "
+                   "memory: PATH.sync.json).")
+@click.option("--full", is_flag=True,
+              help="Resend every record and delete what the index does not hold (repairs a store "
+                   "that no longer mirrors the index).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Records written per batch (each confirmed batch is recorded: an interrupted sync "
+                   "resumes).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
+def sync_cmd(index_path: Path, kind: str, store_path: Path, collection: str, embeddings_spec: str,
+             state_path: Path | None, full: bool, batch_size: int, as_json: bool) -> None:
+    """Mirror an index into a local vector store: send what changed since the last sync.
+
+    The first sync sends every canonical chunk (text, top-level source, page and manifest fields,
+    every citation); later ones send the changes since the run the state file records, so an
+    unchanged index sends nothing. The store is checked against the index after each sync.
+
+    Example:
+
+    \b
+        chunkdedup sync --index policies.sqlite --store chroma --path chroma/ --embeddings fake:384
+        chunkdedup sync --index policies.sqlite --store faiss --path faiss/ \\
+            --embeddings langchain_openai:OpenAIEmbeddings --full
+    """
+    if not index_path.exists():
+        raise click.ClickException(safe_text(f"no index at {index_path}: run chunkdedup ingest first"))
+    with cli_errors(index_path):
+        from chunkdedup.integrations._local_stores import LocalStore, embeddings_from, opened
+        from chunkdedup.integrations.langchain import sync
+
+        store = LocalStore(cast(Any, kind), store_path, collection)
+        state = state_path or store.state_path()
+        embeddings = embeddings_from(embeddings_spec)
+        where = f"{kind} at {store_path}" + (f" (collection {collection})" if kind != "memory" else "")
+        try:
+            with _working(not as_json, f"syncing {index_path} into {where}"), opened(store, embeddings) as vs:
+                report = sync(index_path, vs, state=state, batch_size=batch_size, full=full)
+        except SyncError as e:
+            message = f"{e} (on the command line: sync again with --full)"
+            raise click.ClickException(safe_text(message)) from None
+    out = report.to_json()
+    out["store"] = {"kind": kind, "path": str(store_path), "collection": collection}
+    if as_json:
+        click.echo(json_text(out))
+        return
+    since = "everything" if report.since is None else f"the changes since run {report.since}"
+    click.echo(safe_text(f"synced {index_path} into {where}: {since}"))
+    resumed = " (resumed an interrupted sync)" if report.resumed else ""
+    click.echo(f"  upserted {report.upserts:,}, deleted {report.deletes:,}{resumed}")
+    click.echo(safe_text(f"  the store reflects run {report.applied_run}; state: {report.state}"))
+
+
+@contextlib.contextmanager
+def _working(enabled: bool, message: str) -> Iterator[None]:
+    """A spinner with the elapsed time on a terminal (stderr) while the sync runs."""
+    if not enabled:
+        yield
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        yield
+        return
+    with err.status(escape(safe_text(message))):
+        yield
