@@ -106,7 +106,8 @@ def stored_docs(meta: Mapping[str, Any]) -> tuple[str, ...]:
     raw = meta.get("docs")
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            decoded = json.loads(raw)
         except ValueError:
-            return (raw,)
+            decoded = None
+        raw = decoded if isinstance(decoded, list) else [raw]
     return tuple(str(d) for d in raw) if isinstance(raw, list | tuple) else ()
