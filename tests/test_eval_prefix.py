@@ -4,10 +4,13 @@ ablation run ranks the baseline's chunks as the index ranks them; reports show r
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 
+from chunkdedup import ingest
+from chunkdedup.config import Config, QueryConfig
 from chunkdedup.evaluate import evaluate
 from chunkdedup.evaluate.golden import DocResolver, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity, score_question
@@ -110,3 +113,48 @@ def test_table_and_html_show_ranking_and_cleaning(policy_eval: Run) -> None:
     old = {**data, "runs": {r: data["runs"][r] for r in ("baseline", "index")}}
     assert comparison_columns(old["runs"]) == ("metric", "baseline", "index", "total")
     assert 'id="gains"' not in render_html(old) and "bar-ablation" not in render_html(old)
+
+
+def test_a_cutoff_beyond_the_pool_is_searched_on_its_own(tmp_path: Path) -> None:
+    """With ``[query] pool = 6`` a search at k = 10 widens the pool, and the safety net then picks
+    other hits first: eval searches 10 on its own, and every cut-off still equals a search at it."""
+    rng = random.Random(7)
+
+    def word() -> str:
+        return "".join(rng.choice("bcdfghjklmnpqrstvwz") + rng.choice("aeiou") for _ in range(3))
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    base = [word() for _ in range(60)]
+    for n in range(8):  # alike (every eighth word differs), so MMR prefers the others once they are in
+        words = [word() if j % 8 == n % 5 else w for j, w in enumerate(base)]
+        (docs / f"alike{n}.md").write_text("Refunds are paid after travel, refunds paid. " + " ".join(words))
+    for n in range(4):  # each its own words, the question's words once: below the alike texts
+        own = " ".join(word() for _ in range(60))
+        (docs / f"other{n}.md").write_text(f"Refunds paid after travel. {own}")
+    golden = tmp_path / "golden.jsonl"
+    ask = "refunds paid travel"
+    lines = [{"id": d, "question": ask, "relevant": [{"doc": d}]} for d in ("alike0", "other0")]
+    golden.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    index, base_path = tmp_path / "ix.sqlite", tmp_path / "b.sqlite"
+    ingest([docs], index, config=Config(query=QueryConfig(pool=6)))
+    ev = evaluate(golden, index, baseline=base_path, k=5)
+    similarity = PairSimilarity()
+    with Index.open(index) as ix, Index.open(base_path) as bx:
+        settings = run_settings(recorded_run(ix.store).config.query)
+        s = settings["index"]
+        opts = {"versions": s.versions, "safety_net": s.safety_net}
+        five = [r.id for r in retrieve_results(ix, "refunds paid travel", 5, s.config, opts)]
+        ten = [r.id for r in retrieve_results(ix, "refunds paid travel", 10, s.config, opts)]
+        assert ten[:5] != five  # the premise: beyond the pool, a deeper search is no prefix
+        questions = DocResolver(d["doc"] for d in ix.documents()).questions(load_golden(golden))
+        views = {"index": ix, "baseline": bx}
+        for q, entry in zip(questions, ev.queries, strict=True):
+            for name in RUNS:
+                s = settings[name]
+                opts = {"versions": s.versions, "safety_net": s.safety_net}
+                each = {kk: retrieve_results(views[s.corpus], q.question, kk, s.config, opts)
+                        for kk in ev.meta["ks"]}
+                want = score_question(each, q, ev.k, similarity).values
+                assert entry["metrics"][name] == want, (name, q.id)
+                assert [r["id"] for r in entry["results"][name]] == [r.id for r in each[ev.k]], (name, q.id)
