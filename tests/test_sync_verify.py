@@ -39,6 +39,8 @@ def test_a_store_that_lost_a_record_is_named_and_full_repairs_it(tmp_path: Path)
     assert "InMemoryVectorStore does not mirror" in message and "full=True" in message
     assert f"1 missing (e.g. {ids[0]})" in message and "1 not in the index (e.g. stray)" in message
 
+    unchecked = sync(index, store, verify=False)  # not listed: no check, and the report says so
+    assert not unchecked.verified and unchecked.store_records is None
     repaired = sync(index, store, full=True)
     assert repaired.verified and repaired.upserts == len(ids) and repaired.deletes == 1
     assert sorted(store.store) == ids

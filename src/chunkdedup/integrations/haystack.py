@@ -179,6 +179,7 @@ def sync(
     state: str | Path | None = None,
     batch_size: int = DEFAULT_BATCH,
     full: bool = False,
+    verify: bool = True,
 ) -> SyncReport:
     """Make ``document_store`` mirror the index: each changed canonical written as a ``Document``
     (id the canonical id; meta: ``source``, ``page``, ``docs``, the manifest's keys, ``chunk_id`` and
@@ -193,11 +194,14 @@ def sync(
 
     ``since`` defaults to the last run recorded in ``state`` (default ``INDEX.sync.json``).
 
+    ``verify=False`` skips listing the store after the sync (for a store too large to list on every
+    call; ``full=True`` lists it all the same).
+
     Example:
         >>> from haystack.document_stores.in_memory import InMemoryDocumentStore  # doctest: +SKIP
         >>> sync("policies.sqlite", InMemoryDocumentStore()).to_json()  # doctest: +SKIP
     """
     driver = DocumentStoreDriver(document_store)
     sink = MirrorSink(driver, None if embedder is None else embed_with(embedder, driver))
-    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full)
+    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full, verify=verify)
     return sink.counted(report)

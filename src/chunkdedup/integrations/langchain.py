@@ -149,6 +149,7 @@ def sync(
     state: str | Path | None = None,
     batch_size: int = DEFAULT_BATCH,
     full: bool = False,
+    verify: bool = True,
     embedding: Embeddings | None = None,
 ) -> SyncReport:
     """Make ``vector_store`` mirror the index: each changed canonical upserted as a store record
@@ -162,11 +163,14 @@ def sync(
     recorded, and the next call resends it. A store that does not mirror the index afterwards raises
     :class:`~chunkdedup.errors.SyncError`; ``full=True`` repairs it.
 
+    ``verify=False`` skips listing the store after the sync (for a store too large to list on every
+    call; ``full=True`` lists it all the same).
+
     Example:
         >>> from langchain_core.vectorstores import InMemoryVectorStore  # doctest: +SKIP
         >>> sync("policies.sqlite", InMemoryVectorStore(embeddings)).to_json()  # doctest: +SKIP
     """
     driver = driver_for(vector_store)
     sink = MirrorSink(driver, sink_embed(vector_store, driver, embedding), store_embeds=True)
-    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full)
+    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full, verify=verify)
     return sink.counted(report)

@@ -153,6 +153,7 @@ def sync(
     state: str | Path | None = None,
     batch_size: int = DEFAULT_BATCH,
     full: bool = False,
+    verify: bool = True,
 ) -> SyncReport:
     """Make ``vector_store`` mirror the index: each changed canonical upserted as a ``TextNode`` (store
     record metadata: ``source``, ``page``, ``docs``, the manifest's keys, ``chunk_id``; node id the
@@ -169,6 +170,9 @@ def sync(
 
     ``since`` defaults to the last run recorded in ``state`` (default ``INDEX.sync.json``).
 
+    ``verify=False`` skips listing the store after the sync (for a store too large to list on every
+    call; ``full=True`` lists it all the same).
+
     Example:
         >>> store, docs = SimpleVectorStore(), SimpleDocumentStore()  # doctest: +SKIP
         >>> sync("policies.sqlite", store, embed_model=model, docstore=docs)  # doctest: +SKIP
@@ -183,5 +187,5 @@ def sync(
         return embed_model.get_text_embedding_batch([r.text for r in records])
 
     sink = MirrorSink(driver_for(vector_store, docstore), embed)
-    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full)
+    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full, verify=verify)
     return sink.counted(report)
