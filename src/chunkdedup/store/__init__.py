@@ -1,7 +1,10 @@
 """The store: every SQL statement of chunkdedup lives in this package.
 
-- :mod:`~chunkdedup.store.core`: the connection (open, writer lock, migrations, transactions), documents,
-  pages, boilerplate counts and document contexts;
+- :mod:`~chunkdedup.store.core`: :class:`Store`, an open index file with every table family below;
+- :mod:`~chunkdedup.store.connection`: the connection (open, writer lock, migrations, transactions, meta);
+- :mod:`~chunkdedup.store.runs`: the ingest and removal runs;
+- :mod:`~chunkdedup.store.documents`: files, documents, pages and document contexts;
+- :mod:`~chunkdedup.store.boilerplate_tables`: boilerplate keys, their unit counts, chrome, stripped lines;
 - :mod:`~chunkdedup.store.schema`: the named migrations;
 - :mod:`~chunkdedup.store.chunk_tables`: clusters (sources, groups, canonicals, bands, edges, variants);
 - :mod:`~chunkdedup.store.textindex`: the text engines (FTS5, tantivy);

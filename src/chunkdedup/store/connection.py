@@ -1,0 +1,416 @@
+"""The connection to an index file: opening it (pragmas, the schema brought up to date by the named
+migrations), the single-writer lock, transactions, the ``meta`` table, and the schema objects a first
+ingest makes once.
+
+Readers work while an ingest runs (WAL). Writers take an exclusive ``flock`` on the index file for
+the whole run: a second writer waits up to ``lock_timeout`` seconds, then fails with a clear message.
+Every write happens inside :meth:`Connection.transaction`, so a run killed at any moment leaves the last
+committed state, and re-running completes it. Each write transaction also deletes the stored whole-index
+counts, and the successful end of a writer stores them again (:mod:`~chunkdedup.store.counts`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Self
+
+from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
+from chunkdedup.store import counts
+from chunkdedup.store.checkpointer import WalCheckpointer
+from chunkdedup.store.chunk_tables import ChunkTables, pack_bands
+from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
+from chunkdedup.store.pagetext import PageCodec
+from chunkdedup.store.readonly import read_uri
+from chunkdedup.store.schema import MIGRATIONS
+
+#: The page cache of each connection, KiB.
+PAGE_CACHE_KIB = 256 * 1024
+
+#: The SQLite page size of a new index file (SQLite's default is 4 KiB). Rows of 1-4 KB (a page's or a
+#: group's text) leave much of a 4 KiB B-tree page unused: 50k one-chunk records took 272 MB at 4 KiB,
+#: 245 at 8 KiB, 236 at 16 KiB and 234 at 32 KiB (the same index, VACUUMed at each size).
+NEW_FILE_PAGE_BYTES = 16384
+
+#: While a writer holds the index, the WAL is folded into the file once it reaches this many bytes
+#: (SQLite's default is 1,000 pages). A write transaction of an ingest touches thousands of pages spread
+#: over the B-trees, so with the default every commit checkpoints (and syncs the file); with 256 MiB
+#: (64k pages of 4 KiB, 16k of 16 KiB) a page written by many commits is copied back once. It is the
+#: safety net: a thread beside the writer checkpoints from 32 MiB on (:mod:`~chunkdedup.store.checkpointer`),
+#: so the writer's commits rarely copy anything back themselves.
+WRITER_AUTOCHECKPOINT_BYTES = 256 << 20
+
+#: The indexes of groups a first ingest builds after its chunk phase (:meth:`Store.defer_indexes`):
+#: the chunk phase of an index with no groups reads none of them (the cluster pass reads groups by
+#: canonical, the unsigned and the unverified groups through them). 1M chunks: chunk phase 95 -> 80 s,
+#: cluster phase 52 -> 44 s, the three made in 1.1 s (``benchmarks/README.md``).
+DEFERRED_INDEXES = ("groups_canonical", "groups_unedged", "groups_unsigned")
+_DEFERRED_INDEXES = "deferred_indexes"
+
+#: The format of the doc_keys rows :meth:`Store.set_many_doc_keys` writes: they also hold each document's
+#: strippable keys (migration 0004). An index whose meta records an older one has every document's keys
+#: recomputed once (``pipeline.refresh_stale_keys``); a new index starts at this one.
+DOC_KEYS_FORMAT = "2"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Connection:
+    """An open index file: its connection, lock, transactions and meta. The table families build on it
+    (:class:`~chunkdedup.store.core.Store` holds them all); open one with :meth:`open`."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, lock_fd: int | None) -> None:
+        self.path = path
+        self.conn = conn
+        self.chunks = ChunkTables(conn)
+        self._lock_fd = lock_fd
+        self._locked = False
+        self._open_run: int | None = None  # begun, not finished: marked 'failed' if the writer leaves
+        self._has_meta = True  # False while the migrations of a new file have not made `meta` yet
+        self._wrote = False  # a write transaction began while this writer held the lock
+        self.codec = PageCodec({}, self._read_dict)
+        # every read of page text goes through page_text() (schema.RAW_TEXT, CLEAN_TEXT)
+        conn.create_function("page_text", 1, self._decode, deterministic=True)
+        # migration 0018's (typeshed's aggregate protocol has finalize() return int only)
+        conn.create_aggregate("band_keys", 1, _BandKeys)  # type: ignore[arg-type]
+
+    @classmethod
+    def open(cls, path: str | Path, *, create: bool = False, readonly: bool = False) -> Self:
+        """Open (or with ``create=True`` create) an index file and bring its schema up to date."""
+        p = Path(path)
+        if not p.exists() and not create:
+            raise SchemaError(f"index {p} does not exist: run `chunkdedup ingest PATH --index {p}` first")
+        if p.exists() and p.is_dir():
+            raise SchemaError(f"index {p} is a folder: give the path of an index file")
+        try:
+            if readonly:
+                conn = sqlite3.connect(read_uri(p), uri=True, isolation_level=None)
+            else:
+                conn = sqlite3.connect(p, isolation_level=None)
+        except sqlite3.Error as e:
+            raise index_error(p, e) from None
+        try:
+            if not readonly and conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+                # both before the first table; incremental: pages freed by a run go back (reclaim)
+                conn.execute(f"PRAGMA page_size = {NEW_FILE_PAGE_BYTES}")
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            conn.execute("PRAGMA busy_timeout = 30000")
+            # SQLite's default page cache is 2 MB: on a multi-GB index every B-tree step of the
+            # per-document refreshes misses it. Up to 256 MiB (allocated only as pages are used):
+            # a 100k-chunk ingest took 65 s instead of 80 s, measured in both orders.
+            conn.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
+            if not readonly:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            store = cls(p, conn, None if readonly else os.open(p, os.O_RDONLY))
+            if readonly:
+                store._migrate(readonly)
+            else:
+                with store.writer():  # two first ingests must not both lay out the schema
+                    store._migrate(readonly)
+            store.codec = PageCodec(
+                dict(store.conn.execute("SELECT dict_id, data FROM text_dicts").fetchall()), store._read_dict
+            )
+        except (*SQLITE_FAILURES, OSError) as e:
+            conn.close()
+            raise index_error(p, e) from None
+        return store
+
+    def _migrate(self, readonly: bool) -> None:
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        self._has_meta = "meta" in tables
+        if tables and "migrations" not in tables:
+            raise SchemaError(
+                f"{self.path} is an SQLite file but not a chunkdedup index: give another --index path"
+            )
+        if not tables and readonly:
+            raise SchemaError(f"index {self.path} is empty: run `chunkdedup ingest` first")
+        known = [name for name, _ in MIGRATIONS]
+        applied: list[str] = []
+        if "migrations" in tables:
+            applied = [r[0] for r in self.conn.execute("SELECT name FROM migrations ORDER BY name")]
+        newer = sorted(set(applied) - set(known))
+        if newer:
+            raise SchemaError(
+                f"index {self.path} was written by a newer chunkdedup (migrations {newer}): "
+                "upgrade chunkdedup"
+            )
+        pending = [(n, sql) for n, sql in MIGRATIONS if n not in applied]
+        if pending and readonly:
+            raise MigrationPendingError(
+                f"index {self.path} was written by an older chunkdedup and needs migrations "
+                f"{[n for n, _ in pending]}: open it writable once to apply them (any ingest into it, e.g. "
+                f"`chunkdedup ingest PATH --index {self.path}`, or Index.open), then read it again"
+            )
+        for name, sql in pending:
+            with self.transaction():
+                self.conn.execute(
+                    "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied TEXT)"
+                )
+                for statement in _statements(sql):
+                    self.conn.execute(statement)
+                self.conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, _now()))
+            self._has_meta = True  # the first migration makes it
+        if not tables:  # a new index: nothing in it was written in an older format
+            with self.transaction():
+                self.set_meta("doc_keys_format", DOC_KEYS_FORMAT)
+
+    @staticmethod
+    def copy(src: Path, dst: Path) -> None:
+        """A consistent copy of an index file (SQLite's backup API), for dry runs. The file is copied as
+        it is, even one that an older chunkdedup wrote: opening the copy migrates the copy."""
+        try:
+            source = sqlite3.connect(read_uri(src), uri=True)
+        except sqlite3.Error as e:
+            raise index_error(src, e) from None
+        try:
+            target = sqlite3.connect(dst)
+            try:
+                source.backup(target)
+            finally:
+                target.close()
+        except SQLITE_FAILURES as e:
+            raise index_error(src, e) from None
+        finally:
+            source.close()
+
+    def _decode(self, value: str | bytes | None) -> str | None:
+        return self.codec.decode(value)
+
+    def _keep_dict(self) -> None:
+        """Store the dictionary new page text is compressed with, in the transaction that writes such
+        text (a rolled-back transaction that trained it must not leave later frames undecodable)."""
+        active = self.codec.active
+        if active is not None:
+            self.conn.execute("INSERT OR IGNORE INTO text_dicts(dict_id, data) VALUES (?, ?)", active)
+
+    def _read_dict(self, dict_id: int) -> bytes | None:
+        """A dictionary another connection stored after this one read them (a reader opened before the
+        writer trained it sees the committed row on a connection of its own)."""
+        conn = sqlite3.connect(read_uri(self.path), uri=True)
+        try:
+            row = conn.execute("SELECT data FROM text_dicts WHERE dict_id=?", (dict_id,)).fetchone()
+        finally:
+            conn.close()
+        return bytes(row[0]) if row is not None else None
+
+    def close(self) -> None:
+        self.conn.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # after the connection, so SQLite's own locks are never dropped early
+            self._lock_fd = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def writer(self, timeout: float = 30.0) -> Iterator[None]:
+        """Hold the index's single-writer lock; wait up to ``timeout`` seconds for it (re-entrant)."""
+        if self._locked:
+            yield
+            return
+        if self._lock_fd is None:
+            raise SchemaError(f"index {self.path} was opened read-only: it cannot be written")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise IndexBusyError(
+                        f"index {self.path} is being written by another process (waited {timeout:g} s): "
+                        "wait for that ingest to finish, then run again"
+                    ) from None
+                time.sleep(0.05)
+        self._locked = True
+        self._wrote = False
+        page_bytes = int(self.conn.execute("PRAGMA page_size").fetchone()[0])
+        self.conn.execute(f"PRAGMA wal_autocheckpoint = {WRITER_AUTOCHECKPOINT_BYTES // page_bytes}")
+        checkpointer = WalCheckpointer(self.path)
+        try:
+            with checkpointer:  # the WAL copied back beside the writer, not inside its commits
+                yield
+            if self._wrote and not self.conn.in_transaction:
+                self._keep_counts()
+        finally:
+            try:
+                self._abandon_run()
+                self.conn.execute("PRAGMA wal_autocheckpoint = 1000")
+                if not self.conn.in_transaction:
+                    self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")  # readers are never waited for
+            finally:
+                self._locked = False
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def keep_counts(self) -> None:
+        """Count the tables and store the whole-index counts :meth:`Index.stats` reads, under the
+        writer lock. The end of every writer that wrote does it; an index last written by an older
+        chunkdedup has none until then (its readers count the tables).
+
+        Example:
+            >>> with Store.open("index.sqlite") as store:  # doctest: +SKIP
+            ...     store.keep_counts()
+        """
+        with self.writer():
+            with self.transaction() as c:
+                counts.keep(c)
+            self._wrote = False  # these are the counts of what the writer wrote
+
+    def _keep_counts(self) -> None:
+        """After a writer's writes. A failure leaves the counts deleted (each write deleted them), which
+        readers take as "count the tables": the writes themselves stand."""
+        with contextlib.suppress(*SQLITE_FAILURES):
+            self.keep_counts()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. Its first statement deletes the
+        stored whole-index counts: no committed state holds counts its tables may have left behind."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._wrote = True
+            if self._has_meta:
+                counts.forget(self.conn)
+            yield self.conn
+        except BaseException:
+            # SQLite may have rolled back already (a full disk does): a failing ROLLBACK must not
+            # hide the error that caused it behind a second traceback.
+            if self.conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    def delete_meta(self, key: str) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key=?", (key,))
+
+    def drop_keeping_sql(self, kind: str, names: Sequence[str], key: str) -> None:
+        """Drop the schema objects ``names`` of ``kind`` ('index', 'trigger') that exist, their SQL kept
+        in meta ``key`` for :meth:`make_again`. Within the caller's transaction."""
+        marks = ",".join("?" * len(names))
+        rows = self.conn.execute(
+            f"SELECT name, sql FROM sqlite_master WHERE type=? AND name IN ({marks}) ORDER BY name",
+            (kind, *names),
+        ).fetchall()
+        for name, _ in rows:
+            self.conn.execute(f"DROP {kind.upper()} {name}")
+        self.set_meta(key, json.dumps(rows))
+
+    def make_again(self, kind: str, key: str) -> None:
+        """Make the schema objects :meth:`drop_keeping_sql` dropped under meta ``key``, as they were.
+        Within the caller's transaction."""
+        for name, sql in json.loads(self.meta(key) or "[]"):
+            self.conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
+            self.conn.execute(sql)
+        self.delete_meta(key)
+
+    def defer_indexes(self) -> bool:
+        """On an index with no groups yet, drop the indexes of groups that the chunk phase does not
+        read (:data:`DEFERRED_INDEXES`): :meth:`build_deferred_indexes` makes them again, as they
+        were, once all groups are written. Each batch of a first ingest inserts its groups at random
+        places of each of them, so every batch rewrote most of their pages. True when they are
+        deferred (now, or still, by a run that was killed: the next chunk phase builds them). Queries
+        meanwhile read the groups without them (slower, the same rows)."""
+        if self.meta(_DEFERRED_INDEXES) is not None:
+            return True
+        if self.chunks.has_groups():
+            return False
+        with self.transaction():
+            self.drop_keeping_sql("index", DEFERRED_INDEXES, _DEFERRED_INDEXES)
+        return True
+
+    def build_deferred_indexes(self) -> bool:
+        """Make the indexes :meth:`defer_indexes` dropped (one sort of the groups each, one
+        transaction). True when there were any."""
+        if self.meta(_DEFERRED_INDEXES) is None:
+            return False
+        with self.transaction():
+            self.make_again("index", _DEFERRED_INDEXES)
+        return True
+
+    def reclaim(self) -> None:
+        """Give the file's free pages back (a run's staging rows, replaced pages): a first ingest of 50k
+        records left 3 MB of them. A no-op on an index made before auto_vacuum was set (its free pages
+        are reused by later writes)."""
+        # the pragma frees a page each time the statement is stepped; execute() steps it once,
+        # executescript() until it is done. Outside a transaction: executescript commits first.
+        if not self.conn.in_transaction:
+            self.conn.executescript("PRAGMA incremental_vacuum;")
+
+    def _abandon_run(self) -> None:
+        """A run that was begun and never finished (an exception left the writer) is marked 'failed',
+        so ``runs`` never shows a dead run as 'running'. Best effort: the index may be what broke."""
+        run_id, self._open_run = self._open_run, None
+        if run_id is None:
+            return
+        with contextlib.suppress(sqlite3.Error):
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            self.conn.execute("UPDATE runs SET finished=?, status='failed' WHERE id=?", (_now(), run_id))
+
+
+class _BandKeys:
+    """SQL aggregate ``band_keys(band_key)``: a group's band keys packed as its ``signed`` value
+    (:func:`~chunkdedup.store.chunk_tables.pack_bands`), NULL over no rows."""
+
+    def __init__(self) -> None:
+        self.keys: list[int] = []
+
+    def step(self, key: int) -> None:
+        self.keys.append(key)
+
+    def finalize(self) -> bytes | None:
+        return pack_bands(self.keys) if self.keys else None
+
+
+def writer_active(path: str | Path) -> bool:
+    """True while a process holds the index's single-writer lock (an ingest or a remove is running).
+
+    Call it before opening the index in this process: closing a second descriptor of an SQLite file
+    would drop the POSIX locks an open connection of this process holds on it.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _statements(sql: str) -> Iterator[str]:
+    """Split a migration script into statements, keeping trigger bodies whole."""
+    buf: list[str] = []
+    for line in sql.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        buf.append(line)
+        joined = "\n".join(buf).strip()
+        if joined.endswith(";") and sqlite3.complete_statement(joined):
+            yield joined
+            buf = []
+    rest = "\n".join(buf).strip()
+    if rest:
+        yield rest

@@ -1,0 +1,394 @@
+"""Files, documents, pages and document contexts: what an ingest stores of each input, and what the
+chunk phase reads of it and writes back (clean pages, sources, stripped lines).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from chunkdedup.normalize import running_lines
+from chunkdedup.store.boilerplate_tables import BoilerplateTables
+from chunkdedup.store.chunk_tables import execute_for_ids, insert_rows, packed_band_keys, rows_for_ids
+from chunkdedup.store.schema import CLEAN_TEXT, RAW_TEXT
+from chunkdedup.types import ContextSource, Document, DocumentKeys, KeyedDocument, KnownFile, Page
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+
+class DocumentTables(BoilerplateTables):
+    """The files an index was given, their documents and pages, the documents' contexts, and the chunk
+    phase's write of a batch of documents (:meth:`replace_chunks`)."""
+
+    def file_hash(self, path: str) -> str | None:
+        row = self.conn.execute("SELECT content_hash FROM files WHERE path=?", (path,)).fetchone()
+        return None if row is None else row[0]
+
+    def put_file(
+        self, path: str, content_hash: str | None, status: str, reason: str | None, run_id: int
+    ) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO files(path, content_hash, status, reason, run_id) VALUES (?, ?, ?, ?, ?)",
+            (path, content_hash, status, reason, run_id),
+        )
+
+    def file_paths(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT path FROM files ORDER BY path")]
+
+    def forget_file(self, path: str) -> None:
+        """Drop a file's row (its last document was removed)."""
+        self.conn.execute("DELETE FROM files WHERE path=?", (path,))
+
+    def reread_file(self, path: str) -> None:
+        """Make the next ingest parse the file again (a JSONL/Parquet file that keeps other records)."""
+        self.conn.execute("UPDATE files SET content_hash=NULL WHERE path=?", (path,))
+
+    def known_file(self, path: str) -> KnownFile:
+        """What the index holds of a file: its content hash while it has documents, and its documents'
+        ``(content hash, doc id, pages)`` rows (as read: an unchanged file needs none of them)."""
+        rows = self.conn.execute(
+            "SELECT content_hash, doc_id, n_pages FROM documents WHERE file_path=? ORDER BY doc_id", (path,)
+        ).fetchall()
+        return KnownFile(self.file_hash(path) if rows else None, tuple(rows))
+
+    def has_documents(self) -> bool:
+        """Whether the index holds any document (a first ingest's index holds none)."""
+        return self.conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
+
+    def known_hash(self, path: str) -> str | None:
+        """:meth:`known_file`'s content hash alone (two index lookups): enough to tell an unchanged file."""
+        has = self.conn.execute("SELECT 1 FROM documents WHERE file_path=? LIMIT 1", (path,)).fetchone()
+        return self.file_hash(path) if has is not None else None
+
+    def docs_of_file(self, path: str) -> list[str]:
+        rows = self.conn.execute("SELECT doc_id FROM documents WHERE file_path=? ORDER BY doc_id", (path,))
+        return [r[0] for r in rows]
+
+    def doc_owner(self, doc_id: str) -> str | None:
+        row = self.conn.execute("SELECT file_path FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def doc_owners(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """The file of each of ``doc_ids`` the index holds (one statement per 500 ids)."""
+        sql = "SELECT doc_id, file_path FROM documents WHERE doc_id IN ({})"
+        return dict(rows_for_ids(self.conn, sql, sorted(set(doc_ids))))
+
+    def changed_documents(self, docs: Sequence[Document]) -> set[str]:
+        """The ids of ``docs`` not stored exactly as they are (content hash, metadata, place): an
+        unchanged record of a JSONL or Parquet file that changed elsewhere is not among them."""
+        ids = sorted({doc.doc_id for doc in docs})
+        stored = {r[0]: tuple(r[1:]) for r in rows_for_ids(self.conn, _DOCUMENT_ROWS, ids)}
+        # a row is made only to be compared with a stored one (a first ingest's documents: none)
+        return {d.doc_id for d in docs if d.doc_id not in stored or stored[d.doc_id] != document_row(d)}
+
+    def put_documents(self, items: Sequence[tuple[Document, DocumentKeys]], run_id: int) -> None:
+        """Store parsed documents (pages and boilerplate candidate keys) as pending chunking, a few
+        statements for the whole batch.
+
+        A new version of a stored document first loses its old sources, so no source ever points
+        into page text that is being replaced.
+        """
+        if not items:
+            return
+        c = self.conn
+        rows = {doc.doc_id: document_row(doc) for doc, _ in items}
+        ids = [doc.doc_id for doc, _ in items]
+        changed = self.chunks.docs_with_sources(ids)
+        if changed:
+            self.chunks.replace_sources(changed, (), run_id)
+        # A chunked document's new version is written over its rows, not deleted and inserted again:
+        # a row keeps its place, and the indexes of unchanged columns (the file, the family, the
+        # department, the page key) are not written (an edited record dirtied one leaf of each, at
+        # random). The others (new ones: every document of a first ingest) are inserted as they were.
+        over = set(changed)
+        doc_rows = [(doc.doc_id, *rows[doc.doc_id], run_id) for doc, _ in items]
+        inserted = [r for r in doc_rows if r[0] not in over]
+        rewritten = [r for r in doc_rows if r[0] in over]
+        c.executemany(_REPLACE_DOCUMENT, inserted)
+        c.executemany(_UPSERT_DOCUMENT, rewritten)
+        c.executemany(_MOVE_DOCUMENT, [(r[1], r[5], r[6], r[0], r[1], r[5], r[6]) for r in rewritten])
+        execute_for_ids(c, "DELETE FROM pages WHERE doc_id IN ({})", [r[0] for r in inserted])
+        c.executemany(
+            "DELETE FROM pages WHERE doc_id=? AND page NOT IN (SELECT value FROM json_each(?))",
+            [(d.doc_id, json.dumps([p.number for p in d.pages])) for d, _ in items if d.doc_id in over],
+        )
+        codec = self.codec
+        codec.learn(p.text for doc, _ in items for p in doc.pages)  # read only until it is trained
+        self._keep_dict()
+        page_rows = [
+            (doc.doc_id, p.number, int(p.has_text_layer), codec.encode(p.text))
+            for doc, _ in items
+            for p in doc.pages
+        ]
+        c.executemany(
+            "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, NULL)",
+            [r for r in page_rows if r[0] not in over],
+        )
+        over_pages = [r for r in page_rows if r[0] in over]
+        c.executemany(_UPSERT_PAGE, over_pages)
+        c.executemany(
+            "UPDATE pages SET has_text=? WHERE doc_id=? AND page=? AND has_text IS NOT ?",
+            [(r[2], r[0], r[1], r[2]) for r in over_pages],
+        )
+        self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
+
+    def remove_document(self, doc_id: str, run_id: int) -> int:
+        """Remove a document and only its sources; returns how many canonicals it touched."""
+        touched = self.chunks.drop_doc_sources(doc_id, run_id)
+        self._doc_keys_change([doc_id])  # its units and keys no longer count
+        for table in ("pages", "doc_keys", "doc_chrome", "stripped", "contexts", "documents"):
+            self.conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
+        return touched
+
+    def remove_file(self, path: str, run_id: int) -> list[str]:
+        docs = self.docs_of_file(path)
+        for doc_id in docs:
+            self.remove_document(doc_id, run_id)
+        self.conn.execute("DELETE FROM files WHERE path=?", (path,))
+        return docs
+
+    def context_sources(self, doc_ids: Sequence[str]) -> list[ContextSource]:
+        """What the contexts of these documents are made from (ids not in the index are left out)."""
+        out: list[ContextSource] = []
+        for lo in range(0, len(doc_ids), 500):
+            part = list(doc_ids[lo : lo + 500])
+            marks = ",".join("?" * len(part))
+            running: dict[str, list[str]] = {}
+            for doc_id, example in self.conn.execute(
+                f"SELECT doc_id, example FROM stripped WHERE scope='running' AND doc_id IN ({marks})"
+                " ORDER BY doc_id, pages DESC, khash",
+                part,
+            ):
+                running.setdefault(doc_id, []).append(example)
+            rows = self.conn.execute(
+                f"SELECT doc_id, file_path, metadata, title FROM documents WHERE doc_id IN ({marks})"
+                " ORDER BY doc_id",
+                part,
+            )
+            # most records hold no metadata: "{}" is not parsed (50k json.loads of it: 0.12-0.14 s)
+            out.extend(
+                ContextSource(
+                    d,
+                    path,
+                    {} if meta == "{}" else json.loads(meta),
+                    title,
+                    running_lines(running.get(d, ())),
+                )
+                for d, path, meta, title in rows
+            )
+        return out
+
+    def docs_without_context(self, run_id: int, chunked: Sequence[str] | None = None) -> list[str]:
+        """Documents with no context yet, or chunked (so perhaps stripped anew) in run ``run_id``.
+
+        ``chunked``: the documents run ``run_id`` stored or chunked (every one whose row names the run),
+        when the caller knows them. Then, when every document has a context (as many contexts as
+        documents: a context is only written for a document and removed with it), they are the answer,
+        and the documents are not scanned (an incremental run's contexts: 40 ms of a 50k-document join).
+        """
+        if chunked is not None and _count(self.conn, "documents") == _count(self.conn, "contexts"):
+            return sorted(set(chunked))
+        rows = self.conn.execute(
+            "SELECT d.doc_id FROM documents d LEFT JOIN contexts c USING(doc_id)"
+            " WHERE c.doc_id IS NULL OR d.run_id = ? ORDER BY d.doc_id",
+            (run_id,),
+        )
+        return [r[0] for r in rows]
+
+    def put_contexts(self, rows: Sequence[tuple[str, str]]) -> None:
+        """Set ``(doc_id, context text)`` rows; an unchanged text is not re-indexed. One statement for
+        all of them (FTS5 triggers: see :func:`~chunkdedup.store.chunk_tables.staged_rows`)."""
+        if not rows:
+            return
+        insert_rows(
+            self.conn,
+            _CONTEXT_STAGE,
+            "contexts",
+            "doc_id, text",
+            rows,
+            " ON CONFLICT(doc_id) DO UPDATE SET text=excluded.text WHERE text IS NOT excluded.text",
+        )
+
+    def load_pages(self, doc_id: str, *, clean: bool = False) -> tuple[Page, ...]:
+        """A document's pages as parsed, or (``clean``) as stripped; a stripped page of a document not
+        chunked yet reads as its raw text."""
+        column = CLEAN_TEXT if clean else RAW_TEXT
+        rows = self.conn.execute(
+            f"SELECT page, {column}, has_text FROM pages WHERE doc_id=? ORDER BY page",
+            (doc_id,),
+        )
+        return tuple(Page(r[0], r[1] or "", bool(r[2])) for r in rows)
+
+    def doc_ids(self, *, stale_config: str | None = None) -> list[str]:
+        """All document ids, or the indexed ones chunked under another config than ``stale_config``
+        (none, without a scan, when every indexed one is known to be chunked under it:
+        :meth:`set_chunked_config`)."""
+        if stale_config is None:
+            rows = self.conn.execute("SELECT doc_id FROM documents ORDER BY doc_id")
+        elif self.chunked_under(stale_config):
+            return []
+        else:
+            rows = self.conn.execute(
+                "SELECT doc_id FROM documents WHERE state='indexed' AND config_hash IS NOT ? ORDER BY doc_id",
+                (stale_config,),
+            )
+        return [r[0] for r in rows]
+
+    def docs_to_chunk(self, config_hash: str) -> list[str]:
+        """Pending documents, documents chunked under another config, and documents whose chrome
+        keys (their strippable keys that are chrome now, counted or not) differ from those they were
+        stripped with. When every indexed document is known to be chunked under ``config_hash``
+        (:meth:`set_chunked_config`), the pending ones are read by their index, not every document."""
+        params: tuple[str, ...] = ()
+        mine = "SELECT doc_id FROM documents WHERE state='pending'"
+        if not self.chunked_under(config_hash):
+            mine += " OR config_hash IS NOT ?"
+            params = (config_hash,)
+        rows = self.conn.execute(
+            f"""
+            {mine}
+            UNION
+            SELECT k.doc_id FROM doc_keys k JOIN chrome USING(khash)
+              LEFT JOIN doc_chrome dc ON dc.doc_id=k.doc_id AND dc.khash=k.khash WHERE dc.doc_id IS NULL
+            UNION
+            SELECT dc.doc_id FROM doc_chrome dc LEFT JOIN chrome c USING(khash) WHERE c.khash IS NULL
+            ORDER BY 1
+            """,
+            params,
+        )
+        return [r[0] for r in rows]
+
+    def set_chunked_config(self, config_hash: str) -> None:
+        """Record that every indexed document is chunked under ``config_hash`` (after a chunk phase
+        chunked every document :meth:`docs_to_chunk` gave for it). :meth:`replace_chunks` under
+        another config forgets it in the same transaction, so a killed run never leaves it wrong."""
+        self.set_meta(_CHUNKED_CONFIG, config_hash)
+
+    def chunked_under(self, config_hash: str) -> bool:
+        """Whether every indexed document is known to be chunked under ``config_hash``."""
+        return self.meta(_CHUNKED_CONFIG) == config_hash
+
+    def replace_chunks(
+        self,
+        docs: Sequence[KeyedDocument],
+        config_hash: str,
+        run_id: int,
+        band_keys: Sequence[tuple[Sequence[str], npt.NDArray[np.int64]]] = (),
+    ) -> None:
+        """Replace documents' cleaned text, sources and stripped lines; mark them indexed.
+
+        The groups and canonicals their old and new sources touch are re-derived once for the whole
+        batch (a transaction's worth of documents), not once per document. ``band_keys``: (group ids,
+        their band keys) of a first ingest's batch: a new group is written with its ``signed`` value
+        (:meth:`ChunkTables.put_first_bands` writes the band rows).
+        """
+        c = self.conn
+        if self.meta(_CHUNKED_CONFIG) not in (None, config_hash):
+            self.delete_meta(_CHUNKED_CONFIG)
+        # A page stripping left as it was keeps no second copy: clean_text NULL reads as raw_text
+        # (CLEAN_TEXT), which on most pages of most corpora is the whole page. strip() returns a page
+        # it removed no line from as it was, so a page without stripped lines is such a page.
+        changed = {(d.doc_id, s.page) for d in docs for s in d.stripped}
+        self._keep_dict()
+        # a document stripped of nothing (most): all its pages' clean text NULL, a statement per 500
+        execute_for_ids(
+            c,
+            "UPDATE pages SET clean_text = NULL WHERE doc_id IN ({}) AND clean_text IS NOT NULL",
+            [d.doc_id for d in docs if not d.stripped],
+        )
+        c.executemany(
+            "UPDATE pages SET clean_text = ? WHERE doc_id=? AND page=?",
+            [
+                (self.codec.encode(p.text) if (d.doc_id, p.number) in changed else None, d.doc_id, p.number)
+                for d in docs
+                if d.stripped
+                for p in d.clean
+            ],
+        )
+        pages = {(d.doc_id, p.number): p.text for d in docs for p in d.clean}
+        keyed = [k for d in docs for k in d.keyed]
+        signed = {g: v for ids, keys in band_keys for g, v in packed_band_keys(ids, keys).items()}
+        self.chunks.replace_sources([d.doc_id for d in docs], keyed, run_id, pages, signed)
+        self._put_stripped(docs)
+        ids = [d.doc_id for d in docs]
+        execute_for_ids(c, "DELETE FROM doc_chrome WHERE doc_id IN ({})", ids)
+        execute_for_ids(
+            c,
+            "INSERT INTO doc_chrome(doc_id, khash)"
+            " SELECT doc_id, khash FROM doc_keys JOIN chrome USING(khash) WHERE doc_id IN ({})",
+            ids,
+        )
+        execute_for_ids(
+            c,
+            "UPDATE documents SET state='indexed', config_hash=?, run_id=? WHERE doc_id IN ({})",
+            ids,
+            (config_hash, run_id),
+        )
+
+
+#: a stored document's row, as :func:`document_row` makes it (the doc id first)
+_DOCUMENT_ROWS = (
+    "SELECT doc_id, file_path, content_hash, unit, metadata, department, family, effective_date, n_pages,"
+    " title FROM documents WHERE doc_id IN ({})"
+)
+
+#: :meth:`Store.put_documents`: a document row (pending chunking), new or replacing the old one
+_REPLACE_DOCUMENT = (
+    "INSERT OR REPLACE INTO documents(doc_id, file_path, content_hash, unit, metadata, department,"
+    " family, effective_date, n_pages, title, state, config_hash, run_id)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)"
+)
+
+#: the row written over the old one (a chunked document's): the indexed columns (file, department,
+#: family) are set by _MOVE_DOCUMENT, only where they changed
+_UPSERT_DOCUMENT = (
+    "INSERT INTO documents(doc_id, file_path, content_hash, unit, metadata, department, family,"
+    " effective_date, n_pages, title, state, config_hash, run_id)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)"
+    " ON CONFLICT(doc_id) DO UPDATE SET content_hash=excluded.content_hash, unit=excluded.unit,"
+    " metadata=excluded.metadata, effective_date=excluded.effective_date, n_pages=excluded.n_pages,"
+    " title=excluded.title, state='pending', config_hash=NULL, run_id=excluded.run_id"
+)
+
+_MOVE_DOCUMENT = (
+    "UPDATE documents SET file_path=?, department=?, family=? WHERE doc_id=?"
+    " AND (file_path IS NOT ? OR department IS NOT ? OR family IS NOT ?)"
+)
+
+#: a page's row, new or written over the old one (its text to be cleaned again); has_text is set
+#: apart, where it changed (the partial index pages_without_text is written only then)
+_UPSERT_PAGE = (
+    "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, NULL)"
+    " ON CONFLICT(doc_id, page) DO UPDATE SET raw_text=excluded.raw_text, clean_text=NULL"
+)
+
+#: the staging table of :meth:`Store.put_contexts`
+_CONTEXT_STAGE = ("context_stage", "doc_id TEXT, text TEXT")
+
+#: meta key: the config hash every indexed document is chunked under, when known (set_chunked_config)
+_CHUNKED_CONFIG = "chunked_config"
+
+
+def document_row(doc: Document) -> tuple[Any, ...]:
+    """What ``documents`` holds of a parsed document (but its id, state and runs), in the column order
+    of ``put_documents`` (``benchmarks/ingest_floor.py`` writes the same rows)."""
+    return (
+        doc.path,
+        doc.content_hash,
+        doc.unit,
+        json.dumps(dict(doc.metadata), sort_keys=True) if doc.metadata else "{}",
+        doc.department,
+        doc.family,
+        doc.effective_date.isoformat() if doc.effective_date else None,
+        len(doc.pages),
+        doc.title,
+    )
+
+
+def _count(conn: sqlite3.Connection, table: str) -> int:
+    """A table's rows (``table``: one of this module's names, never user input)."""
+    return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])

@@ -1,0 +1,61 @@
+"""The runs table: each ingest or removal recorded as it begins and ends, with its paths and config."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from chunkdedup.config import Config
+from chunkdedup.store.connection import Connection, _now
+
+
+class RunTables(Connection):
+    """The runs of an index: begun, finished (or marked failed when the writer that began one left), and
+    the config of the last that finished."""
+
+    def begin_run(self, paths: Sequence[str], manifest: str | None, config: dict[str, Any]) -> int:
+        """Record a new run as 'running'. Under the writer lock (every ingest and remove), an earlier
+        run still marked 'running' is marked 'failed', finished now: the lock proves it is not alive (a
+        process killed with SIGKILL, or a machine that went down, could not mark its own run)."""
+        with self.transaction() as c:
+            if self._locked:
+                c.execute("UPDATE runs SET finished=?, status='failed' WHERE status='running'", (_now(),))
+            cur = c.execute(
+                "INSERT INTO runs(started, status, paths, manifest, config) VALUES (?, 'running', ?, ?, ?)",
+                (_now(), json.dumps(list(paths)), manifest, json.dumps(config, sort_keys=True)),
+            )
+            assert cur.lastrowid is not None
+            self._open_run = cur.lastrowid
+            return cur.lastrowid
+
+    def finish_run(self, run_id: int, summary: dict[str, Any]) -> None:
+        with self.transaction() as c:
+            c.execute(
+                "UPDATE runs SET finished=?, status='done', summary=? WHERE id=?",
+                (_now(), json.dumps(summary, sort_keys=True), run_id),
+            )
+        self._open_run = None
+
+    def last_config(self) -> Config | None:
+        """The config of the last ingest run that finished, if any."""
+        row = self.conn.execute(
+            "SELECT config FROM runs WHERE status='done' AND paths != '[]' ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else Config.from_dict(json.loads(row[0]), source=f"{self.path} (last run)")
+
+    def runs(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT id, started, finished, status, paths, manifest FROM runs ORDER BY id"
+        )
+        return [
+            {
+                "id": r[0],
+                "started": r[1],
+                "finished": r[2],
+                "status": r[3],
+                "paths": json.loads(r[4]),
+                "manifest": r[5],
+            }
+            for r in rows
+        ]
