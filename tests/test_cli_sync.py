@@ -159,3 +159,20 @@ def test_a_store_that_no_longer_mirrors_the_index_is_named_and_full_repairs_it(t
     assert "Traceback" not in result.output
     run(*sync, "--full")
     assert sorted(_held("memory", store)) == _ids(index)
+
+
+def test_sync_reports_its_progress_after_each_confirmed_batch(tmp_path: Path) -> None:
+    pytest.importorskip("langchain_core", reason="needs the [langchain] extra")
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from chunkdedup.integrations.langchain import sync
+
+    index = tmp_path / "p.sqlite"
+    _ingest(_corpus(tmp_path), index)
+    ticks: list[tuple[str, int, int]] = []
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+    report = sync(index, store, state=tmp_path / "s.json", batch_size=40, progress=lambda *t: ticks.append(t))
+    done = [t[1] for t in ticks]
+    assert {t[0] for t in ticks} == {"sync"} and done == sorted(done) and done[-1] == report.upserts
+    assert len(ticks) == -(-report.upserts // 40)  # one tick a batch

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -68,8 +68,10 @@ def sync_cmd(index_path: Path, kind: str, store_path: Path, collection: str, emb
         embeddings = embeddings_from(embeddings_spec)
         where = f"{kind} at {store_path}" + (f" (collection {collection})" if kind != "memory" else "")
         try:
-            with _working(not as_json, f"syncing {index_path} into {where}"), opened(store, embeddings) as vs:
-                report = sync(index_path, vs, state=state, batch_size=batch_size, full=full)
+            with _working(not as_json, f"syncing {index_path} into {where}") as tick, opened(
+                store, embeddings
+            ) as vs:
+                report = sync(index_path, vs, state=state, batch_size=batch_size, full=full, progress=tick)
         except SyncError as e:
             message = f"{e} (on the command line: sync again with --full)"
             raise click.ClickException(safe_text(message)) from None
@@ -86,17 +88,26 @@ def sync_cmd(index_path: Path, kind: str, store_path: Path, collection: str, emb
 
 
 @contextlib.contextmanager
-def _working(enabled: bool, message: str) -> Iterator[None]:
-    """A spinner with the elapsed time on a terminal (stderr) while the sync runs."""
+def _working(enabled: bool, message: str) -> Iterator[Callable[[str, int, int], None] | None]:
+    """On a terminal (stderr), a line with the records written so far and the elapsed time while the
+    sync runs, and the tick that advances it (the delta's size is not known beforehand)."""
     if not enabled:
-        yield
+        yield None
         return
     from rich.console import Console
     from rich.markup import escape
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     err = Console(stderr=True)
     if not err.is_terminal:
-        yield
+        yield None
         return
-    with err.status(escape(safe_text(message))):
-        yield
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed:,} records"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task(escape(safe_text(message)), total=None)
+
+        def tick(stage: str, done: int, total: int) -> None:
+            bar.update(task, completed=done)
+
+        yield tick

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -133,13 +133,15 @@ def run_sync(
     batch_size: int = DEFAULT_BATCH,
     full: bool = False,
     verify: bool = True,
+    tick: Callable[[str, int, int], None] | None = None,
 ) -> SyncReport:
     """Bring ``sink`` to the index's last finished run; see the module docstring.
 
     ``since``: the run the store already reflects; default the state file's last applied run, and
     with neither, everything is upserted. ``full``: ignore both, upsert everything and delete what
     the store holds beyond the index (needs a sink that lists its store). ``verify``: check a sink
-    that lists its store against the index after the sync.
+    that lists its store against the index after the sync. ``tick("sync", written, 0)`` is
+    called after each confirmed batch (the delta's size is not counted beforehand).
     """
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
@@ -169,6 +171,8 @@ def run_sync(
                     tail = batch[-1]
                     progress = replace(progress, cursor=(tail.op or "upsert", tail.id))
                     progress.save(path)
+                    if tick is not None:
+                        tick("sync", counts["upserts"] + counts["deletes"], 0)
             else:
                 resumed = False
             SyncState(applied_run=last).save(path)

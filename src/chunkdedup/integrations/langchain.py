@@ -15,7 +15,7 @@ the constructor's ``where`` and the call's filters must all hold.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,7 @@ def sync(
     full: bool = False,
     verify: bool = True,
     embedding: Embeddings | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> SyncReport:
     """Make ``vector_store`` mirror the index: each changed canonical upserted as a store record
     (:mod:`chunkdedup.integrations._records`: top-level ``source``, ``page``, ``docs``, the manifest's
@@ -162,6 +163,7 @@ def sync(
     ``INDEX.sync.json``); a write the store does not confirm stops the sync before that batch is
     recorded, and the next call resends it. A store that does not mirror the index afterwards raises
     :class:`~chunkdedup.errors.SyncError`; ``full=True`` repairs it.
+    ``progress("sync", written, 0)`` is called after each batch the store confirmed.
 
     ``verify=False`` skips listing the store after the sync (for a store too large to list on every
     call; ``full=True`` lists it all the same).
@@ -172,5 +174,7 @@ def sync(
     """
     driver = driver_for(vector_store)
     sink = MirrorSink(driver, sink_embed(vector_store, driver, embedding), store_embeds=True)
-    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full, verify=verify)
+    report = run_sync(
+        index, sink, since=since, state=state, batch_size=batch_size, full=full, verify=verify, tick=progress
+    )
     return sink.counted(report)
