@@ -48,3 +48,13 @@ def test_ids_are_checked_against_the_call_and_the_index(tmp_path: Path) -> None:
         ingest_records([], index, source="a/b")
     with pytest.raises(ConfigError, match="no manifest and no prune"):
         ingest_records([], index, options=IngestOptions(prune=True))
+
+
+def test_a_file_ingest_with_prune_leaves_the_documents_given_in_memory(tmp_path: Path) -> None:
+    index = tmp_path / "mixed.sqlite"
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "a.txt").write_text("Refunds are paid within thirty days.\n", encoding="utf-8")
+    ingest_records([InputRecord.of("crm/b", "Shipping takes five business days.")], index, source="crm")
+    ingest([tmp_path / "files"], index, prune=True)
+    with Index.open(index) as ix:
+        assert {d["doc"] for d in ix.documents()} == {"a.txt", "crm/b"}

@@ -39,6 +39,7 @@ from chunkdedup.index import Index
 from chunkdedup.normalize import key_hash
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
+from chunkdedup.parse.memory import MEMORY_PREFIX
 from chunkdedup.stages import (
     ChunkedBatch,
     ChunkJob,
@@ -313,10 +314,11 @@ def scratch_copy(index: str | Path) -> Iterator[Path]:
 
 
 def prune_missing(store: Store, inputs: Sequence[InputFile], run_id: int) -> None:
-    """Remove every indexed file that is not among ``inputs`` (``--prune``), one transaction each."""
+    """Remove every indexed file that is not among ``inputs`` (``--prune``), one transaction each;
+    documents given in memory (``memory:NAME``) are no file and stay."""
     keep = {str(i.path) for i in inputs}
     for path in store.file_paths():
-        if path not in keep:
+        if path not in keep and not path.startswith(MEMORY_PREFIX):
             with store.transaction():
                 store.remove_file(path, run_id)
 
