@@ -43,6 +43,7 @@ def test_a_store_that_lost_a_record_is_named_and_full_repairs_it(tmp_path: Path)
     assert not unchecked.verified and unchecked.store_records is None
     repaired = sync(index, store, full=True)
     assert repaired.verified and repaired.upserts == len(ids) and repaired.deletes == 1
+    assert (repaired.embedded, repaired.kept_vectors) == (1, len(ids) - 1)  # only the lost one embedded
     assert sorted(store.store) == ids
     # the records a prompt template formats, and a store-side filter reads
     doc = Document(page_content=store.store[ids[0]]["text"], metadata=store.store[ids[0]]["metadata"])
