@@ -117,3 +117,49 @@ def test_lancedb_widens_its_table_for_a_manifest_key_that_comes_later(tmp_path: 
         assert {k: r["metadata"][k] for k in first.metadata} == dict(first.metadata)
     assert any(r["metadata"]["title"] == "Delta policy" for r in rows)
     assert any(r["metadata"]["title"] is None for r in rows)  # the earlier rows, widened
+
+
+def test_a_store_that_cannot_be_read_has_each_record_deleted_before_it_is_added(tmp_path: Path) -> None:
+    """A LlamaIndex store the sync does not know: its add keeps an old node of the same id beside the
+    new one unless it is deleted first, and it cannot say what it holds, so every upsert deletes."""
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.bridge.pydantic import Field
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.schema import BaseNode
+    from llama_index.core.vector_stores.types import BasePydanticVectorStore, VectorStoreQuery
+
+    from chunkdedup.integrations.llamaindex import sync
+
+    class Appending(BasePydanticVectorStore):
+        stores_text: bool = True
+        nodes: list[BaseNode] = Field(default_factory=list)
+
+        @property
+        def client(self) -> None:
+            return None
+
+        def add(self, nodes: list[BaseNode], **kwargs: object) -> list[str]:
+            self.nodes.extend(nodes)
+            return [n.node_id for n in nodes]
+
+        def delete(self, ref_doc_id: str, **kwargs: object) -> None:
+            raise NotImplementedError
+
+        def delete_nodes(self, node_ids: list[str] | None = None, **kwargs: object) -> None:
+            self.nodes = [n for n in self.nodes if n.node_id not in set(node_ids or ())]
+
+        def query(self, query: VectorStoreQuery, **kwargs: object) -> object:
+            raise NotImplementedError
+
+    corpus = small_corpus(tmp_path)
+    index = tmp_path / "i.sqlite"
+    ingest_small(corpus, index)
+    store = Appending()
+    sync(index, store, embed_model=MockEmbedding(embed_dim=8))
+    (corpus / "alpha.txt").write_text("Alpha policy now covers nothing else.\n", encoding="utf-8")
+    ingest_small(corpus, index)
+    report = sync(index, store, embed_model=MockEmbedding(embed_dim=8), full=False)
+    assert report.upserts >= 1 and not report.verified  # this store cannot be listed
+    with Index.open(index) as ix:
+        want = sorted(r.id for r in ix.records())
+    assert sorted(n.node_id for n in store.nodes) == want  # one node per canonical, none twice

@@ -98,8 +98,8 @@ class MirrorSink:
         if ups:
             held = self.driver.fetch([u.id for u in ups])
             rows = self._vectors(ups, held)
-            if not self.driver.upserts:
-                self.driver.delete([u.id for u in ups if u.id in held])
+            if not self.driver.upserts:  # a store that cannot be read: delete every id first
+                self.driver.delete([u.id for u in ups if u.id in held or not self.driver.reads])
             self.driver.put(rows)
             if self.driver.reads:
                 self._check_fields(ups[0])
