@@ -6,9 +6,11 @@ words that change its meaning with every digit equal: Amazon's certification "I,
 certify" against Apple's "I, Timothy D. Cook, certify" (Jaccard 0.878), "first quarter" against
 "third quarter", "may" against "must". :func:`meaning_diff` reads only where the two texts differ
 (their shared head and tail left out): a count of the space-separated words each side holds more
-often settles most pairs at once (no listed word, no capital where no sentence starts, no bracket,
-fewer than ``CONTENT_WORDS`` new words: the same meaning); the rest are aligned word by word (as
-written, case kept) after dropping what is no difference at all:
+often settles most pairs at once (no listed word, no capital where no sentence starts, no reference,
+fewer than ``CONTENT_WORDS`` new words: the same meaning; :func:`judge_edges` over many pairs first
+runs the compiled twin of that count, :mod:`chunkdedup.dedup.meaning_kernel`); the rest are aligned
+word by word (rapidfuzz's Levenshtein opcodes over the words as written, case kept) after dropping
+what is no difference at all:
 
 - markup and addresses: link targets ``](...)``, URLs, HTML comments, e-mail addresses, emphasis and
   bullet marks, heading marks; words are compared casefolded with their punctuation dropped, so
@@ -70,6 +72,7 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+from rapidfuzz.distance import Levenshtein
 
 from chunkdedup.config import MEANING_REASONS
 from chunkdedup.dedup.guard import numeric_tokens
@@ -151,6 +154,12 @@ def _text(text: str) -> str:
         if mark in text:
             text = pattern.sub(" ", text)
     return text
+def _markup(text: str) -> bool:
+    """Whether ``text`` may hold what :func:`_text` leaves out, or a part of it (an HTML comment's end)."""
+    return any(mark in text for mark in _MARKS)
+
+
+_MARKS = (*(mark for mark, _ in _NO_TEXT), "-->")
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _STOPS = re.compile(r"[.!?:;]")
 #: what stands before a word where no sentence starts: a lower-case letter, a digit, a comma
@@ -165,15 +174,16 @@ _OPENERS = " \t*_#>`\"'“‘([{|-•–—"
 #: what may close a word: punctuation and marks
 _CLOSERS = ".,;:!?)]}*_`\"'”’"
 _ENDS = (".", "!", "?", ":", ";")
-_REFERENCE = re.compile(
-    r"(?<=[\w)])\((?!s\))[a-z]{1,4}\)"
-    r"|\b(?:section|paragraph|clause|subsection|subparagraph|article|exhibit|schedule|appendix|annex)"
-    r" \(?(?:[a-z]|[ivx]{1,4})\)?(?![\w(])",
-    re.I,
-)
+#: the words that name a part before its letter ("section (a)", "exhibit b")
+_REFERRING = _set("section paragraph clause subsection subparagraph article exhibit schedule appendix annex")
+_LETTERED = re.compile(r"(?<=[\w)])\((?!s\))[a-z]{1,4}\)", re.I)
+_NAMED_PART = re.compile(rf"\b(?:{'|'.join(sorted(_REFERRING))}) \(?(?:[a-z]|[ivx]{{1,4}})\)?(?![\w(])", re.I)
 #: any word, and a capitalised one after a lower-case letter, a digit or a comma (where no sentence starts)
 _ANY_WORD = re.compile(r"[^\W_][\w'’\-\u00ad\ufffe]*")
 _MID_CAPITAL = re.compile(r"(?<=[a-z0-9,;)]) +([A-Z][\w'’\-\u00ad\ufffe]*)")
+#: from so many pairs :func:`judge_edges` reads them with the compiled kernel first (numba's start-up,
+#: about a second where nothing loaded it yet, is then under a tenth of the Python reading's cost)
+KERNEL_PAIRS = 20_000
 #: the closed lists: a changed word in one of them sends the pair to the full reading
 _LISTED = _NEGATION | frozenset(_MODAL) | _ORDINAL | _QUALIFIER | _LATER
 
@@ -196,49 +206,55 @@ class _Word:
     line_end: bool  # nothing but marks after it on its line
 
 
+class _Norms(dict[str, str]):
+    """Each word's :func:`_norm`, worked out once per word for as long as one call of
+    :func:`judge_edges` or :func:`meaning_diff` lasts (a corpus repeats its words)."""
+
+    __slots__ = ()
+
+    def __missing__(self, word: str) -> str:
+        norm = self[word] = _norm(word)
+        return norm
+
+
 def _norm(word: str) -> str:
     """A word as the guard compares it: casefolded, letters and digits only (``U.S.`` is ``us``)."""
-    return _NOT_ALNUM.sub("", word.casefold())
+    folded = word.casefold()
+    return folded if folded.isalnum() else _NOT_ALNUM.sub("", folded)  # \w is isalnum() and "_"
 
 
 class _Span:
     """The words of ``text[start:stop]`` (markup already left out), split at spaces: their
-    normalised forms at once, each word's case and position only when a rule asks."""
+    normalised forms at once; each word's case, position and the spaces around it only when a rule
+    asks (:meth:`word`)."""
 
-    __slots__ = ("chunks", "norms", "opens", "seps")
+    __slots__ = ("_at", "_closed", "_lead", "_parts", "chunks", "norms", "opens")
 
-    def __init__(self, text: str, start: int, stop: int, opens: bool) -> None:
+    def __init__(self, text: str, start: int, stop: int, opens: bool, norms: _Norms) -> None:
         parts = _SPACE.split(text[start:stop])
         words = parts[::2]
-        every = [_norm(c) for c in words]
+        every = list(map(norms.__getitem__, words))
         self.opens = opens
-        if all(every):  # no mark alone (the common case): the words and the spaces as split
-            self.chunks, self.norms = words, every
-            lead, end = "\n" if opens and start == 0 else "", "" if stop < len(text) else "\n"
-            self.seps = [lead, *parts[1::2], end]
-            return
-        chunks: list[str] = []
-        norms: list[str] = []
-        seps: list[str] = []
-        gap = "\n" if opens and start == 0 else ""
-        for k, norm in enumerate(every):
-            chunk = parts[2 * k]
-            space = parts[2 * k + 1] if 2 * k + 1 < len(parts) else ""
-            if norm:
-                chunks.append(chunk)
-                norms.append(norm)
-                seps.append(gap)
-                gap = space
-            else:  # a mark alone (a bullet, a heading's #): the space around it still counts
-                gap += chunk + space
-        seps.append(gap if stop < len(text) or "\n" in gap else gap + "\n")
-        self.chunks = chunks
-        self.seps = seps  # seps[k]: what stands before chunk k; seps[-1] after the last
-        self.norms = norms
+        self._parts = parts
+        self._lead = "\n" if opens and start == 0 else ""
+        self._closed = stop >= len(text)  # the span ends its text: a line ends after its last word
+        if all(every):  # no mark alone (the common case): word k is chunk k
+            self.chunks, self.norms, self._at = words, every, None
+        else:  # a mark alone (a bullet, a heading's #) is no word; the space around it still counts
+            at = [k for k, norm in enumerate(every) if norm]
+            self.chunks, self.norms, self._at = [words[k] for k in at], [every[k] for k in at], at
+
+    def _sep(self, i: int) -> str:
+        """What stands before word ``i`` (marks alone included); ``i == len(chunks)``: after the last."""
+        at, n = self._at, len(self.chunks)
+        lo = 0 if i == 0 else 2 * (at[i - 1] if at is not None else i - 1) + 1
+        hi = len(self._parts) if i == n else 2 * (at[i] if at is not None else i)
+        gap = ("" if i else self._lead) + "".join(self._parts[lo:hi])
+        return gap + "\n" if i == n and self._closed and "\n" not in gap else gap
 
     def word(self, k: int) -> _Word:
         chunk = self.chunks[k]
-        before = self.seps[k]
+        before = self._sep(k)
         if k == 0:
             initial = self.opens or "\n" in before
         else:
@@ -247,7 +263,7 @@ class _Span:
             initial = "\n" in before or ended or _STOPS.search(before) is not None
         raw = _EDGES.sub("", chunk) or chunk
         line_start = "\n" in before or (k == 0 and self.opens)
-        return _Word(raw, self.norms[k], initial, line_start, "\n" in self.seps[k + 1])
+        return _Word(raw, self.norms[k], initial, line_start, "\n" in self._sep(k + 1))
 
     def words(self, lo: int, hi: int) -> list[_Word]:
         return [self.word(k) for k in range(lo, hi)]
@@ -270,7 +286,7 @@ def _windows(a: str, b: str) -> tuple[int, int, int]:
     both texts are equal before ``start`` and after their stops. A near pair differs in a few
     places: reading only there keeps the guard's cost to the words that changed."""
     head = shared_head(a, b)
-    tail = shared_head(a[head:][::-1], b[head:][::-1])
+    tail = _shared_tail(a, b, min(len(a), len(b)) - head)
     start = a.rfind(" ", 0, max(0, head - _MARGIN)) + 1
     line = a.rfind("\n", 0, max(0, head - _MARGIN)) + 1
     start = max(start, line)
@@ -289,6 +305,19 @@ def shared_head(a: str, b: str) -> int:
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _shared_tail(a: str, b: str, most: int) -> int:
+    """The length of the longest common suffix of ``a`` and ``b``, at most ``most`` (as
+    :func:`shared_head`, from the end)."""
+    lo, hi, la, lb = 0, most, len(a), len(b)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
             lo = mid
         else:
             hi = mid - 1
@@ -327,24 +356,31 @@ def _equivalent(a: Sequence[_Word], b: Sequence[_Word]) -> bool:
 
 
 def _changes(a: _Span, b: _Span) -> list[tuple[list[_Word], list[_Word]]]:
-    """The aligned stretches that differ and are not :func:`_equivalent`."""
+    """The aligned stretches that differ and are not :func:`_equivalent`: the words between two runs
+    of equal words, aligned by rapidfuzz's Levenshtein opcodes (in C++) over the normal forms."""
     out = []
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a.norms, b.norms, autojunk=False).get_opcodes():
-        if tag != "equal":
-            sa, sb = a.words(i1, i2), b.words(j1, j2)
+    at = None  # where the stretch being read began: (i, j)
+    for op in (*Levenshtein.opcodes(a.norms, b.norms), None):
+        if op is not None and op.tag != "equal":
+            at = at or (op.src_start, op.dest_start)
+            continue
+        if at is not None:
+            i2, j2 = (op.src_start, op.dest_start) if op is not None else (len(a.norms), len(b.norms))
+            sa, sb = a.words(at[0], i2), b.words(at[1], j2)
             if not _equivalent(sa, sb):
                 out.append((sa, sb))
+            at = None
     return out
 
 
-def _may_matter(a: str, b: str) -> bool:
+def _may_matter(a: str, b: str, norms: _Norms) -> bool:
     """Whether any rule may hold for two stretches, read from the space-separated words each holds
     more often than the other (counted in C): a listed word, a capital where no sentence starts, a
     bracket (a reference), ``CONTENT_WORDS`` new words on a side, or words only moved (equal counts,
     read in full). ``False`` means the pair says the same for every reason, without reading it word
     by word."""
     ca, cb = Counter(a.split()), Counter(b.split())
-    changed = {w: _norm(w) for w, _ in ca.items() ^ cb.items()}
+    changed = {w: norms[w] for w, _ in ca.items() ^ cb.items()}
     net: Counter[str] = Counter()
     for w, n in changed.items():
         net[n] += ca[w] - cb[w]
@@ -353,11 +389,15 @@ def _may_matter(a: str, b: str) -> bool:
         return True
     if max(sum(d for d in net.values() if d > 0), -sum(d for d in net.values() if d < 0)) >= CONTENT_WORDS:
         return True
+    referred = False  # a changed word may make or unmake a lettered reference
     for w, n in changed.items():
         if not net[n]:
             continue
-        if "(" in w or ")" in w:
-            return True
+        refers = "(" in w or n in _REFERRING or len(n) == 1 or (len(n) <= 4 and not n.strip("ivx"))
+        if refers and not referred:
+            referred = True
+            if _referred(_references(a), _references(b)):
+                return True
         if _EDGES.sub("", w)[:1].isupper() and _written_mid_sentence(w, a if ca[w] > cb[w] else b):
             return True
     return False
@@ -382,22 +422,24 @@ class _Whole:
 
     __slots__ = ("in_a", "in_b", "lower", "noise")
 
-    def __init__(self, a: str, b: str) -> None:
+    def __init__(self, a: str, b: str, norms: _Norms) -> None:
         words_a, words_b = _ANY_WORD.findall(a), _ANY_WORD.findall(b)
-        norms_a, norms_b = [_norm(w) for w in words_a], [_norm(w) for w in words_b]
+        norms_a, norms_b = list(map(norms.__getitem__, words_a)), list(map(norms.__getitem__, words_b))
         self.in_a, self.in_b = set(norms_a), set(norms_b)
         self.lower = {
             n for words, norms in ((words_a, norms_a), (words_b, norms_b))
             for w, n in zip(words, norms, strict=True) if w[:1].islower()
         }
-        self.noise = _case_noise(a, len(words_a), self.lower) or _case_noise(b, len(words_b), self.lower)
+        self.noise = _case_noise(a, len(words_a), self.lower, norms) or _case_noise(
+            b, len(words_b), self.lower, norms
+        )
 
 
-def _case_noise(text: str, words: int, lower: set[str]) -> bool:
+def _case_noise(text: str, words: int, lower: set[str], norms: _Norms) -> bool:
     """Whether a text's case says nothing of names: more than ``_CASE_NOISE`` of its words are
     capitalised where no sentence starts although the pair writes them in lower case (title-case
     headings, shouting, OCR or re-cased copies)."""
-    noisy = sum(1 for w in _MID_CAPITAL.findall(text) if _norm(w) in lower)
+    noisy = sum(1 for w in _MID_CAPITAL.findall(text) if norms[w] in lower)
     return noisy > _CASE_NOISE * words
 
 
@@ -425,7 +467,7 @@ def _not_heading(mine: list[_Word], other: list[_Word]) -> list[_Word]:
 def _reason(
     changes: list[tuple[list[_Word], list[_Word]]],
     whole: Callable[[], _Whole],
-    refs: tuple[Counter[str], Counter[str]],
+    refs: Callable[[], tuple[Counter[str], Counter[str]]],
     reasons: frozenset[str],
 ) -> Reason | None:
     left = [w for sa, _ in changes for w in sa]
@@ -447,8 +489,7 @@ def _reason(
             ob = Counter(w.norm for w in sb if w.norm in _ORDINAL)
             if oa and ob and oa != ob:
                 return "ordinal"
-    ref_a, ref_b = refs
-    if "reference" in reasons and ref_a != ref_b and ref_a - ref_b and ref_b - ref_a:
+    if "reference" in reasons and _referred(*refs()):
         return "reference"
     if "qualifier" in reasons and (norms & _QUALIFIER or _version_scope(changes)):
         return "qualifier"
@@ -482,7 +523,19 @@ def _version_scope(changes: list[tuple[list[_Word], list[_Word]]]) -> bool:
 
 
 def _references(text: str) -> Counter[str]:
-    return Counter("".join(m.group().casefold().split()) for m in _REFERENCE.finditer(text))
+    """The lettered references ``text`` holds, casefolded without spaces (``4(b)``, ``sectiona``)."""
+    found: Counter[str] = Counter()
+    if "(" in text:
+        found.update(m.group().casefold() for m in _LETTERED.finditer(text))
+    folded = text.casefold()
+    if any(word in folded for word in _REFERRING):
+        found.update("".join(m.group().casefold().split()) for m in _NAMED_PART.finditer(text))
+    return found
+
+
+def _referred(a: Counter[str], b: Counter[str]) -> bool:
+    """Whether each side holds a reference the other does not (``4(b)`` against ``4(d)``)."""
+    return a != b and bool(a - b) and bool(b - a)
 
 
 def meaning_diff(a: str, b: str, reasons: Iterable[str] = REASONS) -> MeaningDiff | None:
@@ -492,20 +545,36 @@ def meaning_diff(a: str, b: str, reasons: Iterable[str] = REASONS) -> MeaningDif
 
     Only the stretch where the texts differ is read, widened to whole lines; the whole texts are read
     only when a changed word may be a name (its case is judged against every word of the pair)."""
-    wanted = frozenset(reasons)
+    return _diff(a, b, frozenset(reasons), _Norms())
+
+
+def _diff(a: str, b: str, wanted: frozenset[str], norms: _Norms) -> MeaningDiff | None:
+    """:func:`meaning_diff` with the reasons as a set and the words' normal forms worked out so far."""
     if not wanted:
+        return None
+    start, stop_a, stop_b = _windows(a, b)
+    win_a, win_b = a[start:stop_a], b[start:stop_b]
+    if "<!--" in win_a + win_b or "-->" in win_a + win_b:  # a comment may cross where they differ
+        a, b = _text(a), _text(b)
+        start, stop_a, stop_b = _windows(a, b)
+        win_a, win_b = a[start:stop_a], b[start:stop_b]
+    else:  # a link target, URL or address holds no space: each lies wholly in a window or outside both
+        win_a, win_b = _text(win_a), _text(win_b)
+    if not _may_matter(win_a, win_b, norms):
         return None
     a, b = _text(a), _text(b)
     start, stop_a, stop_b = _windows(a, b)
-    if not _may_matter(a[start:stop_a], b[start:stop_b]):
-        return None
     opens = start == 0 or _opens_sentence(a, start)
-    wa, wb = _Span(a, start, stop_a, opens), _Span(b, start, stop_b, opens)
-    refs = (_references(a[start:stop_a]), _references(b[start:stop_b]))
+    wa, wb = _Span(a, start, stop_a, opens, norms), _Span(b, start, stop_b, opens, norms)
     changes = _changes(wa, wb)
     if not changes:
         return None
-    reason = _reason(changes, lambda: _Whole(a, b), refs, wanted)
+    reason = _reason(
+        changes,
+        lambda: _Whole(a, b, norms),
+        lambda: (_references(a[start:stop_a]), _references(b[start:stop_b])),
+        wanted,
+    )
     if reason is None:
         return None
     minus = sorted(w.raw for sa, _ in changes for w in sa)
@@ -565,6 +634,8 @@ def judge_edges(
     reasons: Sequence[str] = REASONS,
     numbering: bool = True,
     override: Callable[[int, int], bool | None] | None = None,
+    *,
+    compiled: bool | None = None,
 ) -> tuple[npt.NDArray[np.bool_], dict[tuple[int, int], tuple[str, tuple[str, ...]]]]:
     """The meaning guard over verified edges: ``(passed, why)``.
 
@@ -574,7 +645,10 @@ def judge_edges(
     passes; then every passing edge whose texts differ in meaning for one of ``reasons`` fails, and
     ``why[(i, j)]`` (``i < j``) holds its reason and words, read earlier text first. ``override(i,
     j)``: ``True`` passes the edge whatever the guards say, ``False`` fails it (reason ``override``),
-    ``None`` leaves it to them (``near.always_merge`` and ``near.keep_apart``).
+    ``None`` leaves it to them (``near.always_merge`` and ``near.keep_apart``). ``compiled``: whether
+    the pairs are first read by the compiled kernel of :mod:`chunkdedup.dedup.meaning_kernel`, which
+    settles most pairs that change no meaning without a Python call each (``None``: from
+    ``KERNEL_PAIRS`` pairs; ``True`` where numba is loaded already): the same verdicts either way.
 
     Example:
         >>> texts = ["Pay in the first month.", "Pay in the third month.", "Pay in the first month!"]
@@ -585,6 +659,8 @@ def judge_edges(
     """
     out = np.array(passed, dtype=np.bool_, copy=True)
     why: dict[tuple[int, int], tuple[str, tuple[str, ...]]] = {}
+    wanted, norms = frozenset(reasons), _Norms()
+    read: list[tuple[int, int, int]] = []  # (edge, earlier item, later item) the meaning guard reads
     for k, (i, j) in enumerate(np.asarray(edges, dtype=np.int64).reshape(-1, 2).tolist()):
         first, later = (i, j) if order[i] < order[j] else (j, i)
         decided = override(i, j) if override is not None else None
@@ -597,9 +673,24 @@ def judge_edges(
             if not (numbering and numbering_only(text(first), text(later))):
                 continue
             out[k] = True
-        if reasons:
-            found = meaning_diff(text(first), text(later), reasons)
-            if found is not None:
-                out[k] = False
-                why[(min(i, j), max(i, j))] = (found.reason, found.words)
+        if wanted:
+            read.append((k, first, later))
+    if compiled or (compiled is None and len(read) >= KERNEL_PAIRS):
+        read = [edge for edge, done in zip(read, _settled(read, text), strict=True) if not done]
+    for k, first, later in read:
+        found = _diff(text(first), text(later), wanted, norms)
+        if found is not None:
+            out[k] = False
+            why[(min(first, later), max(first, later))] = (found.reason, found.words)
     return out, why
+
+
+def _settled(read: list[tuple[int, int, int]], text: Callable[[int], str]) -> npt.NDArray[np.bool_]:
+    """Which pairs of ``read`` the compiled kernel settles: certainly no meaning change."""
+    from chunkdedup.dedup.meaning_kernel import norm_hashes, settled
+
+    items = sorted({i for _, first, later in read for i in (first, later)})
+    at = {item: n for n, item in enumerate(items)}
+    pairs = np.asarray([(at[first], at[later]) for _, first, later in read], dtype=np.int64)
+    encoded = [text(i).encode("utf-8", "surrogatepass") for i in items]
+    return settled(encoded, pairs, norm_hashes(_LISTED), norm_hashes(_REFERRING), CONTENT_WORDS)

@@ -237,7 +237,10 @@ def _clustered(
             row = rows[i]
             return row.text if row.text is not None else texts[row.id]
 
-        passed, reasons = judge_edges(edge_array, order, passed, text, meaning, numbering, overrides)
+        passed, reasons = judge_edges(
+            edge_array, order, passed, text, meaning, numbering, overrides,
+            compiled=True if len(rows) > NUMPY_KEYS else None,
+        )
     return leader_cluster_checked(
         order, edge_array, np.asarray(weights, dtype=np.float64), passed, tokens, linkage, reasons
     )

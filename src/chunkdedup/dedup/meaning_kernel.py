@@ -1,0 +1,438 @@
+"""The meaning guard's compiled first reading: the near pairs whose differing words can change no
+meaning, settled in one pass over their UTF-8 bytes.
+
+:func:`chunkdedup.dedup.meaning.meaning_diff` stays the definition. Most near pairs differ in words
+that no rule reads (the count of :func:`~chunkdedup.dedup.meaning._may_matter` finds no listed word,
+no capital, no reference, fewer than ``CONTENT_WORDS`` new words); :func:`settled` finds most of
+those pairs without a Python call per pair, and the rest are read as before.
+
+A pair is *settled* (certainly no meaning change) only when every one of these holds, else it is
+left to the Python reading (so a pair the kernel cannot judge costs what it cost before):
+
+* the words (runs of bytes between ASCII whitespace) one side holds more often than the other are
+  all ASCII: then they split as ``str.split`` splits them, and every other word is the same in both;
+* none of them holds ``](``, ``://`` or ``@`` (what :func:`~chunkdedup.dedup.meaning._text` may leave
+  out lies within one word) and the stretch read holds no HTML comment mark;
+* none of them opens with a capital once its marks are left out;
+* their normal forms (lower case, letters and digits) hold no listed word (negation, modality,
+  ordinal, qualifier), do not only move (each form's count changes), and add or drop fewer than
+  ``CONTENT_WORDS`` words on either side;
+* none may make or unmake a lettered reference (a bracket, one letter, a short roman numeral, the
+  name of a part) where the stretch read holds a bracket or a part's name.
+
+Equal words are matched by a 64-bit hash of their bytes and then compared byte for byte: a pair
+whose words collide is left to the Python reading, never settled on a hash.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from chunkdedup.dedup.jit import kernel
+
+U8Array = npt.NDArray[np.uint8]
+I64Array = npt.NDArray[np.int64]
+U64Array = npt.NDArray[np.uint64]
+BoolArray = npt.NDArray[np.bool_]
+
+__all__ = ["norm_hashes", "settled"]
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+#: new words on one side that make a statement (``meaning.CONTENT_WORDS``, passed in by the caller)
+
+
+@kernel
+def _space(c: int) -> bool:
+    """ASCII whitespace as ``str.split`` sees it (tab to carriage return, the four separators, space)."""
+    return c == 32 or 9 <= c <= 13 or 28 <= c <= 31
+
+
+@kernel
+def _norm_hash(buf: U8Array, lo: int, hi: int) -> tuple[np.uint64, int, bool]:
+    """The FNV-1a hash of the ASCII word ``buf[lo:hi]``'s normal form (lower case, letters and digits
+    only), its length, and whether it is a short roman numeral of i, v and x."""
+    h = _FNV_OFFSET
+    n = 0
+    roman = True
+    for k in range(lo, hi):
+        c = buf[k]
+        if 65 <= c <= 90:
+            c += 32
+        elif not (97 <= c <= 122 or 48 <= c <= 57):
+            continue
+        h = (h ^ np.uint64(c)) * _FNV_PRIME
+        n += 1
+        if c != 105 and c != 118 and c != 120:
+            roman = False
+    return h, n, roman and n <= 4
+
+
+@kernel
+def _words(buf: U8Array, lo: int, hi: int) -> tuple[U64Array, I64Array, I64Array]:
+    """The words of ``buf[lo:hi]`` (runs between ASCII whitespace): each one's byte hash, start, end."""
+    most = (hi - lo) // 2 + 1
+    hashes = np.empty(most, np.uint64)
+    starts = np.empty(most, np.int64)
+    ends = np.empty(most, np.int64)
+    n = 0
+    k = lo
+    while k < hi:
+        while k < hi and _space(buf[k]):
+            k += 1
+        if k >= hi:
+            break
+        h = _FNV_OFFSET
+        starts[n] = k
+        while k < hi and not _space(buf[k]):
+            h = (h ^ np.uint64(buf[k])) * _FNV_PRIME
+            k += 1
+        hashes[n] = h
+        ends[n] = k
+        n += 1
+    return hashes[:n], starts[:n], ends[:n]
+
+
+@kernel
+def _same(buf: U8Array, a0: int, a1: int, b0: int, b1: int) -> bool:
+    if a1 - a0 != b1 - b0:
+        return False
+    for k in range(a1 - a0):  # noqa: SIM110 (numba compiles no generator)
+        if buf[a0 + k] != buf[b0 + k]:
+            return False
+    return True
+
+
+@kernel
+def _is_lower(buf: U8Array, lo: int, hi: int, word: U8Array) -> bool:
+    """Whether ``buf[lo:hi]`` is ``word`` (lower case ASCII), case aside."""
+    if hi - lo != word.size:
+        return False
+    for k in range(word.size):
+        c = buf[lo + k]
+        if (c + 32 if 65 <= c <= 90 else c) != word[k]:
+            return False
+    return True
+
+
+@kernel
+def _holds(buf: U8Array, lo: int, hi: int, mark: U8Array) -> bool:
+    m = mark.size
+    for k in range(lo, hi - m + 1):
+        found = True
+        for q in range(m):
+            if buf[k + q] != mark[q]:
+                found = False
+                break
+        if found:
+            return True
+    return False
+
+
+@kernel
+def _member(sorted_set: U64Array, h: np.uint64) -> bool:
+    at = np.searchsorted(sorted_set, h)
+    return bool(at < sorted_set.size and sorted_set[at] == h)
+
+
+@kernel
+def _punct(buf: U8Array, k: int, hi: int) -> int:
+    """The length of the non-ASCII punctuation ``str.split`` keeps in a word and the guard's normal
+    form drops (curly quotes, dashes, the ellipsis, the bullet) at ``buf[k]``, else 0."""
+    if k + 2 < hi and buf[k] == 0xE2 and buf[k + 1] == 0x80:
+        c = buf[k + 2]
+        if c in (0x93, 0x94, 0x98, 0x99, 0x9C, 0x9D, 0xA2, 0xA6):
+            return 3
+    return 0
+
+
+@kernel
+def _lettered(buf: U8Array, lo: int, hi: int) -> bool:
+    """Whether ``buf[lo:hi]`` may hold a lettered reference ``x(b)`` (``(s)`` is none); a non-ASCII
+    byte where a letter may stand counts as one."""
+    for k in range(lo + 1, hi - 2):
+        if buf[k] != 40:
+            continue
+        p = buf[k - 1]
+        if not (p >= 128 or p == 41 or p == 95 or 48 <= p <= 57 or 65 <= p <= 90 or 97 <= p <= 122):
+            continue
+        n = 0
+        q = k + 1
+        while q < hi and n <= 4 and (buf[q] >= 128 or 65 <= buf[q] <= 90 or 97 <= buf[q] <= 122):
+            n += 1
+            q += 1
+        plural = n == 1 and (buf[k + 1] == 115 or buf[k + 1] == 83)  # (s)
+        if 1 <= n <= 4 and q < hi and buf[q] == 41 and not plural:
+            return True
+    return False
+
+
+@kernel
+def _strip_marks(
+    buf: U8Array, lo: int, hi: int, out_lo: I64Array, out_hi: I64Array, n: int, marks: U8Array
+) -> int:
+    """The parts of word ``buf[lo:hi]`` once link targets ``](...)`` and URLs are left out (as
+    :func:`~chunkdedup.dedup.meaning._text` leaves them out, a space in their place), appended to
+    ``out_lo``/``out_hi`` from ``n``; returns the new count."""
+    begin = lo
+    k = lo
+    while k < hi:
+        if buf[k] == 93 and k + 1 < hi and buf[k + 1] == 40:  # ](target)
+            q = k + 2
+            while q < hi and buf[q] != 41:
+                if buf[q] >= 128:
+                    return -1  # a space beyond ASCII may end the target: leave the pair to Python
+                q += 1
+            if q < hi:
+                if _holds(buf, begin, k, marks[9:12]):
+                    return -1  # a URL before a link target: Python's order of removal, not read here
+                if k > begin:
+                    out_lo[n] = begin
+                    out_hi[n] = k
+                    n += 1
+                begin = q + 1
+                k = q + 1
+                continue
+        k += 1
+    # a URL runs to the word's end: what is left of it after the link targets
+    k = begin
+    while k + 2 < hi:
+        if buf[k] == 58 and buf[k + 1] == 47 and buf[k + 2] == 47 and k + 3 < hi:  # :// and more
+            s = k
+            while s > begin and (97 <= buf[s - 1] <= 122 or 65 <= buf[s - 1] <= 90):
+                s -= 1
+            # http, https or ftp, case aside; a word may stand before it (re's search finds the URL)
+            known = False
+            for lo_m, hi_m in ((12, 16), (12, 17), (17, 20)):
+                size = hi_m - lo_m
+                if k - size >= begin and _is_lower(buf, k - size, k, marks[lo_m:hi_m]):
+                    known = True
+                    s = k - size
+            if not known:
+                return -1  # a scheme the kernel does not read: leave the pair to Python
+            for q in range(k + 3, hi):
+                if buf[q] >= 128:
+                    return -1  # a space beyond ASCII may end the URL
+            if s > begin:
+                out_lo[n] = begin
+                out_hi[n] = s
+                n += 1
+            return n
+        k += 1
+    if hi > begin:
+        out_lo[n] = begin
+        out_hi[n] = hi
+        n += 1
+    return n
+
+
+@kernel
+def _pair_settled(
+    buf: U8Array, a0: int, a1: int, b0: int, b1: int,
+    listed: U64Array, referring: U64Array, marks: U8Array, content: int,
+) -> bool:
+    la = a1 - a0
+    lb = b1 - b0
+    n = min(la, lb)
+    head = 0
+    while head < n and buf[a0 + head] == buf[b0 + head]:
+        head += 1
+    if head == la and head == lb:
+        return True
+    tail = 0
+    while tail < n - head and buf[a1 - 1 - tail] == buf[b1 - 1 - tail]:
+        tail += 1
+    # read from the word before the first difference (a part's name before its letter) to the end of
+    # the word where the last difference ends: cut at whitespace inside the shared head and tail
+    start = head
+    while start > 0 and not _space(buf[a0 + start - 1]):
+        start -= 1
+    while start > 0 and _space(buf[a0 + start - 1]):
+        start -= 1
+    while start > 0 and not _space(buf[a0 + start - 1]):
+        start -= 1
+    cut = la - tail
+    while cut < la and not _space(buf[a0 + cut]):
+        cut += 1
+    after = la - cut
+    wa0, wa1, wb0, wb1 = a0 + start, a1 - after, b0 + start, b1 - after
+    # an HTML comment may cross the stretch: _text reads the whole texts then
+    if _holds(buf, wa0, wa1, marks[0:4]) or _holds(buf, wb0, wb1, marks[0:4]):
+        return False
+    if _holds(buf, wa0, wa1, marks[4:7]) or _holds(buf, wb0, wb1, marks[4:7]):
+        return False
+    ha, sa, ea = _words(buf, wa0, wa1)
+    hb, sb, eb = _words(buf, wb0, wb1)
+    oa = np.argsort(ha, kind="mergesort")
+    ob = np.argsort(hb, kind="mergesort")
+    changed = np.empty(oa.size + ob.size, np.int64)  # word index; b's words offset by oa.size
+    nc = 0
+    i = 0
+    j = 0
+    while i < oa.size or j < ob.size:
+        if i < oa.size and j < ob.size and ha[oa[i]] == hb[ob[j]]:
+            if not _same(buf, sa[oa[i]], ea[oa[i]], sb[ob[j]], eb[ob[j]]):
+                return False  # two words share a hash: leave the pair to the Python reading
+            i += 1
+            j += 1
+        elif j >= ob.size or (i < oa.size and ha[oa[i]] < hb[ob[j]]):
+            changed[nc] = oa[i]
+            nc += 1
+            i += 1
+        else:
+            changed[nc] = oa.size + ob[j]
+            nc += 1
+            j += 1
+    if nc == 0:
+        return False  # the same words, moved or not at all: read in full
+    # the changed words as the Python reading sees them: link targets and URLs left out
+    most = 0
+    for c in range(nc):
+        w = changed[c]
+        most += (ea[w] - sa[w] if w < oa.size else eb[w - oa.size] - sb[w - oa.size]) // 2 + 1
+    part_lo = np.empty(most, np.int64)
+    part_hi = np.empty(most, np.int64)
+    part_side = np.empty(most, np.int64)
+    np_ = 0
+    for c in range(nc):
+        w = changed[c]
+        if w < oa.size:
+            lo, hi, d = sa[w], ea[w], 1
+        else:
+            lo, hi, d = sb[w - oa.size], eb[w - oa.size], -1
+        was = np_
+        np_ = _strip_marks(buf, lo, hi, part_lo, part_hi, np_, marks)
+        if np_ < 0:
+            return False
+        for q in range(was, np_):
+            part_side[q] = d
+    # parts equal on both sides cancel (a link's target was all that changed)
+    gone = np.zeros(np_, np.bool_)
+    for p in range(np_):
+        if gone[p] or part_side[p] != 1:
+            continue
+        for q in range(np_):
+            if gone[q] or part_side[q] != -1:
+                continue
+            if _same(buf, part_lo[p], part_hi[p], part_lo[q], part_hi[q]):
+                gone[p] = True
+                gone[q] = True
+                break
+    forms = np.empty(np_, np.uint64)
+    delta = np.empty(np_, np.int64)
+    nf = 0
+    refers = False
+    for p in range(np_):
+        if gone[p]:
+            continue
+        lo, hi = part_lo[p], part_hi[p]
+        first = -1
+        k = lo
+        while k < hi:
+            ch = buf[k]
+            if ch >= 128:
+                skip = _punct(buf, k, hi)
+                if skip == 0:
+                    return False  # a letter or space beyond ASCII: read in full
+                k += skip
+                continue
+            if ch == 64:
+                return False  # an address
+            if ch == 40:
+                refers = True
+            if first < 0 and (65 <= ch <= 90 or 97 <= ch <= 122 or 48 <= ch <= 57):
+                first = ch
+            k += 1
+        if 65 <= first <= 90:
+            return False  # a capital: a name or a sentence's start, read in full
+        h, length, roman = _norm_hash(buf, lo, hi)
+        if length == 1 or (roman and length > 0) or _member(referring, h):
+            refers = True
+        forms[nf] = h
+        delta[nf] = part_side[p]
+        nf += 1
+    if nf == 0:
+        return False  # only moved: read in full
+    order = np.argsort(forms[:nf], kind="mergesort")
+    gained = 0
+    lost = 0
+    moved = True
+    k = 0
+    while k < nf:
+        h = forms[order[k]]
+        net = 0
+        while k < nf and forms[order[k]] == h:
+            net += delta[order[k]]
+            k += 1
+        if net != 0:
+            moved = False
+            if _member(listed, h):
+                return False
+            if net > 0:
+                gained += net
+            else:
+                lost -= net
+    if moved or gained >= content or lost >= content:
+        return False
+    if refers:  # a reference needs a lettered x(b) or a part's name in the stretch
+        if _lettered(buf, wa0, wa1) or _lettered(buf, wb0, wb1):
+            return False
+        for c in range(ha.size):
+            h, length, roman = _norm_hash(buf, sa[c], ea[c])
+            if _member(referring, h):
+                return False
+        for c in range(hb.size):
+            h, length, roman = _norm_hash(buf, sb[c], eb[c])
+            if _member(referring, h):
+                return False
+    return True
+
+
+@kernel
+def _settled_all(
+    buf: U8Array, a_lo: I64Array, a_hi: I64Array, b_lo: I64Array, b_hi: I64Array,
+    listed: U64Array, referring: U64Array, marks: U8Array, content: int,
+) -> BoolArray:
+    out = np.zeros(a_lo.size, np.bool_)
+    for p in range(a_lo.size):
+        out[p] = _pair_settled(buf, a_lo[p], a_hi[p], b_lo[p], b_hi[p], listed, referring, marks, content)
+    return out
+
+
+#: the marks the kernel looks for, one after another: ``<!--``, ``-->``, ``](``, ``://``, and the URL
+#: schemes ``http``/``https`` (12:16, 12:17) and ``ftp``
+_MARKS = np.frombuffer(b"<!---->](://httpsftp", dtype=np.uint8).copy()
+
+
+def norm_hashes(words: frozenset[str]) -> U64Array:
+    """The sorted hashes of ``words``' normal forms as the kernel hashes them (ASCII words only)."""
+    out = []
+    with np.errstate(over="ignore"):  # FNV-1a multiplies modulo 2**64
+        for word in words:
+            data = np.frombuffer(word.encode("ascii"), dtype=np.uint8)
+            out.append(_norm_hash.py_func(data, 0, data.size)[0])  # type: ignore[attr-defined]
+    return np.unique(np.asarray(out, dtype=np.uint64))
+
+
+def settled(
+    texts: list[bytes], pairs: I64Array, listed: U64Array, referring: U64Array, content: int
+) -> BoolArray:
+    """For each row ``(i, j)`` of ``pairs``: whether texts ``i`` and ``j`` (UTF-8) certainly differ in
+    no meaning the guard reads (see the module docstring); ``False`` leaves the pair to
+    :func:`~chunkdedup.dedup.meaning.meaning_diff`. ``listed`` and ``referring``: :func:`norm_hashes`
+    of the listed words and of the parts' names; ``content``: ``CONTENT_WORDS``."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if not pairs.size:
+        return np.zeros(0, dtype=np.bool_)
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    buf = np.frombuffer(b"".join(texts), dtype=np.uint8)
+    if not buf.size:
+        buf = np.zeros(1, dtype=np.uint8)
+    a, b = pairs[:, 0], pairs[:, 1]
+    result: BoolArray = _settled_all(
+        buf, starts[a], ends[a], starts[b], ends[b], listed, referring, _MARKS, content
+    )
+    return result

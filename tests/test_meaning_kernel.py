@@ -1,0 +1,137 @@
+"""The meaning guard's compiled first reading settles only pairs the Python reading finds no meaning
+change in, and settles most of those: verdicts equal with and without it, on hand-made pairs that
+touch each of its rules, on generated edits and on every real candidate pair of the reference
+corpora."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chunkdedup.dedup.meaning import _LISTED, _REFERRING, CONTENT_WORDS, judge_edges, meaning_diff
+from chunkdedup.dedup.meaning_kernel import norm_hashes, settled
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BASE = (
+    "The supplier sends an invoice at the end of each month and the customer pays it within the term "
+    "agreed in the order form; questions about an invoice go to the billing team by mail."
+)
+
+
+def _settled(pairs: list[tuple[str, str]]) -> list[bool]:
+    texts = [t.encode("utf-8", "surrogatepass") for pair in pairs for t in pair]
+    index = np.arange(len(texts), dtype=np.int64).reshape(-1, 2)
+    return settled(texts, index, norm_hashes(_LISTED), norm_hashes(_REFERRING), CONTENT_WORDS).tolist()
+
+
+def _edit(old: str, new: str) -> tuple[str, str]:
+    assert old in BASE
+    return BASE, BASE.replace(old, new, 1)
+
+
+@pytest.mark.parametrize(
+    ("pair", "expected"),
+    [
+        (_edit("sends", "issues"), True),  # a plain word: settled
+        (_edit("month", "month\u2019s end"), True),  # curly punctuation is no letter
+        (_edit("billing team", "billing [team](https://example.com/a)"), False),  # [team vs team: moved
+        (_edit("sends", "does not send"), False),  # a listed word
+        (_edit("sends", "may send"), False),
+        (_edit("billing", "Acme billing"), False),  # a capital
+        (_edit("billing", "billing\u00a0desk"), False),  # a space beyond ASCII
+        (_edit("by mail", "by mail to ops@example.com"), False),  # an address
+        (_edit("the term", "the term (see section a)"), False),  # a part's name before a letter
+        (_edit("order form;", "order form 4(b);"), False),  # a lettered reference
+        (_edit("billing", "billing <!-- note -->"), False),  # an HTML comment
+        (_edit("questions about", "questions raised by staff and partners in writing about"), False),
+        ((BASE, BASE.replace("customer pays", "pays customer")), False),  # only moved
+        ((BASE, BASE), True),
+    ],
+)
+def test_each_rule_of_the_kernel(pair: tuple[str, str], expected: bool) -> None:
+    assert _settled([pair]) == [expected]
+    if expected:
+        assert meaning_diff(*pair) is None
+
+
+def test_a_link_target_is_read_as_text() -> None:
+    """A changed link target is no changed word (``_text`` leaves it out): the plain edit beside it
+    decides."""
+    a = "See the [billing guide](https://example.com/v1/guide) for every invoice rule we apply."
+    b = "See the [billing guide](https://example.com/v2/guide) for every invoice rule we use."
+    assert _settled([(a, b)]) == [True]
+    assert meaning_diff(a, b) is None
+    c = b.replace("we use", "we never use")
+    assert _settled([(a, c)]) == [False]
+    assert meaning_diff(a, c) is not None
+
+
+_WORDS = (
+    "the", "invoice", "customer", "pays", "within", "days", "not", "may", "must", "only", "first",
+    "third", "Acme", "Jassy", "(a)", "4(b)", "section", "b", "iv", "team\u2019s", "\u201cfees\u201d",
+    "[guide](http://x.io/a)", "https://x.io/b", "ops@x.io", "<!--", "-->", "caf\u00e9", "a\u00a0b",
+    "\u2014", "*", "-", "1.", "user(s)", "review,", "Review.", "U.S.", "US",
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(_WORDS), min_size=3, max_size=40),
+    st.lists(st.tuples(st.integers(0, 60), st.sampled_from(("insert", "delete", "replace")),
+                       st.sampled_from(_WORDS)), min_size=1, max_size=4),
+    st.sampled_from((" ", "\n", "  ")),
+)
+def test_a_settled_pair_is_one_the_python_reading_merges(
+    words: list[str], edits: list[tuple[int, str, str]], space: str
+) -> None:
+    edited = list(words)
+    for at, how, word in edits:
+        k = at % (len(edited) + 1)
+        if how == "insert":
+            edited.insert(k, word)
+        elif edited and k < len(edited):
+            if how == "delete":
+                del edited[k]
+            else:
+                edited[k] = word
+    a, b = space.join(words), space.join(edited)
+    if _settled([(a, b)]) == [True]:
+        assert meaning_diff(a, b) is None
+
+
+@pytest.fixture(scope="module")
+def real_pairs_module():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import real_pairs
+
+        yield real_pairs
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_the_kernel_gives_the_same_verdicts_on_every_real_pair(  # type: ignore[no-untyped-def]
+    real_pairs_module, tmp_path: Path
+) -> None:
+    """Every candidate pair of sec-10q and site-policy (merges and variants): the same verdicts and
+    reasons with the kernel as without, and the kernel settles most of them."""
+    rp = real_pairs_module
+    pairs = [
+        p for c in ("sec-10q", "site-policy") for p in rp.corpus_pairs(c, rp.index_for(c, rp.DATA, tmp_path))
+    ]
+    texts = [t for p in pairs for t in (p["leader_text"], p["member_text"])]
+    edges = np.arange(len(texts), dtype=np.int64).reshape(-1, 2)
+    order = np.arange(len(texts), dtype=np.int64)
+    passed = np.ones(len(pairs), dtype=np.bool_)
+    plain = judge_edges(edges, order, passed, texts.__getitem__, compiled=False)
+    fast = judge_edges(edges, order, passed, texts.__getitem__, compiled=True)
+    assert plain[0].tolist() == fast[0].tolist()
+    assert plain[1] == fast[1]
+    assert len(plain[1]) > 20  # the pairs do hold meaning changes
+    share = sum(_settled([(p["leader_text"], p["member_text"]) for p in pairs])) / len(pairs)
+    assert share > 0.2  # filings write names and figures: a quarter of their pairs settle here
