@@ -2,11 +2,14 @@
 
 - :mod:`~chunkdedup.store.core`: :class:`Store`, an open index file with every table family below;
 - :mod:`~chunkdedup.store.connection`: the connection (open, writer lock, migrations, transactions, meta);
-- :mod:`~chunkdedup.store.runs`: the ingest and removal runs;
-- :mod:`~chunkdedup.store.documents`: files, documents, pages and document contexts;
+- :mod:`~chunkdedup.store.run_tables`: the ingest and removal runs;
+- :mod:`~chunkdedup.store.document_tables`: files, documents, pages and document contexts;
 - :mod:`~chunkdedup.store.boilerplate_tables`: boilerplate keys, their unit counts, chrome, stripped lines;
 - :mod:`~chunkdedup.store.schema`: the named migrations;
-- :mod:`~chunkdedup.store.chunk_tables`: clusters (sources, groups, canonicals, bands, edges, variants);
+- :mod:`~chunkdedup.store.chunk_tables`: clusters (sources, groups, canonicals, variants);
+- :mod:`~chunkdedup.store.band_tables`: MinHash bands and the kept near edges;
+- :mod:`~chunkdedup.store.embedding_tables`: embeddings and semantic edges;
+- :mod:`~chunkdedup.store.batches`: the IN-list batcher and the staging tables;
 - :mod:`~chunkdedup.store.textindex`: the text engines (FTS5, tantivy);
 - :mod:`~chunkdedup.store.index`: the typed reads of :class:`chunkdedup.index.Index` (stats, canonicals,
   merges, variants, boilerplate, export records);

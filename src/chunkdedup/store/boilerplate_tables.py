@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from chunkdedup.normalize import key_id
 from chunkdedup.store import keyunits
-from chunkdedup.store.chunk_tables import execute_for_ids, rows_for_ids
+from chunkdedup.store.batches import execute_for_ids, rows_for_ids
 from chunkdedup.store.connection import Connection
 from chunkdedup.types import DocumentKeys, KeyedDocument, StrippedLine
 

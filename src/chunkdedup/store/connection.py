@@ -24,8 +24,9 @@ from typing import Self
 
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.store import counts
+from chunkdedup.store.band_tables import pack_bands
 from chunkdedup.store.checkpointer import WalCheckpointer
-from chunkdedup.store.chunk_tables import ChunkTables, pack_bands
+from chunkdedup.store.chunk_tables import ChunkTables
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
 from chunkdedup.store.readonly import read_uri

@@ -4,11 +4,13 @@ chunks with their sources, ingest runs, and an FTS5 table kept in sync by trigge
 :class:`Store` is the one object a caller opens; each table family is a class of its own module:
 
 - :mod:`~chunkdedup.store.connection`: opening, migrations, the writer lock, transactions, meta;
-- :mod:`~chunkdedup.store.runs`: the runs;
-- :mod:`~chunkdedup.store.documents`: files, documents, pages, contexts, a chunked batch's write;
+- :mod:`~chunkdedup.store.run_tables`: the runs;
+- :mod:`~chunkdedup.store.document_tables`: files, documents, pages, contexts, a chunked batch's write;
 - :mod:`~chunkdedup.store.boilerplate_tables`: document keys, unit counts, chrome, stripped lines;
-- :mod:`~chunkdedup.store.chunk_tables`: sources, groups, canonicals, bands, edges, variants
-  (``Store.chunks``).
+- :mod:`~chunkdedup.store.chunk_tables`: sources, groups, canonicals and variants, with
+  :mod:`~chunkdedup.store.band_tables` (bands, near edges) and :mod:`~chunkdedup.store.embedding_tables`
+  (vectors, semantic edges) (``Store.chunks``);
+- :mod:`~chunkdedup.store.batches`: the IN-list batcher and the staging tables they all write through.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from chunkdedup.store.connection import DOC_KEYS_FORMAT as DOC_KEYS_FORMAT
 from chunkdedup.store.connection import NEW_FILE_PAGE_BYTES as NEW_FILE_PAGE_BYTES
 from chunkdedup.store.connection import _statements as _statements
 from chunkdedup.store.connection import writer_active as writer_active
-from chunkdedup.store.documents import DocumentTables
-from chunkdedup.store.documents import document_row as document_row
-from chunkdedup.store.runs import RunTables
+from chunkdedup.store.document_tables import DocumentTables
+from chunkdedup.store.document_tables import document_row as document_row
+from chunkdedup.store.run_tables import RunTables
 
 
 class Store(DocumentTables, RunTables):

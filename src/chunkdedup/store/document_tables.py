@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from chunkdedup.normalize import running_lines
+from chunkdedup.store.band_tables import packed_band_keys
+from chunkdedup.store.batches import execute_for_ids, insert_rows, rows_for_ids
 from chunkdedup.store.boilerplate_tables import BoilerplateTables
-from chunkdedup.store.chunk_tables import execute_for_ids, insert_rows, packed_band_keys, rows_for_ids
 from chunkdedup.store.schema import CLEAN_TEXT, RAW_TEXT
 from chunkdedup.types import ContextSource, Document, DocumentKeys, KeyedDocument, KnownFile, Page
 
