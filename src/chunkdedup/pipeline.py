@@ -552,9 +552,8 @@ def store_file(
             store.put_file(path, None, str(FileStatus.FAILED), taken, run_id)
             return FileResult(path, FileStatus.FAILED, (), taken)
     new_ids = {d.doc_id for d in pf.documents} | set(pf.kept)
-    for old in stored if stored is not None else store.docs_of_file(path):
-        if old not in new_ids:
-            store.remove_document(old, run_id)
+    was = stored if stored is not None else store.docs_of_file(path)
+    store.remove_documents([old for old in was if old not in new_ids], run_id)
     # a record stored exactly as it is parsed now (of a JSONL or Parquet file changed elsewhere) is
     # left as it is, with its pages, keys and chunks (unless ``keep_unchanged`` is off: the parse
     # settings changed); the ``kept`` ones were known by their bytes and place before being built
@@ -799,22 +798,23 @@ def remove_documents(
     """
     with Store.open(index) as store, store.writer(lock_timeout):
         cfg = store.last_config() or Config()
-        missing = [d for d in doc_ids if store.doc_owner(d) is None]
+        owners = store.doc_owners(doc_ids)
+        missing = [d for d in doc_ids if d not in owners]
         if missing:
             raise InputError(
                 f"no such document(s) in {index}: {missing}; "
                 "the `doc` fields of `chunkdedup export` name them"
             )
         run_id = store.begin_run([], None, cfg.to_dict())
-        touched = 0
         with store.transaction():
-            for doc_id in doc_ids:
-                path = store.doc_owner(doc_id)
-                touched += store.remove_document(doc_id, run_id)
-                if path is not None and not store.docs_of_file(path):
-                    store.forget_file(path)
-                elif path is not None:  # a JSONL/Parquet file keeps other records: re-read it next time
+            touched = store.remove_documents(doc_ids, run_id)
+            files = sorted(set(owners.values()))
+            kept = store.files_with_documents(files)
+            for path in files:
+                if path in kept:  # a JSONL/Parquet file keeps other records: re-read it next time
                     store.reread_file(path)
+                else:
+                    store.forget_file(path)
         fingerprint = config_fingerprint(cfg)
         decide_chrome(store, cfg)
         keys: dict[str, str] = {}

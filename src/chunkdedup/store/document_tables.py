@@ -139,16 +139,30 @@ class DocumentTables(BoilerplateTables):
 
     def remove_document(self, doc_id: str, run_id: int) -> int:
         """Remove a document and only its sources; returns how many canonicals it touched."""
-        touched = self.chunks.drop_doc_sources(doc_id, run_id)
-        self._doc_keys_change([doc_id])  # its units and keys no longer count
+        return self.remove_documents([doc_id], run_id)
+
+    def remove_documents(self, doc_ids: Sequence[str], run_id: int) -> int:
+        """Remove documents and only their sources, a few statements per 500 of them (their groups
+        and canonicals re-derived once for all); returns how many canonicals they touched. The work
+        follows what the documents hold, not the size of the files they came from."""
+        ids = sorted(set(doc_ids))
+        if not ids:
+            return 0
+        chunked = self.chunks.docs_with_sources(ids)
+        touched = self.chunks.replace_sources(chunked, (), run_id) if chunked else 0
+        self._doc_keys_change(ids)  # their units and keys no longer count
         for table in ("pages", "doc_keys", "doc_chrome", "stripped", "contexts", "documents"):
-            self.conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
+            execute_for_ids(self.conn, f"DELETE FROM {table} WHERE doc_id IN ({{}})", ids)
         return touched
+
+    def files_with_documents(self, paths: Sequence[str]) -> set[str]:
+        """Those of ``paths`` that still hold a document (one index probe each)."""
+        probe = "SELECT 1 FROM documents WHERE file_path=? LIMIT 1"
+        return {p for p in paths if self.conn.execute(probe, (p,)).fetchone() is not None}
 
     def remove_file(self, path: str, run_id: int) -> list[str]:
         docs = self.docs_of_file(path)
-        for doc_id in docs:
-            self.remove_document(doc_id, run_id)
+        self.remove_documents(docs, run_id)
         self.conn.execute("DELETE FROM files WHERE path=?", (path,))
         return docs
 

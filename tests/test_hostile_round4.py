@@ -1,0 +1,95 @@
+"""Hostile-input battery, fourth round: removal that costs what the removed records hold, a question
+with a bound, `check` of a file that is no index of this version, a query that imports no compiled
+kernel, and notes that name a path as it was given."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chunkdedup import ingest, remove_documents
+
+
+def _records(n: int) -> str:
+    """``n`` JSONL records of distinct words (record ``i`` shares nothing with the others)."""
+    return "".join(
+        json.dumps({"id": f"r{i:05d}", "text": " ".join(f"w{i}x{j}" for j in range(12)) + "."}) + "\n"
+        for i in range(n)
+    )
+
+
+def _sqlite_steps(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
+    """Count the SQLite virtual-machine steps (in hundreds) of every connection opened from now on:
+    a deterministic measure of the rows a command reads and writes."""
+    steps = [0]
+    connect = sqlite3.connect
+
+    def counted(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+
+        def tick() -> int:
+            steps[0] += 1
+            return 0
+
+        conn.set_progress_handler(tick, 100)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", counted)
+    return lambda: steps[0]
+
+
+def _remove_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, records: int) -> tuple[int, int]:
+    """The SQLite work of removing 10 and 40 records of a JSONL file of ``records`` records (each
+    from a copy of the same index)."""
+    folder = tmp_path / f"in-{records}"
+    folder.mkdir()
+    (folder / "data.jsonl").write_text(_records(records))
+    index = tmp_path / f"{records}.sqlite"
+    ingest([folder], index)
+    work = []
+    for removed in (10, 40):
+        copy = tmp_path / f"{records}-{removed}.sqlite"
+        shutil.copyfile(index, copy)
+        gone = [f"data.jsonl#r{i:05d}" for i in range(0, removed * 7, 7)]
+        with monkeypatch.context() as m:
+            steps = _sqlite_steps(m)
+            summary = remove_documents(copy, gone)
+            work.append(steps())
+        assert summary["removed"] == gone
+    return work[0], work[1]
+
+
+def test_removal_costs_what_the_removed_records_hold_not_the_size_of_their_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each record removed beyond the first ten costs the same SQLite work in a file of 400 records
+    and in one of 4,000 (each record used to read its whole file back: tenfold work)."""
+    few, many = _remove_work(tmp_path, monkeypatch, 400)
+    large_few, large_many = _remove_work(tmp_path, monkeypatch, 4_000)
+    per_record, large_per_record = (many - few) / 30, (large_many - large_few) / 30
+    assert large_per_record < 1.5 * per_record + 5, (per_record, large_per_record)
+
+
+def test_removing_some_records_of_a_file_keeps_the_rest_and_its_row(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "data.jsonl").write_text(_records(5))
+    (folder / "one.md").write_text("# One\n\nA file of a single document.\n")
+    index = tmp_path / "i.sqlite"
+    ingest([folder], index)
+    remove_documents(index, ["data.jsonl#r00001", "data.jsonl#r00003", "one.md"])
+    conn = sqlite3.connect(index)
+    try:
+        docs = [r[0] for r in conn.execute("SELECT doc_id FROM documents ORDER BY doc_id")]
+        files = dict(conn.execute("SELECT path, content_hash FROM files").fetchall())
+    finally:
+        conn.close()
+    assert docs == ["data.jsonl#r00000", "data.jsonl#r00002", "data.jsonl#r00004"]
+    assert list(files) == [str(folder / "data.jsonl")]  # the emptied file's row is gone
+    assert files[str(folder / "data.jsonl")] is None  # the next ingest reads the rest again
