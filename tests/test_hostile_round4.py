@@ -12,8 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from chunkdedup import ingest, remove_documents
+from chunkdedup import Index, ingest, remove_documents
+from chunkdedup.cli import main
+from chunkdedup.config import Config, QueryConfig
+from chunkdedup.errors import ConfigError, QuestionError
 
 
 def _records(n: int) -> str:
@@ -31,7 +35,7 @@ def _sqlite_steps(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
     connect = sqlite3.connect
 
     def counted(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
+        conn: sqlite3.Connection = connect(*args, **kwargs)
 
         def tick() -> int:
             steps[0] += 1
@@ -93,3 +97,78 @@ def test_removing_some_records_of_a_file_keeps_the_rest_and_its_row(tmp_path: Pa
     assert docs == ["data.jsonl#r00000", "data.jsonl#r00002", "data.jsonl#r00004"]
     assert list(files) == [str(folder / "data.jsonl")]  # the emptied file's row is gone
     assert files[str(folder / "data.jsonl")] is None  # the next ingest reads the rest again
+
+
+@pytest.fixture(scope="module")
+def small_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("docs")
+    (folder / "logs.md").write_text("# Logs\n\nServer logs are kept for ninety days, then deleted.\n")
+    (folder / "leave.md").write_text("# Leave\n\nStaff take twenty days of paid leave a year.\n")
+    index = folder.parent / "small.sqlite"
+    ingest([folder], index)
+    return index
+
+
+LONG_QUESTION = "how long are logs kept " * 200  # 4,600 characters
+WORDY_QUESTION = "logs " * 300  # 1,500 characters, 300 terms
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        (LONG_QUESTION,
+         "the question has 4,600 characters; at most 4,000 are asked ([query] max_question_chars)"),
+        (WORDY_QUESTION,
+         "the question has 300 terms; at most 256 are asked ([query] max_question_terms)"),
+    ],
+)
+def test_a_question_past_the_bounds_is_a_question_error(
+    small_index: Path, question: str, message: str
+) -> None:
+    with Index.open(small_index) as ix, pytest.raises(QuestionError) as e:
+        ix.query(question)
+    assert str(e.value).startswith(message)
+    assert "ask a shorter question, or raise the bound in the config" in str(e.value)
+
+
+def test_the_question_bounds_are_config_fields(small_index: Path, tmp_path: Path) -> None:
+    with Index.open(small_index) as ix:
+        assert ix.query(WORDY_QUESTION, config=QueryConfig(max_question_terms=300))
+        with pytest.raises(QuestionError, match="at most 10 are asked"):
+            ix.query("how long are logs kept", config=QueryConfig(max_question_chars=10))
+    path = tmp_path / "config.toml"
+    path.write_text("[query]\nmax_question_terms = 0\n")
+    with pytest.raises(ConfigError, match=r"query\.max_question_terms must be >= 1, got 0"):
+        Config.load(path)
+    path.write_text('[query]\nmax_question_chars = "many"\n')
+    with pytest.raises(ConfigError, match="max_question_chars must be an integer, got 'many'"):
+        Config.load(path)
+
+
+def test_a_question_past_the_bounds_is_a_usage_error_of_the_cli(small_index: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["query", WORDY_QUESTION, "--index", str(small_index)])
+    assert result.exit_code == 2, result.output
+    expected = "Error: the question has 300 terms; at most 256 are asked ([query] max_question_terms)"
+    assert expected in result.output
+    assert "Traceback" not in result.output
+    config = tmp_path / "config.toml"
+    config.write_text("[query]\nmax_question_terms = 300\n")
+    args = ["query", WORDY_QUESTION, "--index", str(small_index), "--config", str(config)]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+
+
+def test_serve_answers_a_question_past_the_bounds_with_400_and_the_reason(small_index: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from chunkdedup.web.app import create_app
+
+    with TestClient(base_url="http://localhost", app=create_app(small_index)) as client:
+        page = client.get("/query", params={"q": LONG_QUESTION})
+        assert page.status_code == 400
+        assert "the question has 4,600 characters; at most 4,000 are asked" in page.text
+        answer = client.get("/query", params={"q": WORDY_QUESTION, "format": "json"})
+        assert answer.status_code == 400
+        assert answer.json()["error"].startswith("the question has 300 terms; at most 256 are asked")
+        assert client.get("/query", params={"q": "how long are logs kept"}).status_code == 200

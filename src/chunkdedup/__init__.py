@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         InputError,
         MissingExtraError,
         ParseError,
+        QuestionError,
         SchemaError,
         SyncError,
     )
@@ -65,7 +66,7 @@ _MODULES = {
     "chunkdedup.dedup.exact": "dedup_exact",
     "chunkdedup.errors": "ChunkdedupError ConfigError DuplicateDocumentError IndexBusyError "
     "IndexDamagedError IndexError_ IndexFullError IndexIOError InputError MissingExtraError ParseError "
-    "SchemaError SyncError",
+    "QuestionError SchemaError SyncError",
     "chunkdedup.index": "Index",
     "chunkdedup.normalize": "boilerplate_key exact_key",
     "chunkdedup.execute": "Executor LocalExecutor",
@@ -126,6 +127,7 @@ __all__ = [
     "ParsedFile",
     "QueryConfig",
     "QueryResult",
+    "QuestionError",
     "RetrievalConfig",
     "SchemaError",
     "StripResult",

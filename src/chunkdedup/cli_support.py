@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from chunkdedup.errors import ChunkdedupError
+from chunkdedup.errors import ChunkdedupError, QuestionError
 from chunkdedup.store.index_errors import SQLITE_FAILURES
 from chunkdedup.visible import safe_text
 
@@ -22,13 +22,16 @@ EXIT_FILES_FAILED = 3
 
 @contextlib.contextmanager
 def cli_errors(index: Path | None = None) -> Iterator[None]:
-    """Turn a :class:`ChunkdedupError` into a click error: one line, non-zero exit status.
+    """Turn a :class:`ChunkdedupError` into a click error: one line, non-zero exit status (2 for a
+    question past the `[query]` bounds, a usage error).
 
     An SQLite error on ``index`` (a damaged file, a full disk, an I/O error) gets the message that
     names its cause and the way out (see :mod:`chunkdedup.store.index_errors`), never a traceback.
     """
     try:
         yield
+    except QuestionError as e:  # the question as given: a usage error (exit status 2)
+        raise click.UsageError(safe_text(str(e))) from None
     except ChunkdedupError as e:
         raise click.ClickException(safe_text(str(e))) from None
     except SQLITE_FAILURES as e:

@@ -279,6 +279,9 @@ class QueryConfig:
     empty: none. ``words``: ``source`` shows a hit in the words of the copy that placed it,
     ``canonical`` in its canonical's words when that source is cited (a cited source with other
     words carries them either way).
+    ``max_question_chars`` / ``max_question_terms``: the longest question asked, in characters and in
+    terms (its words: runs of letters and digits); a longer one is a
+    :class:`~chunkdedup.errors.QuestionError` (the work of a question grows with its terms).
     """
 
     k: int = 5
@@ -295,6 +298,8 @@ class QueryConfig:
     word_parts: bool = True
     aliases: str = ""
     words: str = "source"
+    max_question_chars: int = 4_000
+    max_question_terms: int = 256
 
     def __post_init__(self) -> None:
         if self.words not in ("source", "canonical"):
@@ -325,6 +330,9 @@ class QueryConfig:
             raise ConfigError(
                 f"query.max_candidates ({self.max_candidates}) must be >= query.pool ({self.pool})"
             )
+        for name in ("max_question_chars", "max_question_terms"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"query.{name} must be >= 1, got {getattr(self, name)}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@
     ├── InputError           an input path, manifest or golden file cannot be used
     │   └── DuplicateDocumentError   two inputs give the same document id
     ├── ParseError           one file cannot be parsed (reported per file, never stops a run)
+    ├── QuestionError        a question is longer than the ``[query]`` bounds allow
     ├── IndexError_          the index file cannot be used
     │   ├── IndexBusyError   another process is writing to the index
     │   ├── SchemaError      the index was written by a newer chunkdedup or is not an index
@@ -46,6 +47,11 @@ class ParseError(ChunkdedupError):
         self.reason = reason
         #: True when the file is unusable by nature (empty, binary), False when parsing broke.
         self.skipped = skipped
+
+
+class QuestionError(ChunkdedupError):
+    """A question has more characters or terms than ``[query] max_question_chars`` /
+    ``max_question_terms`` allow (a usage error: the CLI exits 2, ``serve`` answers 400)."""
 
 
 class IndexError_(ChunkdedupError):

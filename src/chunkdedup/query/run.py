@@ -21,6 +21,7 @@ from chunkdedup.errors import ConfigError
 from chunkdedup.query.aliases import expand, load_aliases
 from chunkdedup.query.context import ContextRanked, DocumentContexts
 from chunkdedup.query.eligible import Eligibility
+from chunkdedup.query.question import check_question
 from chunkdedup.query.records import Candidate, Dropped, Hit, QueryResult, VersionPolicy, Words
 from chunkdedup.query.retrieve import (
     Fts5Retriever,
@@ -100,6 +101,7 @@ def search(
             "`with Index.open(path) as ix: search(ix, text)`"
         )
     cfg = config or QueryConfig()
+    check_question(text, cfg)
     k = cfg.k if k is None else k
     if isinstance(k, bool) or not hasattr(k, "__index__"):  # an int or a NumPy integer; not 1.5 or "3"
         raise ConfigError(f"k must be a whole number >= 1, got {k!r}")
