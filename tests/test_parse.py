@@ -201,7 +201,10 @@ def test_a_page_without_text_is_kept_empty_and_noted(bad_folder: Path) -> None:
     pages = result.documents[0].pages
     assert [p.has_text_layer for p in pages] == [True, False, True]
     assert pages[1].text == "" and "page three" in pages[2].text
-    assert result.notes == ("page 2 has no text layer (OCR is out of scope)",)
+    (note,) = result.notes  # blank to OCR where it runs (tests/test_ocr.py), else not read
+    assert note.startswith("page 2 has no text layer")
+    off = _parse_one(bad_folder / "one-blank-page.pdf", config=ParseConfig(ocr="off"))
+    assert off.notes == ('page 2 has no text layer, not read: OCR is off ([parse] ocr = "off")',)
 
 
 def test_latin1_text_decodes(bad_folder: Path) -> None:

@@ -382,7 +382,8 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
     click.echo("\nsources:")
     shown = chunk.sources[0]
     for s in chunk.sources:
-        click.echo(f"  {safe_text(s.doc)} p.{s.page} [{s.start}:{s.end}] {s.relation} {s.similarity!r}")
+        scan = "" if s.ocr_confidence is None else f" ocr (confidence {s.ocr_confidence:.2f})"
+        click.echo(f"  {safe_text(s.doc)} p.{s.page} [{s.start}:{s.end}] {s.relation} {s.similarity!r}{scan}")
         if s.text is not None:
             click.echo(f"    {safe_text(s.note(shown))}")
             click.echo(f"    its own words: {_trim(s.text, 200)}")

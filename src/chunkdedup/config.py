@@ -30,14 +30,34 @@ class ParseConfig:
     reached twice, e.g. through a link cycle, is read once); off, such a link is reported as skipped.
     ``max_page_chars``: a longer page (a whole book in one text file) is split into pages of at most
     this many characters, at paragraph, line or word breaks, with a note; later pages are renumbered.
+    ``ocr``: how a PDF page without a text layer (or with a garbled one) is read: ``auto`` by OCR
+    when the ``ocr`` extra and Tesseract's language data are installed (else it is skipped with a
+    note naming the install), ``require`` likewise but a file that needs OCR fails without them,
+    ``off`` never. ``ocr_language``: Tesseract's language codes, ``+`` between several (``eng+deu``).
+    ``ocr_dpi``: the resolution pages are rendered at for OCR. ``ocr_tessdata``: the folder of
+    Tesseract's ``.traineddata`` files (empty: ``TESSDATA_PREFIX`` or the system's).
     """
 
     suffixes: tuple[str, ...] = (".pdf", ".html", ".htm", ".md", ".markdown", ".txt", ".jsonl", ".parquet")
     max_file_bytes: int = 512 * 1024 * 1024
     follow_symlinks: bool = False
     max_page_chars: int = 200_000
+    ocr: str = "auto"
+    ocr_language: str = "eng"
+    ocr_dpi: int = 300
+    ocr_tessdata: str = ""
 
     def __post_init__(self) -> None:
+        if self.ocr not in ("auto", "require", "off"):
+            raise ConfigError(f"parse.ocr must be auto, require or off, got {self.ocr!r}")
+        codes = self.ocr_language.split("+")
+        if not all(c.isascii() and c.replace("_", "").isalnum() for c in codes):
+            raise ConfigError(
+                f"parse.ocr_language must be Tesseract language codes joined by '+' (e.g. 'eng' or"
+                f" 'eng+deu'), got {self.ocr_language!r}"
+            )
+        if not 72 <= self.ocr_dpi <= 600:
+            raise ConfigError(f"parse.ocr_dpi must be in [72, 600] (300 reads best), got {self.ocr_dpi}")
         if self.max_file_bytes <= 0:
             raise ConfigError(f"parse.max_file_bytes must be > 0, got {self.max_file_bytes}")
         if self.max_page_chars < 1000:

@@ -34,11 +34,21 @@ class FileStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One page of extracted text; ``number`` counts from 1."""
+    """One page of extracted text; ``number`` counts from 1.
+
+    ``ocr_confidence`` is set on a page read by OCR (a scanned page: no text layer, or a garbled
+    one): Tesseract's mean word confidence in [0, 1].
+    """
 
     number: int
     text: str
     has_text_layer: bool = True
+    ocr_confidence: float | None = None
+
+    @property
+    def ocr(self) -> bool:
+        """True when the page's text was read by OCR."""
+        return self.ocr_confidence is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +235,8 @@ class Citation:
     semantic copy of the shown text, or the canonical a near copy joined): a citation never vouches
     for words its source does not hold. ``differs`` names the words that differ from the shown text
     (``+word`` only in this source, ``-word`` only in the shown text; casefolded, at most 20).
-    Both are empty for a source whose words are the shown ones.
+    Both are empty for a source whose words are the shown ones. ``ocr_confidence`` is set when the
+    source's page was read by OCR (export and ``show`` write ``ocr: true`` with it).
     """
 
     doc: str
@@ -239,6 +250,7 @@ class Citation:
     superseded_by: str | None = None
     text: str | None = None
     differs: tuple[str, ...] = ()
+    ocr_confidence: float | None = None
 
     @property
     def own_words(self) -> bool:
@@ -260,6 +272,9 @@ class Citation:
         if self.text is not None:
             out["text"] = self.text
             out["differs"] = list(self.differs)
+        if self.ocr_confidence is not None:
+            out["ocr"] = True
+            out["ocr_confidence"] = self.ocr_confidence
         return out
 
     def note(self, shown: Citation) -> str:

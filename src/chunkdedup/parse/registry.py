@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 _HASH_BLOCK = 1 << 20
 
 
-def parser_for(suffix: str) -> Parser:
-    """The parser for a file suffix; an unknown suffix is read as plain text.
+def parser_for(suffix: str, config: ParseConfig | None = None) -> Parser:
+    """The parser for a file suffix; an unknown suffix is read as plain text. ``config`` reaches the
+    parsers that read it (PDF: OCR).
 
     Example:
         >>> type(parser_for(".MD")).__name__
@@ -44,7 +45,7 @@ def parser_for(suffix: str) -> Parser:
         case ".pdf":
             from chunkdedup.parse.pdf import PdfParser
 
-            return PdfParser()
+            return PdfParser(config)
         case ".html" | ".htm" | ".xhtml":
             from chunkdedup.parse.html import HtmlParser
 
@@ -157,7 +158,7 @@ def parse_file(inp: InputFile, config: ParseConfig, keep: Keep | None = None) ->
     if not data or data.isspace():
         return ParsedFile(path, (), FileStatus.SKIPPED, "empty file")
     try:
-        parser = parser_for(inp.path.suffix)
+        parser = parser_for(inp.path.suffix, config)
         if keep is not None and isinstance(parser, RecordParser):
             extraction = parser.parse_known(data, keep)
         else:
@@ -182,7 +183,7 @@ def parse_file(inp: InputFile, config: ParseConfig, keep: Keep | None = None) ->
         )
     if not kept and not any(page.text.strip() for doc in documents for page in doc.pages):
         return ParsedFile(path, (), FileStatus.SKIPPED, "no text found in the file")
-    notes = extraction.notes + tuple(split_notes) + _no_text_layer_notes(documents)
+    notes = extraction.notes + tuple(split_notes)
     return ParsedFile(path, documents, FileStatus.INGESTED, notes=notes, kept=kept, order=order)
 
 
@@ -227,7 +228,7 @@ def _split_long_pages(ex: Extracted, limit: int, notes: list[str]) -> Extracted:
         parts = split_page_text(page.text, limit) if len(page.text) > limit else [page.text]
         first = len(pages) + 1
         for part in parts:
-            pages.append(Page(len(pages) + 1, part, page.has_text_layer))
+            pages.append(Page(len(pages) + 1, part, page.has_text_layer, page.ocr_confidence))
         if len(parts) > 1:
             which = f"record {_shown_id(ex.record_id)} " if ex.record_id is not None else ""
             notes.append(
@@ -272,13 +273,3 @@ def _title(meta_title: MetaValue, found: str | None) -> str | None:
     """A metadata ``title`` (manifest or front matter) wins over the one the format carries."""
     text = (str(meta_title) if isinstance(meta_title, str) else found or "").strip()
     return " ".join(text.split())[:500] or None
-
-
-def _no_text_layer_notes(documents: tuple[Document, ...]) -> tuple[str, ...]:
-    notes = []
-    for doc in documents:
-        missing = [str(p.number) for p in doc.pages if not p.has_text_layer]
-        if missing:
-            which = f"page {missing[0]} has" if len(missing) == 1 else f"pages {', '.join(missing)} have"
-            notes.append(f"{which} no text layer (OCR is out of scope)")
-    return tuple(notes)

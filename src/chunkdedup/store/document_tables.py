@@ -135,6 +135,7 @@ class DocumentTables(BoilerplateTables):
             "UPDATE pages SET has_text=? WHERE doc_id=? AND page=? AND has_text IS NOT ?",
             [(r[2], r[0], r[1], r[2]) for r in over_pages],
         )
+        _put_ocr(c, [doc for doc, _ in items], over)
         self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
 
     def remove_document(self, doc_id: str, run_id: int) -> int:
@@ -233,10 +234,10 @@ class DocumentTables(BoilerplateTables):
         chunked yet reads as its raw text."""
         column = CLEAN_TEXT if clean else RAW_TEXT
         rows = self.conn.execute(
-            f"SELECT page, {column}, has_text FROM pages WHERE doc_id=? ORDER BY page",
+            f"SELECT page, {column}, has_text, ocr_confidence FROM pages WHERE doc_id=? ORDER BY page",
             (doc_id,),
         )
-        return tuple(Page(r[0], r[1] or "", bool(r[2])) for r in rows)
+        return tuple(Page(r[0], r[1] or "", bool(r[2]), r[3]) for r in rows)
 
     def doc_ids(self, *, stale_config: str | None = None) -> list[str]:
         """All document ids, or the indexed ones chunked under another config than ``stale_config``
@@ -401,6 +402,19 @@ def document_row(doc: Document) -> tuple[Any, ...]:
         doc.effective_date.isoformat() if doc.effective_date else None,
         len(doc.pages),
         doc.title,
+    )
+
+
+def _put_ocr(conn: sqlite3.Connection, docs: Sequence[Document], rewritten: set[str]) -> None:
+    """The OCR confidence of the pages read by OCR; a rewritten document's other pages lose theirs
+    (both through the partial index ``pages_ocr``: a corpus without scans writes nothing)."""
+    conn.executemany(
+        "UPDATE pages SET ocr_confidence = NULL WHERE doc_id=? AND ocr_confidence IS NOT NULL",
+        [(d.doc_id,) for d in docs if d.doc_id in rewritten],
+    )
+    conn.executemany(
+        "UPDATE pages SET ocr_confidence=? WHERE doc_id=? AND page=?",
+        [(p.ocr_confidence, d.doc_id, p.number) for d in docs for p in d.pages if p.ocr],
     )
 
 

@@ -219,6 +219,7 @@ class IndexReader:
         """
 
         meta: dict[str, dict[str, Any]] = {}
+        ocr = self._ocr_pages()
         conn = self.store.conn
         sql = f"SELECT c.id, {CANONICAL_TEXT} FROM canonicals c"
         args: tuple[Any, ...] = ()
@@ -228,11 +229,21 @@ class IndexReader:
         cursor = conn.execute(sql + " ORDER BY c.id", args)
         while batch := cursor.fetchmany(512):
             for cid, text in batch:
-                yield self._record(cid, text, meta)
+                yield self._record(cid, text, meta, ocr)
 
-    def _record(self, chunk_id: str, text: str, meta: dict[str, dict[str, Any]]) -> ExportRecord:
+    def _ocr_pages(self) -> dict[tuple[str, int], float]:
+        """The OCR confidence of every page read by OCR, by (doc, page) (the partial index
+        ``pages_ocr``: empty, and read at once, for an index without scans)."""
+        rows = self.store.conn.execute(
+            "SELECT doc_id, page, ocr_confidence FROM pages WHERE ocr_confidence IS NOT NULL"
+        )
+        return {(doc, page): conf for doc, page, conf in rows}
+
+    def _record(
+        self, chunk_id: str, text: str, meta: dict[str, dict[str, Any]], ocr: dict[tuple[str, int], float]
+    ) -> ExportRecord:
         """The export record of canonical ``chunk_id`` (text ``text``); ``meta`` caches documents'
-        metadata across records."""
+        metadata across records; ``ocr`` holds the OCR confidence of scanned pages."""
         sources = []
         for ref, own, differs in self._export_sources(chunk_id):
             if ref.doc_id not in meta:
@@ -241,6 +252,7 @@ class IndexReader:
                 Citation(
                     ref.doc_id, ref.page, ref.start, ref.end, ref.relation, ref.similarity,
                     meta[ref.doc_id], text=own, differs=differs,
+                    ocr_confidence=ocr.get((ref.doc_id, ref.page)),
                 )
             )
         return ExportRecord(chunk_id, text, tuple(sources))
@@ -274,7 +286,7 @@ class IndexReader:
         """
         sql = f"SELECT {CANONICAL_TEXT} FROM canonicals c WHERE c.id=?"
         row = self.store.conn.execute(sql, (chunk_id,)).fetchone()
-        return None if row is None else self._record(chunk_id, row[0], {})
+        return None if row is None else self._record(chunk_id, row[0], {}, self._ocr_pages())
 
     def deleted_since(self, run: int) -> list[str]:
         """Ids of canonicals deleted after ``run`` and not present now.

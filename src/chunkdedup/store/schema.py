@@ -384,4 +384,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             PRIMARY KEY(a, b)) WITHOUT ROWID;
         """,
     ),
+    (
+        "0021_page_ocr",
+        # A page read by OCR (a scanned page) keeps Tesseract's mean word confidence in [0, 1]; NULL on
+        # every page read from its text layer. The partial index holds only the scanned pages, so the
+        # export and the web find them without a scan of every page.
+        """
+        ALTER TABLE pages ADD COLUMN ocr_confidence REAL;
+        CREATE INDEX pages_ocr ON pages(doc_id, page) WHERE ocr_confidence IS NOT NULL;
+        """,
+    ),
 )

@@ -123,21 +123,25 @@ class DocumentRow:
 
 @dataclass(frozen=True, slots=True)
 class PageText:
-    """A page as parsed and as stripped (``clean_text`` is the raw text where stripping changed nothing)."""
+    """A page as parsed and as stripped (``clean_text`` is the raw text where stripping changed nothing);
+    ``ocr_confidence`` is set on a page read by OCR."""
 
     page: int
     has_text: bool
     raw_text: str
     clean_text: str
+    ocr_confidence: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"page": self.page, "has_text": self.has_text, "raw_text": self.raw_text,
-                "clean_text": self.clean_text}
+                "clean_text": self.clean_text, "ocr": self.ocr_confidence is not None,
+                "ocr_confidence": self.ocr_confidence}
 
 
 @dataclass(frozen=True, slots=True)
 class SourceRow:
-    """One chunk of a document: its span of a clean page, its exact-key group and its canonical."""
+    """One chunk of a document: its span of a clean page, its exact-key group and its canonical
+    (``ocr_confidence``: its page was read by OCR; read for a canonical's sources)."""
 
     doc_id: str
     page: int
@@ -147,9 +151,10 @@ class SourceRow:
     canonical_id: str
     relation: str
     similarity: float
+    ocr_confidence: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "doc": self.doc_id,
             "page": self.page,
             "start": self.start,
@@ -159,6 +164,9 @@ class SourceRow:
             "relation": self.relation,
             "similarity": self.similarity,
         }
+        if self.ocr_confidence is not None:
+            out |= {"ocr": True, "ocr_confidence": self.ocr_confidence}
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,11 +303,11 @@ class IndexViews:
     def pages(self, doc_id: str, *, first: int, limit: int) -> tuple[PageText, ...]:
         """Up to ``limit`` pages of a document from page number ``first`` on."""
         rows = self.conn.execute(
-            f"SELECT page, has_text, {RAW_TEXT}, {CLEAN_TEXT} FROM pages"
+            f"SELECT page, has_text, {RAW_TEXT}, {CLEAN_TEXT}, ocr_confidence FROM pages"
             " WHERE doc_id=? AND page>=? ORDER BY page LIMIT ?",
             (doc_id, first, limit),
         )
-        return tuple(PageText(int(r[0]), bool(r[1]), r[2], r[3]) for r in rows)
+        return tuple(PageText(int(r[0]), bool(r[1]), r[2], r[3], r[4]) for r in rows)
 
     def page_chunks(self, doc_id: str, page: int) -> tuple[SourceRow, ...]:
         """The chunks of one page in text order (the sources primary key)."""
@@ -376,8 +384,9 @@ class IndexViews:
         total = int(self.conn.execute("SELECT COUNT(*) FROM sources WHERE canonical_id=?", (canonical_id,))
                     .fetchone()[0])
         rows = self.conn.execute(
-            'SELECT doc_id, page, start, "end", group_id, canonical_id, relation, similarity FROM sources'
-            " WHERE canonical_id=? ORDER BY doc_id, page, start LIMIT ? OFFSET ?",
+            'SELECT doc_id, page, start, "end", group_id, canonical_id, relation, similarity,'
+            " (SELECT p.ocr_confidence FROM pages p WHERE p.doc_id = s.doc_id AND p.page = s.page)"
+            " FROM sources s WHERE canonical_id=? ORDER BY doc_id, page, start LIMIT ? OFFSET ?",
             (canonical_id, limit, offset),
         )
         return Slice(tuple(SourceRow(*r) for r in rows), total, limit, offset)

@@ -214,9 +214,11 @@ class PageView:
     segments: tuple[Segment, ...]
     aligned: bool
     chunks: tuple[SourceRow, ...]
+    ocr_confidence: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"page": self.page, "has_text": self.has_text, "aligned": self.aligned,
+                "ocr": self.ocr_confidence is not None, "ocr_confidence": self.ocr_confidence,
                 "segments": [s.to_json() for s in self.segments],
                 "chunks": [c.to_json() for c in self.chunks]}
 
@@ -249,7 +251,7 @@ def document_page(ix: Index, doc_id: str, *, first: int, limit: int) -> Document
         chunks = views.page_chunks(doc_id, p.page)
         spans = [Span(c.start, c.end, c.canonical_id, c.relation) for c in chunks]
         segments, ok = layout(p.raw_text, p.clean_text, spans, scopes)
-        shown.append(PageView(p.page, p.has_text, segments, ok, chunks))
+        shown.append(PageView(p.page, p.has_text, segments, ok, chunks, p.ocr_confidence))
     last = shown[-1].page if shown else first
     more = bool(views.pages(doc_id, first=last + 1, limit=1)) if shown else False
     prev = max(1, first - limit) if first > 1 else None
