@@ -14,8 +14,14 @@ net is k-independent (dedup and cap do not look at k, MMR is greedy so its first
 for any k >= K) and with the net off the hits are ``found[:k]``. The script checks this against
 per-k retrieval (what ``evaluate`` does) for the shipped default and records the result.
 
+``--levers`` instead measures the ranking levers of ``[query]`` (identity, context weighting, figures),
+each turned off (or changed) against the shipped defaults, on sec-10q with its manifest, sec-10q without
+it, site-policy and ntsb (``benchmarks/golden/ntsb.jsonl``): one index per corpus, every question
+retrieved once at k = 10 per setting.
+
 Example:
     python benchmarks/sweep_query.py --out benchmarks/results/sweep_query.json
+    python benchmarks/sweep_query.py --levers --out benchmarks/results/levers.json
 """
 
 from __future__ import annotations
@@ -184,19 +190,87 @@ def recommend(results: Sequence[dict[str, Any]], max_dup: float) -> list[dict[st
     return out
 
 
+LEVER_COLUMNS = ("recall@1", "recall@5", "ndcg@5", "mrr", "page_recall@5", "evidence_answer@5",
+                 "answer_in_context@5")
+
+
+def lever_grid(shipped: QueryConfig) -> list[tuple[str, QueryConfig]]:
+    """The shipped ``[query]`` defaults, each ranking lever off or changed, and all of them off."""
+    rep = dataclasses.replace
+    return [
+        ("shipped defaults", shipped),
+        ("1. identity off (identity_weight 1)", rep(shipped, identity_weight=1.0)),
+        ("1. identity_weight 0", rep(shipped, identity_weight=0.0)),
+        ("1. identity_weight 0.25", rep(shipped, identity_weight=0.25)),
+        ("2. specificity off (context_specificity 0)", rep(shipped, context_specificity=0.0)),
+        ("2. context_specificity 1", rep(shipped, context_specificity=1.0)),
+        ("2. length normalisation (context_b 0.75)", rep(shipped, context_b=0.75)),
+        ("4. figures off (number_weight 0)", rep(shipped, number_weight=0.0)),
+        ("4. number_weight 5", rep(shipped, number_weight=5.0)),
+        ("4. number_weight 20", rep(shipped, number_weight=20.0)),
+        ("all three off (the previous ranking)",
+         rep(shipped, identity_weight=1.0, context_specificity=0.0, context_b=0.0, number_weight=0.0)),
+    ]
+
+
+def levers(args: argparse.Namespace, console: Console) -> None:
+    """Each ranking lever on and off, on every dev corpus (one index each)."""
+    sec_docs = args.sec / "docs"
+    sec_questions = convert_docugami(args.sec / "qna_data.csv", sec_docs)
+    sets = [
+        ("sec10q + manifest", [sec_docs], args.sec / "manifest.jsonl", sec_questions),
+        ("sec10q, no manifest", [sec_docs], None, sec_questions),
+        ("site-policy", [args.policy], args.policy / "manifest.jsonl", load_golden(args.policy_golden)),
+        ("ntsb", [args.ntsb / "docs"], None, load_golden(args.ntsb_golden)),
+    ]
+    ks = sorted({args.k, *EXTRA_KS})
+    similarity = PairSimilarity()
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="sweep-levers-") as tmp:
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        for i, (corpus, paths, manifest, questions) in enumerate(sets):
+            index = work / f"levers-{i}.sqlite"
+            if not index.exists():
+                ingest(paths, index, manifest=manifest)
+            with Index.open(index) as ix:
+                resolved = DocResolver(d["doc"] for d in ix.documents()).questions(questions)
+                for name, cfg in lever_grid(QueryConfig()):
+                    t0 = time.perf_counter()
+                    metrics, _ = evaluate_setting(ix, resolved, cfg, args.k, ks, similarity)
+                    rows.append({"corpus": corpus, "setting": name, "config": dataclasses.asdict(cfg),
+                                 "metrics": metrics, "seconds": round(time.perf_counter() - t0, 2)})
+    table = Table("corpus", "setting", *LEVER_COLUMNS, title=f"ranking levers, k = {args.k}")
+    for r in rows:
+        m = r["metrics"]
+        table.add_row(r["corpus"], r["setting"], *(_fmt(m.get(c)) for c in LEVER_COLUMNS))
+    console.print(table)
+    data = {"machine": {"platform": platform.platform(), "python": platform.python_version()}, "rows": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    console.print(f"wrote {args.out}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--sec", type=Path, default=DATA / "sec-10q", help="the sec-10q folder")
     parser.add_argument("--policy", type=Path, default=DATA / "site-policy", help="the site-policy folder")
     parser.add_argument("--policy-golden", type=Path,
                         default=REPO / "benchmarks" / "golden" / "site-policy.jsonl")
+    parser.add_argument("--ntsb", type=Path, default=DATA / "ntsb", help="the ntsb folder (--levers)")
+    parser.add_argument("--ntsb-golden", type=Path, default=REPO / "benchmarks" / "golden" / "ntsb.jsonl")
     parser.add_argument("-k", type=int, default=5)
     parser.add_argument("--max-dup", type=float, default=0.01,
                         help="duplication_rate@5 allowed for a recommended setting (default 0.01)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "sweep_query.json")
     parser.add_argument("--work", type=Path, help="keep the indexes here (default: a temp dir)")
+    parser.add_argument("--levers", action="store_true",
+                        help="measure the ranking levers (identity, context weighting, figures) instead")
     args = parser.parse_args(argv)
     console = Console(highlight=False, width=150)
+    if args.levers:
+        levers(args, console)
+        return
     sec_docs = args.sec / "docs"
     sec_questions = convert_docugami(args.sec / "qna_data.csv", sec_docs)
     with tempfile.TemporaryDirectory(prefix="sweep-query-") as tmp:

@@ -302,6 +302,13 @@ class QueryConfig:
     ``max_question_chars`` / ``max_question_terms``: the longest question asked, in characters and in
     terms (its words: runs of letters and digits); a longer one is a
     :class:`~chunkdedup.errors.QuestionError` (the work of a question grows with its terms).
+    ``identity_weight``: how much a question term counts in a passage's text score when the context
+    of the passage's document holds it (1 fully, 0 not at all; it counts once for the document): the
+    context picks the document, the rest of the question the passage. ``context_specificity``: the
+    exponent of a context term's share of the texts holding it that lie in documents whose context
+    holds it (0: off). ``context_b``, ``context_k1``: BM25 length normalisation of the context score
+    (``context_b = 0``: none). ``number_weight``: for a question asking for an amount, this times a
+    passage's share of figures is added to its BM25 score (0: off).
     """
 
     k: int = 5
@@ -318,10 +325,23 @@ class QueryConfig:
     word_parts: bool = True
     aliases: str = ""
     words: str = "source"
+    identity_weight: float = 0.5
+    context_b: float = 0.0
+    context_k1: float = 1.2
+    context_specificity: float = 0.5
+    number_weight: float = 10.0
     max_question_chars: int = 4_000
     max_question_terms: int = 256
 
     def __post_init__(self) -> None:
+        for name in ("identity_weight", "context_b"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"query.{name} must be in [0, 1], got {value}")
+        for name in ("context_k1", "context_specificity", "number_weight"):
+            value = getattr(self, name)
+            if not value >= 0.0:
+                raise ConfigError(f"query.{name} must be >= 0 (0 turns it off), got {value}")
         if self.words not in ("source", "canonical"):
             raise ConfigError(f"query.words must be source or canonical, got {self.words!r}")
         if self.context_weight < 0:

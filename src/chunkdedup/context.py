@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
+from urllib.parse import unquote
 
 from chunkdedup.config import RetrievalConfig
 from chunkdedup.normalize import collapse_ws, with_word_parts
@@ -22,7 +23,7 @@ from chunkdedup.normalize import running_lines as running_lines
 from chunkdedup.types import ContextSource, MetaValue
 
 #: Bumped when the context of the same inputs changes, so an ingest recomputes every document's.
-CONTEXT_FORMAT = "1"
+CONTEXT_FORMAT = "2"
 #: A context longer than this is cut: it identifies a document, it is not a second body.
 MAX_CONTEXT_CHARS = 2_000
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -31,14 +32,16 @@ BACKSLASH = chr(92)  # a Windows path separator
 
 
 def filename_words(path: str) -> str:
-    """A file name as words: split at separators, the suffix dropped; a camel-case word is followed
-    by its pieces.
+    """A file name as words: URL-decoded (``%20`` is a space), split at separators, the suffix
+    dropped; a camel-case word is followed by its pieces.
 
     Example:
         >>> filename_words("reports/AnnualReport_FY2018-3M.pdf")
         'AnnualReport Annual Report FY2018 3M'
+        >>> filename_words("ndas/DBT%20Mutual%20NDA.txt")
+        'DBT Mutual NDA'
     """
-    stem = PurePosixPath(path.replace(BACKSLASH, "/")).stem
+    stem = PurePosixPath(unquote(path.replace(BACKSLASH, "/"))).stem
     words: list[str] = []
     for part in _SEPARATORS.split(stem):
         pieces = [p for p in _CAMEL.split(part) if p]

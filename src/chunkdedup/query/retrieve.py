@@ -73,6 +73,18 @@ class Screening(Protocol):
     def among(self, text: str, limit: int, groups: frozenset[str]) -> Sequence[Scored]: ...
 
 
+@runtime_checkable
+class TermScored(Protocol):
+    """A BM25 retriever that can score one question term alone within given groups.
+
+    A question's BM25 score is the sum of its terms' own scores, so a term's share of a group's
+    score is known: context ranking discounts the terms a document's context explains
+    (:mod:`chunkdedup.query.context`).
+    """
+
+    def term_within(self, term: str, limit: int, groups: Sequence[str]) -> Sequence[Scored]: ...
+
+
 def kept(retriever: Retriever, text: str, limit: int, groups: frozenset[str]) -> list[Scored]:
     """What ``retriever.retrieve(text, limit)`` holds of a scope: the fallback for a retriever that
     cannot rank a scope on its own (its ``limit`` places count outside groups too)."""
@@ -191,6 +203,17 @@ class Fts5Retriever:
         (:func:`~chunkdedup.store.fulltext.search_gids`)."""
         return self._best(text, limit, groups, lambda: sorted(fulltext.group_gids(self.store, groups)))
 
+    def term_within(self, term: str, limit: int, groups: Sequence[str]) -> list[Scored]:
+        """One question term's own BM25 score in each of these groups that holds it, best first
+        (:class:`TermScored`)."""
+        if limit <= 0 or not groups:
+            return []
+        match = quote_terms([term])
+        if self.store.meta("fts_deferred") is not None:
+            return self.search(match, limit, sorted(groups))
+        rows = fulltext.search_gids(self.store, match, limit, sorted(fulltext.group_gids(self.store, groups)))
+        return [Scored(r.group_id, -float(r.bm25)) for r in rows]
+
     def _best(
         self, text: str, limit: int, groups: Collection[str], gids: Callable[[], Sequence[int]]
     ) -> list[Scored]:
@@ -235,12 +258,21 @@ class TantivyRetriever:
             return []
         return self._search(text, limit, list(fulltext.group_gids(self.store, groups)))
 
+    def term_within(self, term: str, limit: int, groups: Sequence[str]) -> list[Scored]:
+        """One question term's own BM25 score in each of these groups that holds it, best first
+        (:class:`TermScored`)."""
+        if not groups:
+            return []
+        return self._search_terms([term], limit, list(fulltext.group_gids(self.store, groups)))
+
     def _search(self, text: str, limit: int, gids: Sequence[int] | None) -> list[Scored]:
+        return self._search_terms(content_terms(text, self.parts), limit, gids)
+
+    def _search_terms(self, terms: Sequence[str], limit: int, gids: Sequence[int] | None) -> list[Scored]:
         """The best ``limit`` by (-score, id), among ``gids`` when given. tantivy breaks a tie by
         its own document order, so a tie across the ``limit``-th place is read in full: hits are
         asked for past ``limit`` (twice as many each time) until the score after the last place
         differs from the last place's."""
-        terms = content_terms(text, self.parts)
         if not terms or limit <= 0:
             return []
         import tantivy  # present: the caller opened ``handle`` with it

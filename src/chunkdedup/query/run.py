@@ -19,7 +19,7 @@ from chunkdedup.config import MAX_K, QueryConfig
 from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
 from chunkdedup.query.aliases import expand, load_aliases
-from chunkdedup.query.context import ContextRanked, DocumentContexts
+from chunkdedup.query.context import ContextRanked, ContextWeighting, DocumentContexts
 from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.question import check_question
 from chunkdedup.query.records import Candidate, Dropped, Hit, QueryResult, VersionPolicy, Words
@@ -117,7 +117,11 @@ def search(
     pool = max(cfg.pool, k)
     flt = where if isinstance(where, Filter) else Filter.parse(where)
     eligibility = Eligibility(index.store, flt, policy, shown)  # type: ignore[arg-type]
-    contexts = DocumentContexts(index.store, eligibility, cfg.word_parts) if cfg.context_weight > 0 else None
+    contexts = (
+        DocumentContexts(index.store, eligibility, cfg.word_parts, _weighting(cfg))
+        if cfg.context_weight > 0 or cfg.number_weight > 0
+        else None
+    )
     chosen_retriever, vectors = _retriever(index, retriever or cfg.retriever, embedder, contexts, cfg)
     if vectors is None and embedder is not None:  # bm25 with --embedder: still checked, used by MMR
         vectors = VectorRetriever.for_index(index.store, embedder)
@@ -133,7 +137,8 @@ def search(
     hits = tuple(c.hit(rank) for rank, c in enumerate(chosen, start=1))
     order = {c.id: i for i, c in enumerate(found)}
     dropped.sort(key=lambda d: (order.get(d.id, -1), -d.score, d.id))
-    matched = tuple(contexts.best(asked, cfg.context_docs)) if contexts is not None else ()
+    ranked = contexts is not None and cfg.context_weight > 0
+    matched = tuple(contexts.best(asked, cfg.context_docs)) if ranked and contexts is not None else ()
     return QueryResult(text, hits, tuple(dropped), policy, matched)  # type: ignore[arg-type]
 
 
@@ -162,7 +167,15 @@ def _retriever(
     def ranked(base: Retriever, relative: bool = False) -> Retriever:
         if contexts is None:
             return base
-        return ContextRanked(base, contexts, cfg.context_weight, cfg.context_docs, relative=relative)
+        return ContextRanked(
+            base,
+            contexts,
+            cfg.context_weight,
+            cfg.context_docs,
+            relative=relative,
+            identity=cfg.identity_weight,
+            numbers=cfg.number_weight,
+        )
 
     if which == "auto":
         which = "hybrid" if has_embeddings(index.store) else "bm25"
@@ -173,6 +186,10 @@ def _retriever(
         return ranked(vectors, relative=True), vectors
     text = ranked(bm25_retriever(index, cfg.word_parts))
     return ReciprocalRankFusion([text, ranked(vectors, relative=True)]), vectors
+
+
+def _weighting(cfg: QueryConfig) -> ContextWeighting:
+    return ContextWeighting(cfg.context_b, cfg.context_k1, cfg.context_specificity)
 
 
 def bm25_retriever(index: Searchable, parts: bool = True) -> Retriever:

@@ -152,6 +152,48 @@ def context_matches(store: Store, match: str) -> tuple[int, ...]:
     return tuple(r[0] for r in rows)
 
 
+def context_lengths(store: Store, dkeys: Sequence[int]) -> dict[int, int]:
+    """``dkey -> the context text's length in characters`` of these context keys."""
+    out: dict[int, int] = {}
+    for lo in range(0, len(dkeys), _BATCH):
+        part = list(dkeys[lo : lo + _BATCH])
+        sql = f"SELECT dkey, LENGTH(text) FROM contexts WHERE dkey IN ({_marks(part)})"
+        out.update((r[0], int(r[1])) for r in store.conn.execute(sql, part))
+    return out
+
+
+def context_mean_length(store: Store) -> float:
+    """The mean length of the contexts' texts in characters (0 without contexts)."""
+    return float(store.conn.execute("SELECT AVG(LENGTH(text)) FROM contexts").fetchone()[0] or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class TermSpread:
+    """How the texts holding a term lie: ``texts`` groups hold it, ``owned`` of them have a source in a
+    document whose context holds it too."""
+
+    texts: int
+    owned: int
+
+
+def term_spread(store: Store, match: str) -> TermSpread:
+    """:class:`TermSpread` of an FTS5 MATCH expression (one term): its ``groups_fts`` rows counted,
+    and those whose group has a source in a document whose context matches it."""
+    texts = int(
+        store.conn.execute("SELECT COUNT(*) FROM groups_fts WHERE groups_fts MATCH ?", (match,)).fetchone()[0]
+    )
+    if not texts:
+        return TermSpread(0, 0)
+    owned = store.conn.execute(
+        "SELECT COUNT(*) FROM groups_fts WHERE groups_fts MATCH ?1 AND +rowid IN ("
+        " SELECT g.gid FROM contexts_fts f JOIN contexts c ON c.dkey = f.rowid"
+        " JOIN sources s ON s.doc_id = c.doc_id JOIN groups g ON g.id = s.group_id"
+        " WHERE contexts_fts MATCH ?1)",
+        (match,),
+    ).fetchone()[0]
+    return TermSpread(texts, int(owned))
+
+
 def context_docs(store: Store, dkeys: Sequence[int]) -> tuple[ContextDoc, ...]:
     """The documents of these context keys, in batches of ``dkeys`` as given."""
     out: list[ContextDoc] = []
