@@ -172,3 +172,38 @@ def test_serve_answers_a_question_past_the_bounds_with_400_and_the_reason(small_
         assert answer.status_code == 400
         assert answer.json()["error"].startswith("the question has 300 terms; at most 256 are asked")
         assert client.get("/query", params={"q": "how long are logs kept"}).status_code == 200
+
+
+def _check(index: Path) -> Any:
+    return CliRunner().invoke(main, ["check", "--index", str(index)])
+
+
+def test_check_of_an_index_written_by_a_newer_version_is_an_error(small_index: Path, tmp_path: Path) -> None:
+    newer = tmp_path / "newer.sqlite"
+    shutil.copyfile(small_index, newer)
+    conn = sqlite3.connect(newer)
+    with conn:
+        conn.execute("INSERT INTO migrations(name) VALUES ('9999_from_the_future')")
+    conn.close()
+    assert _check(small_index).exit_code == 0
+    result = _check(newer)
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: index {newer} was written by a newer chunkdedup (migrations ['9999_from_the_future']): "
+        "upgrade chunkdedup to check it\n"
+    )
+
+
+@pytest.mark.parametrize("tables", [["CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)"], []])
+def test_check_of_an_sqlite_file_that_is_no_index_is_an_error(tmp_path: Path, tables: list[str]) -> None:
+    other = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(other)
+    for sql in tables:
+        conn.execute(sql)
+    conn.commit()
+    conn.close()
+    result = _check(other)
+    assert result.exit_code == 1
+    what = "an SQLite file" if tables else "an empty SQLite file"
+    expected = f"Error: {other} is {what} but not a chunkdedup index: give the path of an index file\n"
+    assert result.output == expected

@@ -20,6 +20,7 @@ from chunkdedup.errors import (
     SchemaError,
 )
 from chunkdedup.store.readonly import read_uri
+from chunkdedup.store.schema import MIGRATIONS
 
 #: Up to this size a damaged index is also run through ``PRAGMA quick_check`` for the message
 #: (about 3 ms per MB: 40 ms for a 13 MB index).
@@ -110,7 +111,8 @@ def quick_check(path: str | Path, *, full: bool = False, limit: int = 20) -> lis
 def check_index(path: str | Path, *, full: bool = False) -> list[str]:
     """Every problem found in an index file, ``["ok"]`` when none: ``quick_check`` (``integrity_check``
     with ``full``), then a read of every row of every table, which also finds stored text whose bytes
-    are no longer UTF-8 (damage inside a value that the page checks cannot see)."""
+    are no longer UTF-8 (damage inside a value that the page checks cannot see). A sound SQLite file
+    that is no chunkdedup index, or an index of a newer chunkdedup, raises ``SchemaError``."""
     try:
         found = quick_check(path, full=full)
     except SQLITE_FAILURES as e:
@@ -122,6 +124,8 @@ def check_index(path: str | Path, *, full: bool = False) -> list[str]:
     try:
         names = conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
         tables = [r[0] for r in names]
+        if not problems:
+            _check_version(conn, Path(path), tables)
         for table in tables:
             quoted = '"' + table.replace('"', '""') + '"'
             try:
@@ -134,6 +138,22 @@ def check_index(path: str | Path, *, full: bool = False) -> list[str]:
     finally:
         conn.close()
     return problems or ["ok"]
+
+
+def _check_version(conn: sqlite3.Connection, p: Path, tables: list[str]) -> None:
+    """Raise ``SchemaError`` unless ``p`` is a chunkdedup index this version can read: an SQLite file
+    without the ``migrations`` table is some other database, one that records a migration this
+    version does not know was written by a newer chunkdedup (an older one is read as it is)."""
+    if "migrations" not in tables:
+        what = "an empty SQLite file" if not tables else "an SQLite file"
+        raise SchemaError(f"{p} is {what} but not a chunkdedup index: give the path of an index file")
+    applied = {str(r[0]) for r in conn.execute("SELECT name FROM migrations")}
+    newer = sorted(applied - {name for name, _ in MIGRATIONS})
+    if newer:
+        raise SchemaError(
+            f"index {p} was written by a newer chunkdedup (migrations {newer}): upgrade chunkdedup "
+            "to check it"
+        )
 
 
 def _full(p: Path, text: str) -> IndexFullError:
