@@ -23,7 +23,8 @@ among contexts and the share of the texts holding it that lie in documents whose
 Why a document-level table rather than a context column beside every chunk's text: the context is
 written once per document (not once per chunk), a document's context never reaches a chunk through a
 copy in another document outside the filter (a group shared by two documents is boosted only by the
-documents that pass), and text scores stay exactly what they were (context adds, it never rescales).
+documents that pass), and text scores stay the engine's (context adds; only the words a passage's
+own document's context holds are discounted, by their own share of the score).
 A term found only in the contexts of documents outside the filter neither finds nor ranks anything.
 """
 
