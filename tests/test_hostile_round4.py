@@ -5,8 +5,12 @@ kernel, and notes that name a path as it was given."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import sqlite3
+import string
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -207,3 +211,29 @@ def test_check_of_an_sqlite_file_that_is_no_index_is_an_error(tmp_path: Path, ta
     what = "an SQLite file" if tables else "an empty SQLite file"
     expected = f"Error: {other} is {what} but not a chunkdedup index: give the path of an index file\n"
     assert result.output == expected
+
+
+_QUERY_IMPORTS = """
+import sys
+from chunkdedup import Index
+with Index.open(sys.argv[1]) as ix:
+    hits = ix.query("days", k=5)
+assert hits, "no hits"
+print(sorted(m for m in ("numba", "scipy", "llvmlite") if m in sys.modules))
+"""
+
+
+def test_a_query_imports_no_compiled_kernel_stack(tmp_path: Path) -> None:
+    """MMR shingles a query's candidates with the NumPy twins of the near tier's kernels: numba (and
+    scipy, which it loads) cost about half a second of a query's process and are not imported."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    rng = random.Random(4)
+    for i in range(30):
+        text = " ".join("".join(rng.choices(string.ascii_lowercase, k=6)) for _ in range(25))
+        (folder / f"d{i:02d}.md").write_text(f"{text} and days.\n")
+    index = tmp_path / "i.sqlite"
+    ingest([folder], index)
+    done = subprocess.run([sys.executable, "-c", _QUERY_IMPORTS, str(index)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -11,8 +11,10 @@ import importlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
+from chunkdedup.dedup.settings import NUMPY_CHARS
 from chunkdedup.normalize import exact_key
 from chunkdedup.query.records import Candidate, Dropped
 
@@ -189,13 +191,17 @@ class ShingleJaccard:
 
     def matrix(self, texts: Sequence[str], ids: Sequence[str] | None = None) -> list[list[float]]:
         if self._kernel is not None:
-            hasher, jaccard = self._kernel
+            make, jaccard = self._kernel
+            # the NumPy twins of the kernels (the same sets and counts) up to the characters a run
+            # signs that way too: numba's start-up (about 0.5 s, scipy with it) would be most of a query
+            compiled = sum(map(len, texts)) > NUMPY_CHARS
+            hasher = make(shingle_words=self.n, compiled=compiled)
             hashed = [hasher.shingles(exact_key(t)) for t in texts]
-            return _pairwise(hashed, jaccard)
+            return _pairwise(hashed, partial(jaccard, compiled=compiled))
         return _pairwise([self.shingles(t) for t in texts], _set_jaccard)
 
 
-def _minhash_kernel(n: int) -> tuple[Any, Callable[[Any, Any], float]] | None:
+def _minhash_kernel(n: int) -> tuple[Any, Callable[..., float]] | None:
     try:
         module = importlib.import_module("chunkdedup.dedup.minhash")
     except ImportError:
@@ -203,7 +209,7 @@ def _minhash_kernel(n: int) -> tuple[Any, Callable[[Any, Any], float]] | None:
     hasher_cls, jaccard = getattr(module, "MinHasher", None), getattr(module, "jaccard", None)
     if hasher_cls is None or jaccard is None:
         return None
-    return hasher_cls(shingle_words=n), jaccard
+    return hasher_cls, jaccard
 
 
 def _set_jaccard(a: frozenset[str], b: frozenset[str]) -> float:
