@@ -30,8 +30,10 @@ STORES = ("chroma", "qdrant", "lancedb", "faiss", "memory")
 @click.option("--collection", default="chunkdedup", show_default=True,
               help="The collection (Qdrant, Chroma), table (LanceDB) or index name (FAISS) in the store.")
 @click.option("--embeddings", "embeddings_spec", required=True,
-              help="fake:DIM (deterministic fake vectors, for trials) or MODULE:NAME, a LangChain "
-                   "Embeddings class called without arguments (langchain_openai:OpenAIEmbeddings).")
+              help="fake:DIM (deterministic fake vectors, for trials), embedder:NAME (chunkdedup's "
+                   "embedder, as ingest --embedder names it: minilm, hash, a sentence-transformers "
+                   "model) or MODULE:NAME, a LangChain Embeddings class called without arguments "
+                   "(langchain_openai:OpenAIEmbeddings).")
 @click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path),
               help="The sync state file (default: PATH.COLLECTION.sync.json beside the store; "
                    "memory: PATH.sync.json).")
@@ -41,19 +43,27 @@ STORES = ("chroma", "qdrant", "lancedb", "faiss", "memory")
 @click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True,
               help="Records written per batch (each confirmed batch is recorded: an interrupted sync "
                    "resumes).")
+@click.option("--index-vectors/--no-index-vectors", "index_vectors", default=None,
+              help="Write the vectors the index holds (an index built with an embedder) instead of "
+                   "embedding changed texts: by default when the embeddings' model_name names the "
+                   "index's embedder; --index-vectors always, --no-index-vectors never.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
 def sync_cmd(index_path: Path, kind: str, store_path: Path, collection: str, embeddings_spec: str,
-             state_path: Path | None, full: bool, batch_size: int, as_json: bool) -> None:
+             state_path: Path | None, full: bool, batch_size: int, index_vectors: bool | None,
+             as_json: bool) -> None:
     """Mirror an index into a local vector store: send what changed since the last sync.
 
     The first sync sends every canonical chunk (text, top-level source, page and manifest fields,
     every citation); later ones send the changes since the run the state file records, so an
-    unchanged index sends nothing. The store is checked against the index after each sync.
+    unchanged index sends nothing. The store is checked against the index after each sync. An index
+    built with an embedder hands the store its own vectors when the embeddings are its model
+    (--embeddings embedder:NAME with the index's embedder), so nothing is embedded again.
 
     Example:
 
     \b
         chunkdedup sync --index policies.sqlite --store chroma --path chroma/ --embeddings fake:384
+        chunkdedup sync --index policies.sqlite --store qdrant --path qdrant/ --embeddings embedder:minilm
         chunkdedup sync --index policies.sqlite --store faiss --path faiss/ \\
             --embeddings langchain_openai:OpenAIEmbeddings --full
     """
@@ -71,7 +81,8 @@ def sync_cmd(index_path: Path, kind: str, store_path: Path, collection: str, emb
             with _working(not as_json, f"syncing {index_path} into {where}") as tick, opened(
                 store, embeddings
             ) as vs:
-                report = sync(index_path, vs, state=state, batch_size=batch_size, full=full, progress=tick)
+                report = sync(index_path, vs, state=state, batch_size=batch_size, full=full, progress=tick,
+                              index_vectors=index_vectors)
         except SyncError as e:
             message = f"{e} (on the command line: sync again with --full)"
             raise click.ClickException(safe_text(message)) from None
@@ -84,6 +95,8 @@ def sync_cmd(index_path: Path, kind: str, store_path: Path, collection: str, emb
     click.echo(safe_text(f"synced {index_path} into {where}: {since}"))
     resumed = " (resumed an interrupted sync)" if report.resumed else ""
     click.echo(f"  upserted {report.upserts:,}, deleted {report.deletes:,}{resumed}")
+    click.echo(f"  vectors: {report.embedded:,} embedded, {report.kept_vectors:,} kept from the store, "
+               f"{report.index_vectors:,} from the index")
     click.echo(safe_text(f"  the store reflects run {report.applied_run}; state: {report.state}"))
 
 

@@ -29,6 +29,7 @@ class _Generic(Driver):
     def __init__(self, store: VectorStore, form: StoreForm | None = None) -> None:
         self.store = store
         self.form = form or StoreForm(type(store).__name__, "scalars")
+        self.takes_vectors = type(self) is not _Generic  # a store only known by add_documents embeds
 
     def _doc(self, rec: StoreRecord) -> Document:
         return Document(page_content=rec.text, id=rec.id, metadata=rec.metadata(self.form.shape))
@@ -137,6 +138,7 @@ class _Qdrant(_Generic):
         # sparse and hybrid modes need the store's sparse vectors too: those records go through add_documents
         mode = getattr(store, "retrieval_mode", "dense")
         self.dense = getattr(mode, "value", mode) == "dense"
+        self.takes_vectors = self.dense
 
     def fetch(self, ids: Sequence[str]) -> dict[str, Stored]:
         points = self.client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=True)
@@ -341,22 +343,34 @@ def driver_for(store: VectorStore) -> Driver:
     return _Generic(store)
 
 
+def store_model(store: VectorStore, embedding: Embeddings | None) -> Embeddings | None:
+    """The model the store's records are embedded by: ``embedding`` when given, else the store's own."""
+    if embedding is not None:
+        return embedding
+    try:
+        return store.embeddings
+    except (AttributeError, NotImplementedError):
+        return None
+
+
 def sink_embed(store: VectorStore, driver: Driver, embedding: Embeddings | None) -> Embed | None:
     """What the sink embeds with: ``embedding`` when given (the vectors are written through the
     store's client), and for LanceDB (written directly) else the store's own embeddings; ``None``
     lets the store embed through ``add_documents``."""
     model = embedding
     if isinstance(driver, _Lance):
-        model = embedding or store.embeddings
+        model = store_model(store, embedding)
         if model is None:
             raise ConfigError(f"{driver.form.name} has no embeddings object: pass embedding= to sync")
-    elif type(driver) is _Generic or (isinstance(driver, _Qdrant) and not driver.dense):
+    elif not driver.takes_vectors:
         model = None  # written through add_documents, with the store's own embeddings
-    if model is None:
-        return None
-    chosen = model
+    return None if model is None else embed_documents(model)
+
+
+def embed_documents(model: Embeddings) -> Embed:
+    """A LangChain embeddings object as the sink's embedder (one ``embed_documents`` call)."""
 
     def embed(records: Sequence[StoreRecord]) -> list[list[float]]:
-        return chosen.embed_documents([r.text for r in records])
+        return model.embed_documents([r.text for r in records])
 
     return embed

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from chunkdedup.embed import Embedder, get_embedder
 from chunkdedup.errors import ConfigError, MissingExtraError
 
 try:
@@ -63,18 +64,49 @@ class LocalStore:
         return self.path.with_name(f"{name}.sync.json")
 
 
+class EmbedderEmbeddings(Embeddings):
+    """One of chunkdedup's embedders (:func:`chunkdedup.embed.get_embedder`) as LangChain embeddings;
+    ``model_name`` is the embedder's recorded name, so an index built with it hands ``sync`` its
+    stored vectors.
+
+    Example:
+        >>> EmbedderEmbeddings(get_embedder("hash:8")).model_name
+        'hash:8:0'
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.model_name = embedder.name
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors: list[list[float]] = self.embedder.embed_batch(texts).astype(float).tolist()
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
 def embeddings_from(spec: str) -> Embeddings:
     """An ``Embeddings`` object named on the command line: ``fake:DIM`` (LangChain's deterministic
-    fake embeddings, for trials and tests) or ``MODULE:NAME`` (a class or factory called without
-    arguments, or an instance; e.g. ``langchain_openai:OpenAIEmbeddings``).
+    fake embeddings, for trials and tests), ``embedder:NAME`` (chunkdedup's own embedder, as
+    ``ingest --embedder`` names it: ``minilm``, ``hash``, a sentence-transformers model) or
+    ``MODULE:NAME`` (a class or factory called without arguments, or an instance; e.g.
+    ``langchain_openai:OpenAIEmbeddings``).
 
     Example:
         >>> len(embeddings_from("fake:8").embed_query("refunds"))
         8
+        >>> embeddings_from("embedder:hash").model_name
+        'hash:64:0'
     """
     head, sep, tail = spec.partition(":")
     if not sep or not head or not tail:
-        raise ConfigError(f"embeddings {spec!r}: write fake:DIM or MODULE:NAME (e.g. fake:384)")
+        raise ConfigError(
+            f"embeddings {spec!r}: write fake:DIM or MODULE:NAME (e.g. fake:384), or embedder:NAME for "
+            "chunkdedup's own embedder (embedder:minilm)"
+        )
+    if head == "embedder":
+        return EmbedderEmbeddings(get_embedder(tail))
     if head == "fake":
         if not tail.isdigit() or int(tail) < 1:
             raise ConfigError(f"embeddings {spec!r}: the dimension must be a positive integer (fake:384)")

@@ -96,9 +96,10 @@ class SyncReport:
     ``applied_run`` the run the store now reflects, and whether it resumed an interrupted delta.
 
     ``embedded``: texts the embedder was given (in ``embed_calls`` calls); ``kept_vectors``: upserts
-    whose text the store already held, updated without an embedding; ``verified``: the store was
-    listed after the sync and holds one record per canonical, no other (``False``: it cannot be
-    listed); ``store_records``: how many records it holds then.
+    whose text the store already held, updated without an embedding; ``index_vectors``: upserts
+    written with the vector the index holds (its embedder is the store's model); ``verified``: the
+    store was listed after the sync and holds one record per canonical, no other (``False``: it
+    cannot be listed); ``store_records``: how many records it holds then.
     """
 
     since: int | None
@@ -110,6 +111,7 @@ class SyncReport:
     embedded: int = 0
     embed_calls: int = 0
     kept_vectors: int = 0
+    index_vectors: int = 0
     verified: bool = False
     store_records: int | None = None
 

@@ -41,12 +41,14 @@ from chunkdedup.integrations._core import (
     hit_metadata,
     item_docs,
     item_version,
+    open_index,
     run_search,
     safety_net,
 )
 from chunkdedup.integrations._filters import haystack_filter
 from chunkdedup.integrations._haystack_documents import Deduplicator as Deduplicator
 from chunkdedup.integrations._haystack_stores import DocumentStoreDriver, embed_with
+from chunkdedup.integrations._index_vectors import index_vectors as choose_vectors
 from chunkdedup.integrations._mirror import MirrorSink
 from chunkdedup.integrations._sync import DEFAULT_BATCH, SyncReport, run_sync
 from chunkdedup.query.records import VersionPolicy
@@ -180,6 +182,7 @@ def sync(
     batch_size: int = DEFAULT_BATCH,
     full: bool = False,
     verify: bool = True,
+    index_vectors: bool | None = None,
 ) -> SyncReport:
     """Make ``document_store`` mirror the index: each changed canonical written as a ``Document``
     (id the canonical id; meta: ``source``, ``page``, ``docs``, the manifest's keys, ``chunk_id`` and
@@ -197,11 +200,20 @@ def sync(
     ``verify=False`` skips listing the store after the sync (for a store too large to list on every
     call; ``full=True`` lists it all the same).
 
+    ``index_vectors``: an index built with an embedder hands a changed document its stored vector
+    instead of an embedding: ``None`` when the ``embedder``'s ``model`` (Sentence Transformers
+    embedders) names the index's embedder, ``True`` always (also without an ``embedder``), ``False``
+    never. Vectors of another dimension than the ``embedder`` gives are refused with
+    :class:`~chunkdedup.errors.SyncError`.
+
     Example:
         >>> from haystack.document_stores.in_memory import InMemoryDocumentStore  # doctest: +SKIP
         >>> sync("policies.sqlite", InMemoryDocumentStore()).to_json()  # doctest: +SKIP
     """
     driver = DocumentStoreDriver(document_store)
-    sink = MirrorSink(driver, None if embedder is None else embed_with(embedder, driver))
-    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full, verify=verify)
+    with open_index(index) as ix:
+        vectors = choose_vectors(ix, embedder, index_vectors, store=driver.form.name)
+        embed = None if embedder is None else embed_with(embedder, driver)
+        sink = MirrorSink(driver, embed, index_vectors=vectors)
+        report = run_sync(ix, sink, since=since, state=state, batch_size=batch_size, full=full, verify=verify)
     return sink.counted(report)

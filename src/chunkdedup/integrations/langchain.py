@@ -42,12 +42,14 @@ from chunkdedup.integrations._core import (
     hit_metadata,
     item_docs,
     item_version,
+    open_index,
     run_search,
     safety_net,
 )
 from chunkdedup.integrations._filters import langchain_filter
+from chunkdedup.integrations._index_vectors import index_vectors as choose_vectors
 from chunkdedup.integrations._langchain_documents import Deduplicator as Deduplicator
-from chunkdedup.integrations._langchain_stores import driver_for, sink_embed
+from chunkdedup.integrations._langchain_stores import driver_for, embed_documents, sink_embed, store_model
 from chunkdedup.integrations._mirror import MirrorSink
 from chunkdedup.integrations._sync import DEFAULT_BATCH, SyncReport, run_sync
 from chunkdedup.query.records import VersionPolicy
@@ -152,6 +154,7 @@ def sync(
     verify: bool = True,
     embedding: Embeddings | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    index_vectors: bool | None = None,
 ) -> SyncReport:
     """Make ``vector_store`` mirror the index: each changed canonical upserted as a store record
     (:mod:`chunkdedup.integrations._records`: top-level ``source``, ``page``, ``docs``, the manifest's
@@ -168,13 +171,29 @@ def sync(
     ``verify=False`` skips listing the store after the sync (for a store too large to list on every
     call; ``full=True`` lists it all the same).
 
+    ``index_vectors``: an index built with an embedder hands a changed text its stored vector instead
+    of an embedding: ``None`` when the embeddings' ``model_name`` (``embedding``, else the store's)
+    names the index's embedder, ``True`` always, ``False`` never. Vectors of another dimension than
+    the store's model gives are refused with :class:`~chunkdedup.errors.SyncError`.
+
     Example:
         >>> from langchain_core.vectorstores import InMemoryVectorStore  # doctest: +SKIP
         >>> sync("policies.sqlite", InMemoryVectorStore(embeddings)).to_json()  # doctest: +SKIP
     """
     driver = driver_for(vector_store)
-    sink = MirrorSink(driver, sink_embed(vector_store, driver, embedding), store_embeds=True)
-    report = run_sync(
-        index, sink, since=since, state=state, batch_size=batch_size, full=full, verify=verify, tick=progress
-    )
+    model = store_model(vector_store, embedding)
+    with open_index(index) as ix:
+        vectors = choose_vectors(
+            ix, model, index_vectors, takes_vectors=driver.takes_vectors, store=driver.form.name
+        )
+        sink = MirrorSink(
+            driver,
+            sink_embed(vector_store, driver, embedding),
+            store_embeds=True,
+            index_vectors=vectors,
+            probe=None if model is None else embed_documents(model),
+        )
+        report = run_sync(
+            ix, sink, since=since, state=state, batch_size=batch_size, full=full, verify=verify, tick=progress
+        )
     return sink.counted(report)

@@ -45,10 +45,12 @@ from chunkdedup.integrations._core import (
     hit_metadata,
     item_docs,
     item_version,
+    open_index,
     run_search,
     safety_net,
 )
 from chunkdedup.integrations._filters import llamaindex_filter
+from chunkdedup.integrations._index_vectors import index_vectors as choose_vectors
 from chunkdedup.integrations._llamaindex_documents import Deduplicator as Deduplicator
 from chunkdedup.integrations._llamaindex_stores import driver_for
 from chunkdedup.integrations._mirror import MirrorSink
@@ -154,6 +156,7 @@ def sync(
     batch_size: int = DEFAULT_BATCH,
     full: bool = False,
     verify: bool = True,
+    index_vectors: bool | None = None,
 ) -> SyncReport:
     """Make ``vector_store`` mirror the index: each changed canonical upserted as a ``TextNode`` (store
     record metadata: ``source``, ``page``, ``docs``, the manifest's keys, ``chunk_id``; node id the
@@ -173,6 +176,11 @@ def sync(
     ``verify=False`` skips listing the store after the sync (for a store too large to list on every
     call; ``full=True`` lists it all the same).
 
+    ``index_vectors``: an index built with an embedder hands a changed node its stored vector instead
+    of an embedding: ``None`` when ``embed_model.model_name`` names the index's embedder, ``True``
+    always, ``False`` never. Vectors of another dimension than ``embed_model`` gives are refused with
+    :class:`~chunkdedup.errors.SyncError`.
+
     Example:
         >>> store, docs = SimpleVectorStore(), SimpleDocumentStore()  # doctest: +SKIP
         >>> sync("policies.sqlite", store, embed_model=model, docstore=docs)  # doctest: +SKIP
@@ -186,6 +194,9 @@ def sync(
     def embed(records: Sequence[StoreRecord]) -> list[list[float]]:
         return embed_model.get_text_embedding_batch([r.text for r in records])
 
-    sink = MirrorSink(driver_for(vector_store, docstore), embed)
-    report = run_sync(index, sink, since=since, state=state, batch_size=batch_size, full=full, verify=verify)
+    driver = driver_for(vector_store, docstore)
+    with open_index(index) as ix:
+        vectors = choose_vectors(ix, embed_model, index_vectors, store=driver.form.name)
+        sink = MirrorSink(driver, embed, index_vectors=vectors)
+        report = run_sync(ix, sink, since=since, state=state, batch_size=batch_size, full=full, verify=verify)
     return sink.counted(report)

@@ -7,13 +7,14 @@ adds the query to it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Self
 
 from chunkdedup.errors import ChunkdedupError, IndexError_, MigrationPendingError
-from chunkdedup.store import Store, counts, reads
+from chunkdedup.store import Store, counts, reads, vectors
 from chunkdedup.store.schema import CANONICAL_TEXT
+from chunkdedup.store.vectors import StoredEmbedder, VectorBatch
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef, Citation, ExportRecord
 
 
@@ -287,6 +288,21 @@ class IndexReader:
         sql = f"SELECT {CANONICAL_TEXT} FROM canonicals c WHERE c.id=?"
         row = self.store.conn.execute(sql, (chunk_id,)).fetchone()
         return None if row is None else self._record(chunk_id, row[0], {}, self._ocr_pages())
+
+    def embedder(self) -> StoredEmbedder | None:
+        """The embedder whose vectors the index holds (its recorded name and dimension), or ``None``
+        for an index built without one."""
+        return vectors.stored_embedder(self.store)
+
+    def canonical_vectors(self, chunk_ids: Sequence[str]) -> VectorBatch:
+        """The stored vectors of these canonicals (float32 little-endian blobs, keyed by canonical
+        id; a canonical without a vector is left out). A canonical's vector is its leader group's."""
+        keys: list[str] = []
+        blobs: list[bytes] = []
+        for batch in vectors.vectors_of(self.store, list(dict.fromkeys(chunk_ids))):
+            keys += batch.keys
+            blobs += batch.vectors
+        return VectorBatch(tuple(keys), tuple(blobs))
 
     def deleted_since(self, run: int) -> list[str]:
         """Ids of canonicals deleted after ``run`` and not present now.

@@ -28,6 +28,15 @@ class VectorBatch:
     vectors: tuple[bytes, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class StoredEmbedder:
+    """The embedder whose vectors an index holds: its recorded ``name`` (as
+    :func:`chunkdedup.embed.get_embedder` takes it) and the vectors' dimension."""
+
+    name: str
+    dim: int
+
+
 def _batch(rows: list[tuple[str, bytes]]) -> VectorBatch:
     return VectorBatch(tuple(r[0] for r in rows), tuple(r[1] for r in rows))
 
@@ -40,6 +49,14 @@ def has_embeddings(store: Store) -> bool:
         return False
     name = conn.execute("SELECT value FROM meta WHERE key='embedder_name'").fetchone()
     return name is not None and conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
+
+
+def stored_embedder(store: Store) -> StoredEmbedder | None:
+    """The embedder of the index's stored vectors, or ``None`` when it holds none."""
+    if not has_embeddings(store):
+        return None
+    name, dim = store.meta("embedder_name"), store.meta("embedder_dim")
+    return None if name is None or dim is None else StoredEmbedder(name, int(dim))
 
 
 def data_version(store: Store) -> int:
