@@ -237,3 +237,20 @@ def test_a_query_imports_no_compiled_kernel_stack(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", _QUERY_IMPORTS, str(index)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_ingest_names_each_file_as_its_input_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "records.jsonl").write_text('{"id": "a", "text": "hello there"}\nnot json\n')
+    (folder / "empty.md").write_text("")
+    result = CliRunner().invoke(main, ["ingest", "docs", "--index", "i.sqlite"])
+    assert result.exit_code == 0, result.output
+    assert "note docs/sub/records.jsonl: line 2: not valid JSON" in result.output
+    assert "skipped docs/empty.md: empty file" in result.output
+    assert str(tmp_path) not in result.output
+    result = CliRunner().invoke(main, ["ingest", str(folder), "--index", "j.sqlite"])
+    assert f"note {folder / 'sub' / 'records.jsonl'}: line 2" in result.output  # absolute as given

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
@@ -18,6 +18,7 @@ import click
 
 from chunkdedup.cli_support import (
     EXIT_FILES_FAILED,
+    as_given,
     cli_errors,
     json_text,
     progress_bar,
@@ -198,13 +199,14 @@ def ingest_cmd(
     if as_json:
         click.echo(json_text(report.to_json()))
     else:
-        _print_report(report, index_path)
+        _print_report(report, index_path, paths)
     if any(f.status == "failed" for f in report.files):
         # The summary above says which files and why; scripts see it in the status.
         sys.exit(EXIT_FILES_FAILED)
 
 
-def _print_report(report: IngestReport, index_path: Path) -> None:
+def _print_report(report: IngestReport, index_path: Path, given: Sequence[Path] = ()) -> None:
+    """The human summary of an ingest; each file named as its input was given (``given``)."""
     out = _stdout()
     t = report.totals
     files = t["files"]
@@ -236,10 +238,11 @@ def _print_report(report: IngestReport, index_path: Path) -> None:
         out.print(f"text index: {ti['engine']} ({what} {ti['groups']} texts)")
     bad = [f for f in report.files if f.status in ("skipped", "failed")]
     for f in bad:
-        out.print(f"[yellow]{f.status}[/yellow] {_markup(f.path)}: {_markup(f.reason or '')}")
+        named = _markup(as_given(f.path, given))
+        out.print(f"[yellow]{f.status}[/yellow] {named}: {_markup(f.reason or '')}")
     noted = [f for f in report.files if f.status == "ingested" and f.reason]
     for f in noted:
-        out.print(f"note {safe_text(f.path)}: {safe_text(f.reason or '')}", markup=False)
+        out.print(f"note {safe_text(as_given(f.path, given))}: {safe_text(f.reason or '')}", markup=False)
     for note in report.notes:
         out.print(f"note: {safe_text(note)}", markup=False)
 

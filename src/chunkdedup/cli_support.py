@@ -6,13 +6,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
 from chunkdedup.errors import ChunkdedupError, QuestionError
+from chunkdedup.parse.discover import display_path
 from chunkdedup.store.index_errors import SQLITE_FAILURES
 from chunkdedup.visible import safe_text
 
@@ -46,6 +48,26 @@ def cli_errors(index: Path | None = None) -> Iterator[None]:
         where = f" writing {e.filename}" if e.filename else ""
         message = f"no space left{where} ({e.strerror}): free disk space and run again"
         raise click.ClickException(safe_text(message)) from None
+
+
+def as_given(path: str, given: Sequence[Path]) -> str:
+    """A file's path as an ingest stores it (absolute), written as the input it was found under was
+    given: ``docs/a.md`` for an input ``docs``; a path under no input as it is.
+
+    Example:
+        >>> as_given(os.path.abspath("docs/a.md"), [Path("docs")])
+        'docs/a.md'
+    """
+    best: tuple[str, str] | None = None
+    for p in given:
+        root = display_path(os.path.normpath(p.absolute()))
+        inside = path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+        if inside and (best is None or len(root) > len(best[0])):
+            best = (root, display_path(p))
+    if best is None:
+        return path
+    root, shown = best
+    return shown + path[len(root) :]
 
 
 def _sqlite_message(e: UnicodeDecodeError) -> bool:
