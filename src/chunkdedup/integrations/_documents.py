@@ -119,11 +119,12 @@ def _page_number(meta: Mapping[str, Any]) -> float | None:
 
 def cited(index: str | Path, doc_ids: Sequence[str]) -> tuple[ExportRecord, ...]:
     """The index's canonicals with a source among ``doc_ids``, by their first such source's place
-    (the documents in the given order, then page and offset)."""
+    (the documents in the given order, then page and offset); read through those documents' sources
+    (:meth:`~chunkdedup.index.Index.records_citing`), not the whole index."""
     rank = {d: i for i, d in enumerate(doc_ids)}
     found: list[tuple[tuple[int, int, int, str], ExportRecord]] = []
     with Index.open(index) as ix:
-        for rec in ix.records():
+        for rec in ix.records_citing(doc_ids):
             mine = [s for s in rec.sources if s.doc in rank]
             if mine:
                 first = min(mine, key=lambda s: (rank[s.doc], s.page, s.start))

@@ -17,6 +17,9 @@ from chunkdedup.store.schema import CANONICAL_TEXT
 from chunkdedup.store.vectors import StoredEmbedder, VectorBatch
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef, Citation, ExportRecord
 
+#: Ids per ``IN (...)`` list (under SQLite's default limit on bound parameters).
+_IN_BATCH = 500
+
 
 class IndexReader:
     """A read view over a :class:`Store`: every read of :class:`chunkdedup.index.Index` but the query.
@@ -288,6 +291,51 @@ class IndexReader:
         sql = f"SELECT {CANONICAL_TEXT} FROM canonicals c WHERE c.id=?"
         row = self.store.conn.execute(sql, (chunk_id,)).fetchone()
         return None if row is None else self._record(chunk_id, row[0], {}, self._ocr_pages())
+
+    def records_citing(self, doc_ids: Sequence[str]) -> list[ExportRecord]:
+        """The export records (as :meth:`records` gives them, ordered by id) of the canonicals with a
+        source among ``doc_ids``. The canonicals are found through the sources of those documents
+        (the ``sources`` primary key), so the cost follows the documents and what they cite, not the
+        size of the index.
+
+        Example:
+            >>> [r.id for r in IndexReader.open("corpus.sqlite").records_citing(["a.md"])]  # doctest: +SKIP
+        """
+        conn = self.store.conn
+        found: set[str] = set()
+        docs = list(dict.fromkeys(doc_ids))
+        for lo in range(0, len(docs), _IN_BATCH):
+            part = docs[lo : lo + _IN_BATCH]
+            sql = f"SELECT DISTINCT canonical_id FROM sources WHERE doc_id IN ({','.join('?' * len(part))})"
+            found.update(r[0] for r in conn.execute(sql, part))
+        meta: dict[str, dict[str, Any]] = {}
+        ocr = self._ocr_pages_citing(sorted(found))
+        out = []
+        for cid in sorted(found):
+            row = conn.execute(f"SELECT {CANONICAL_TEXT} FROM canonicals c WHERE c.id=?", (cid,)).fetchone()
+            if row is not None:
+                out.append(self._record(cid, row[0], meta, ocr))
+        return out
+
+    def _ocr_pages_citing(self, chunk_ids: Sequence[str]) -> dict[tuple[str, int], float]:
+        """As :meth:`_ocr_pages`, for the documents these canonicals cite only."""
+        conn = self.store.conn
+        docs: set[str] = set()
+        for lo in range(0, len(chunk_ids), _IN_BATCH):
+            part = list(chunk_ids[lo : lo + _IN_BATCH])
+            sql = f"SELECT DISTINCT doc_id FROM sources WHERE canonical_id IN ({','.join('?' * len(part))})"
+            docs.update(r[0] for r in conn.execute(sql, part))
+        out: dict[tuple[str, int], float] = {}
+        ordered = sorted(docs)
+        for lo in range(0, len(ordered), _IN_BATCH):
+            part = ordered[lo : lo + _IN_BATCH]
+            rows = conn.execute(
+                "SELECT doc_id, page, ocr_confidence FROM pages WHERE ocr_confidence IS NOT NULL"
+                f" AND doc_id IN ({','.join('?' * len(part))})",
+                part,
+            )
+            out.update(((doc, page), conf) for doc, page, conf in rows)
+        return out
 
     def embedder(self) -> StoredEmbedder | None:
         """The embedder whose vectors the index holds (its recorded name and dimension), or ``None``
