@@ -42,7 +42,9 @@ if TYPE_CHECKING:
     )
     from chunkdedup.execute import Executor, LocalExecutor
     from chunkdedup.index import Index
+    from chunkdedup.ingest_memory import ingest_records
     from chunkdedup.normalize import boilerplate_key, exact_key
+    from chunkdedup.parse.memory import InputRecord
     from chunkdedup.pipeline import IngestOptions, IngestReport, ingest, ingest_with, remove_documents
     from chunkdedup.query import Citation, ExportRecord, Hit, QueryResult, dedup_chunks, search
     from chunkdedup.types import (
@@ -68,6 +70,8 @@ _MODULES = {
     "IndexDamagedError IndexError_ IndexFullError IndexIOError InputError MissingExtraError ParseError "
     "QuestionError SchemaError SyncError",
     "chunkdedup.index": "Index",
+    "chunkdedup.ingest_memory": "ingest_records",
+    "chunkdedup.parse.memory": "InputRecord",
     "chunkdedup.normalize": "boilerplate_key exact_key",
     "chunkdedup.execute": "Executor LocalExecutor",
     "chunkdedup.pipeline": "IngestOptions IngestReport ingest ingest_with remove_documents",
@@ -119,6 +123,7 @@ __all__ = [
     "IngestOptions",
     "IngestReport",
     "InputError",
+    "InputRecord",
     "LocalExecutor",
     "MissingExtraError",
     "Page",
@@ -141,6 +146,7 @@ __all__ = [
     "dedup_exact",
     "exact_key",
     "ingest",
+    "ingest_records",
     "ingest_with",
     "remove_documents",
     "running_keys",
