@@ -237,13 +237,14 @@ def test_haystack_same_model_embeds_nothing(index: Path) -> None:
 
     from chunkdedup.integrations.haystack import sync
 
-    def run(name: str) -> tuple[Any, dict[str, list[float]], Calls]:
+    def run(name: str, prefix: str = "") -> tuple[Any, dict[str, list[float]], Calls]:
         calls = Calls()
 
         @component
         class Embedder:  # as SentenceTransformersDocumentEmbedder: the model in ``model``
             def __init__(self) -> None:
                 self.model = name
+                self.prefix = prefix
 
             @component.output_types(documents=list[Document])
             def run(self, documents: list[Document]) -> dict[str, list[Document]]:
@@ -253,7 +254,7 @@ def test_haystack_same_model_embeds_nothing(index: Path) -> None:
                 return {"documents": [replace(d, embedding=v) for d, v in pairs]}
 
         store = InMemoryDocumentStore()
-        report = sync(index, store, embedder=Embedder(), state=index.with_suffix(f".hs.{name}"))
+        report = sync(index, store, embedder=Embedder(), state=index.with_suffix(f".hs.{name}{len(prefix)}"))
         held = {d.meta["chunk_id"]: list(d.embedding or []) for d in store.filter_documents()}
         return report, held, calls
 
@@ -263,6 +264,9 @@ def test_haystack_same_model_embeds_nothing(index: Path) -> None:
     other, held, calls = run("other-model")
     assert other.index_vectors == 0 and calls.texts == other.upserts
     assert not _close(held, index_vectors(index))
+    # the index's model, but given a prefix the index did not embed: embedded
+    prefixed, _, calls = run("hash", prefix="passage: ")
+    assert prefixed.index_vectors == 0 and calls.texts == prefixed.upserts
 
 
 # --- names -----------------------------------------------------------------------------------
@@ -351,3 +355,35 @@ def test_the_command_line_refuses_vectors_of_another_dimension(index: Path, tmp_
     result = CliRunner().invoke(main, [*args, "--embeddings", "fake:16", "--index-vectors"])
     assert result.exit_code == 1 and "has 16 dimensions but the index's vectors" in result.output
     assert "Traceback" not in result.output
+
+
+# --- the twelve real store setups ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["langchain-memory", "langchain-chroma", "langchain-qdrant",
+                                  "langchain-faiss", "langchain-lancedb", "langchain-lancedb-append",
+                                  "llamaindex-simple", "llamaindex-chroma", "llamaindex-qdrant",
+                                  "haystack-memory", "haystack-chroma", "haystack-qdrant"])
+def test_each_real_store_takes_the_index_vectors_and_mirrors_it(name: str, tmp_path: Path) -> None:
+    """Forced on the setups' fake embeddings (16-d, no model name): one probe text per sync, every
+    record's vector from the index, the store a mirror after an ingest and an edit."""
+    from test_sync_stores import NEEDS, SETUPS, _mirrors
+
+    for module in NEEDS.get(name.split("-")[1], ()):
+        pytest.importorskip(module)
+    index, state = tmp_path / "index.sqlite", tmp_path / "state.json"
+    hashed16 = Config(chunk=HASHED.chunk, semantic=SemanticConfig(enabled=True, embedder="hash:16"))
+    ingest([small_corpus(tmp_path)], index, config=hashed16)
+    setup = SETUPS[name](tmp_path)
+    first = setup.sync(index, state=state, index_vectors=True)
+    assert first.verified and first.index_vectors == first.upserts > 0
+    assert (first.embed_calls, first.embedded, setup.counter.texts) == (1, 1, 1)  # the probe
+    _mirrors(setup, index)
+    (tmp_path / "corpus" / "charlie.txt").write_text(
+        "Charlie policy was rewritten for the new charlie product line.\n", encoding="utf-8"
+    )
+    ingest([tmp_path / "corpus"], index, config=hashed16)
+    edited = setup.sync(index, state=state, index_vectors=True)
+    assert edited.verified and edited.index_vectors == edited.upserts - edited.kept_vectors >= 1
+    assert setup.counter.texts == 2
+    _mirrors(setup, index)

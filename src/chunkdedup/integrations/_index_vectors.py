@@ -26,6 +26,9 @@ from chunkdedup.index import Index
 
 #: The attributes a framework embeddings object names its model by, in the order they are tried.
 MODEL_ATTRS = ("model_name", "model", "model_id")
+#: Settings that make a framework embed other words than the chunk's text (a prefix, an instruction,
+#: metadata fields): the index embedded the text alone, so its vectors are not what such a model gives.
+TEXT_CHANGES = ("prefix", "suffix", "text_instruction", "meta_fields_to_embed")
 #: The hub namespace sentence-transformers resolves a bare model name in.
 _ST_HUB = "sentence-transformers/"
 _MINILM = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
@@ -70,6 +73,11 @@ def model_name(model: object) -> str | None:
     return None
 
 
+def adds_to_text(model: object) -> bool:
+    """Whether the framework embeds more than a chunk's text (:data:`TEXT_CHANGES` set)."""
+    return any(getattr(model, attr, None) for attr in TEXT_CHANGES)
+
+
 def _canonical(name: str) -> str:
     """One spelling per model: a recorded name, a hub id or a local directory."""
     spec = name.strip()
@@ -98,14 +106,15 @@ def index_vectors(
 ) -> IndexVectors | None:
     """The stored vectors a sync of ``index`` uses, or ``None`` to embed as usual.
 
-    ``choice``: ``None`` uses them when ``model`` names the index's embedder, ``True`` always (an
-    index without vectors, or a store that embeds every record itself, is a
-    :class:`~chunkdedup.errors.ConfigError`), ``False`` never.
+    ``choice``: ``None`` uses them when ``model`` names the index's embedder and embeds the text
+    alone (no prefix, instruction or metadata fields), ``True`` always (an index without vectors, or
+    a store that embeds every record itself, is a :class:`~chunkdedup.errors.ConfigError`),
+    ``False`` never.
     """
     if choice is False:
         return None
     stored = index.embedder()
-    named = model_name(model) if model is not None else None
+    named = model_name(model) if model is not None and not adds_to_text(model) else None
     if choice is None:
         if stored is None or not takes_vectors or not same_model(named, stored.name):
             return None
