@@ -344,6 +344,20 @@ def test_the_command_line_hands_over_the_index_vectors(
     assert _close(held, index_vectors(index)) is (from_index or embeddings == "embedder:hash")
 
 
+def test_the_command_line_summary_says_where_the_vectors_came_from(index: Path, tmp_path: Path) -> None:
+    pytest.importorskip("langchain_core")
+    from click.testing import CliRunner
+
+    from chunkdedup.cli import main
+
+    args = ["sync", "--index", str(index), "--store", "memory", "--path", str(tmp_path / "s.json")]
+    result = CliRunner().invoke(main, [*args, "--embeddings", "embedder:hash"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    with Index.open(index) as ix:
+        n = len(list(ix.records()))
+    assert f"vectors: 0 embedded, 0 kept from the store, {n} from the index" in result.output
+
+
 def test_the_command_line_refuses_vectors_of_another_dimension(index: Path, tmp_path: Path) -> None:
     pytest.importorskip("langchain_core")
     from click.testing import CliRunner
