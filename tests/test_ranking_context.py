@@ -194,3 +194,27 @@ def test_a_statement_table_competes_with_narrative_for_an_amount(tmp_path: Path)
 def test_ranking_knobs_are_checked(field: str, value: float) -> None:
     with pytest.raises(ConfigError, match=field):
         QueryConfig(**{field: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("engine", [None, "tantivy"])
+def test_a_question_score_is_the_sum_of_its_terms_scores(tmp_path: Path, engine: str | None) -> None:
+    """What the identity lever relies on: each term scored alone within the candidates adds up to the
+    question's BM25 score, on FTS5 and on tantivy."""
+    from chunkdedup.query.retrieve import TermScored, content_terms
+    from chunkdedup.query.run import bm25_retriever
+
+    index = tmp_path / "i.sqlite"
+    ingest([_ndas(tmp_path / "c")], index, text_engine=engine)
+    q = "Acme confidential information return destroy"
+    with Index.open(index) as ix:
+        base = bm25_retriever(ix)
+        assert isinstance(base, TermScored)
+        whole = {s.id: s.score for s in base.retrieve(q, 50)}
+        groups = sorted(whole)
+        parts: dict[str, float] = {}
+        for term in content_terms(q):
+            for s in base.term_within(term, len(groups), groups):
+                parts[s.id] = parts.get(s.id, 0.0) + s.score
+    assert whole and set(parts) == set(whole)
+    for g, score in whole.items():
+        assert parts[g] == pytest.approx(score, rel=1e-5)
