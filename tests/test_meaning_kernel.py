@@ -13,8 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkdedup.dedup.meaning import _LISTED, _REFERRING, CONTENT_WORDS, judge_edges, meaning_diff
-from chunkdedup.dedup.meaning_kernel import norm_hashes, settled
+from chunkdedup.dedup.meaning import (
+    _LISTED,
+    _REFERRING,
+    CONTENT_WORDS,
+    _counts_matter,
+    _Norms,
+    judge_edges,
+    meaning_diff,
+)
+from chunkdedup.dedup.meaning_kernel import READ, SETTLED, norm_hashes, settled
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 BASE = (
@@ -23,10 +31,14 @@ BASE = (
 )
 
 
-def _settled(pairs: list[tuple[str, str]]) -> list[bool]:
+def _known(pairs: list[tuple[str, str]]) -> list[int]:
     texts = [t.encode("utf-8", "surrogatepass") for pair in pairs for t in pair]
     index = np.arange(len(texts), dtype=np.int64).reshape(-1, 2)
     return settled(texts, index, norm_hashes(_LISTED), norm_hashes(_REFERRING), CONTENT_WORDS).tolist()
+
+
+def _settled(pairs: list[tuple[str, str]]) -> list[bool]:
+    return [k == SETTLED for k in _known(pairs)]
 
 
 def _edit(old: str, new: str) -> tuple[str, str]:
@@ -40,7 +52,7 @@ def _edit(old: str, new: str) -> tuple[str, str]:
         (_edit("sends", "issues"), True),  # a plain word: settled
         (_edit("month", "month\u2019s end"), True),  # curly punctuation is no letter
         (_edit("billing team", "billing [team](https://example.com/a)"), False),  # [team vs team: moved
-        (_edit("sends", "does not send"), False),  # a listed word
+        (_edit("sends", "does not send"), False),  # a listed word (READ)
         (_edit("sends", "may send"), False),
         (_edit("billing", "Acme billing"), False),  # a capital
         (_edit("billing", "billing\u00a0desk"), False),  # a space beyond ASCII
@@ -100,8 +112,11 @@ def test_a_settled_pair_is_one_the_python_reading_merges(
             else:
                 edited[k] = word
     a, b = space.join(words), space.join(edited)
-    if _settled([(a, b)]) == [True]:
+    known = _known([(a, b)])[0]
+    if known == SETTLED:
         assert meaning_diff(a, b) is None
+    elif known == READ:  # the Python count agrees: the pair goes to the word-by-word reading
+        assert _counts_matter(a, b, _Norms())
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +150,11 @@ def test_the_kernel_gives_the_same_verdicts_on_every_real_pair(  # type: ignore[
     assert len(plain[1]) > 20  # the pairs do hold meaning changes
     share = sum(_settled([(p["leader_text"], p["member_text"]) for p in pairs])) / len(pairs)
     assert share > 0.2  # filings write names and figures: a quarter of their pairs settle here
+
+
+def test_the_kernel_sends_a_listed_word_straight_to_the_reading() -> None:
+    pair = _edit("sends", "does not send")
+    assert _known([pair]) == [READ]
+    assert _counts_matter(*pair, _Norms())
+    found = meaning_diff(*pair)
+    assert found is not None and found.reason == "negation"

@@ -548,10 +548,8 @@ def meaning_diff(a: str, b: str, reasons: Iterable[str] = REASONS) -> MeaningDif
     return _diff(a, b, frozenset(reasons), _Norms())
 
 
-def _diff(a: str, b: str, wanted: frozenset[str], norms: _Norms) -> MeaningDiff | None:
-    """:func:`meaning_diff` with the reasons as a set and the words' normal forms worked out so far."""
-    if not wanted:
-        return None
+def _counts_matter(a: str, b: str, norms: _Norms) -> bool:
+    """:func:`_may_matter` over where ``a`` and ``b`` differ, markup left out."""
     start, stop_a, stop_b = _windows(a, b)
     win_a, win_b = a[start:stop_a], b[start:stop_b]
     if "<!--" in win_a + win_b or "-->" in win_a + win_b:  # a comment may cross where they differ
@@ -560,7 +558,17 @@ def _diff(a: str, b: str, wanted: frozenset[str], norms: _Norms) -> MeaningDiff 
         win_a, win_b = a[start:stop_a], b[start:stop_b]
     else:  # a link target, URL or address holds no space: each lies wholly in a window or outside both
         win_a, win_b = _text(win_a), _text(win_b)
-    if not _may_matter(win_a, win_b, norms):
+    return _may_matter(win_a, win_b, norms)
+
+
+def _diff(
+    a: str, b: str, wanted: frozenset[str], norms: _Norms, *, counted: bool = False
+) -> MeaningDiff | None:
+    """:func:`meaning_diff` with the reasons as a set and the words' normal forms worked out so far;
+    ``counted``: the word count is known to send the pair to the word-by-word reading."""
+    if not wanted:
+        return None
+    if not counted and not _counts_matter(a, b, norms):
         return None
     a, b = _text(a), _text(b)
     start, stop_a, stop_b = _windows(a, b)
@@ -675,18 +683,21 @@ def judge_edges(
             out[k] = True
         if wanted:
             read.append((k, first, later))
+    known = [0] * len(read)  # meaning_kernel.UNKNOWN
     if compiled or (compiled is None and len(read) >= KERNEL_PAIRS):
-        read = [edge for edge, done in zip(read, _settled(read, text), strict=True) if not done]
-    for k, first, later in read:
-        found = _diff(text(first), text(later), wanted, norms)
+        known = _settled(read, text).tolist()
+    for (k, first, later), kernel_says in zip(read, known, strict=True):
+        if kernel_says == 1:  # meaning_kernel.SETTLED
+            continue
+        found = _diff(text(first), text(later), wanted, norms, counted=kernel_says == 2)  # READ
         if found is not None:
             out[k] = False
             why[(min(first, later), max(first, later))] = (found.reason, found.words)
     return out, why
 
 
-def _settled(read: list[tuple[int, int, int]], text: Callable[[int], str]) -> npt.NDArray[np.bool_]:
-    """Which pairs of ``read`` the compiled kernel settles: certainly no meaning change."""
+def _settled(read: list[tuple[int, int, int]], text: Callable[[int], str]) -> npt.NDArray[np.int8]:
+    """What the compiled kernel knows of each pair of ``read`` (:func:`meaning_kernel.settled`)."""
     from chunkdedup.dedup.meaning_kernel import norm_hashes, settled
 
     items = sorted({i for _, first, later in read for i in (first, later)})

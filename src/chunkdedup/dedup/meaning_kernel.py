@@ -35,8 +35,14 @@ U8Array = npt.NDArray[np.uint8]
 I64Array = npt.NDArray[np.int64]
 U64Array = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
+I8Array = npt.NDArray[np.int8]
 
-__all__ = ["norm_hashes", "settled"]
+#: what :func:`settled` says of a pair: the Python reading decides it; no meaning change; the Python
+#: reading's word count would send it to the word-by-word reading (it holds a listed word, six new
+#: words or only moved words, all in plain ASCII words)
+UNKNOWN, SETTLED, READ = 0, 1, 2
+
+__all__ = ["READ", "SETTLED", "UNKNOWN", "norm_hashes", "settled"]
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -231,7 +237,7 @@ def _strip_marks(
 def _pair_settled(
     buf: U8Array, a0: int, a1: int, b0: int, b1: int,
     listed: U64Array, referring: U64Array, marks: U8Array, content: int,
-) -> bool:
+) -> int:
     la = a1 - a0
     lb = b1 - b0
     n = min(la, lb)
@@ -239,7 +245,7 @@ def _pair_settled(
     while head < n and buf[a0 + head] == buf[b0 + head]:
         head += 1
     if head == la and head == lb:
-        return True
+        return SETTLED
     tail = 0
     while tail < n - head and buf[a1 - 1 - tail] == buf[b1 - 1 - tail]:
         tail += 1
@@ -259,9 +265,9 @@ def _pair_settled(
     wa0, wa1, wb0, wb1 = a0 + start, a1 - after, b0 + start, b1 - after
     # an HTML comment may cross the stretch: _text reads the whole texts then
     if _holds(buf, wa0, wa1, marks[0:4]) or _holds(buf, wb0, wb1, marks[0:4]):
-        return False
+        return UNKNOWN
     if _holds(buf, wa0, wa1, marks[4:7]) or _holds(buf, wb0, wb1, marks[4:7]):
-        return False
+        return UNKNOWN
     ha, sa, ea = _words(buf, wa0, wa1)
     hb, sb, eb = _words(buf, wb0, wb1)
     oa = np.argsort(ha, kind="mergesort")
@@ -273,7 +279,7 @@ def _pair_settled(
     while i < oa.size or j < ob.size:
         if i < oa.size and j < ob.size and ha[oa[i]] == hb[ob[j]]:
             if not _same(buf, sa[oa[i]], ea[oa[i]], sb[ob[j]], eb[ob[j]]):
-                return False  # two words share a hash: leave the pair to the Python reading
+                return UNKNOWN  # two words share a hash: leave the pair to the Python reading
             i += 1
             j += 1
         elif j >= ob.size or (i < oa.size and ha[oa[i]] < hb[ob[j]]):
@@ -285,7 +291,7 @@ def _pair_settled(
             nc += 1
             j += 1
     if nc == 0:
-        return False  # the same words, moved or not at all: read in full
+        return READ  # the same words, moved or not at all: read in full
     # the changed words as the Python reading sees them: link targets and URLs left out
     most = 0
     for c in range(nc):
@@ -304,7 +310,7 @@ def _pair_settled(
         was = np_
         np_ = _strip_marks(buf, lo, hi, part_lo, part_hi, np_, marks)
         if np_ < 0:
-            return False
+            return UNKNOWN
         for q in range(was, np_):
             part_side[q] = d
     # parts equal on both sides cancel (a link's target was all that changed)
@@ -334,18 +340,18 @@ def _pair_settled(
             if ch >= 128:
                 skip = _punct(buf, k, hi)
                 if skip == 0:
-                    return False  # a letter or space beyond ASCII: read in full
+                    return UNKNOWN  # a letter or space beyond ASCII
                 k += skip
                 continue
             if ch == 64:
-                return False  # an address
+                return UNKNOWN  # an address
             if ch == 40:
                 refers = True
             if first < 0 and (65 <= ch <= 90 or 97 <= ch <= 122 or 48 <= ch <= 57):
                 first = ch
             k += 1
         if 65 <= first <= 90:
-            return False  # a capital: a name or a sentence's start, read in full
+            return UNKNOWN  # a capital: a name or a sentence's start
         h, length, roman = _norm_hash(buf, lo, hi)
         if length == 1 or (roman and length > 0) or _member(referring, h):
             refers = True
@@ -353,7 +359,7 @@ def _pair_settled(
         delta[nf] = part_side[p]
         nf += 1
     if nf == 0:
-        return False  # only moved: read in full
+        return READ  # only moved: read in full
     order = np.argsort(forms[:nf], kind="mergesort")
     gained = 0
     lost = 0
@@ -368,33 +374,33 @@ def _pair_settled(
         if net != 0:
             moved = False
             if _member(listed, h):
-                return False
+                return READ
             if net > 0:
                 gained += net
             else:
                 lost -= net
     if moved or gained >= content or lost >= content:
-        return False
+        return READ
     if refers:  # a reference needs a lettered x(b) or a part's name in the stretch
         if _lettered(buf, wa0, wa1) or _lettered(buf, wb0, wb1):
-            return False
+            return UNKNOWN
         for c in range(ha.size):
             h, length, roman = _norm_hash(buf, sa[c], ea[c])
             if _member(referring, h):
-                return False
+                return UNKNOWN
         for c in range(hb.size):
             h, length, roman = _norm_hash(buf, sb[c], eb[c])
             if _member(referring, h):
-                return False
-    return True
+                return UNKNOWN
+    return SETTLED
 
 
 @kernel
 def _settled_all(
     buf: U8Array, a_lo: I64Array, a_hi: I64Array, b_lo: I64Array, b_hi: I64Array,
     listed: U64Array, referring: U64Array, marks: U8Array, content: int,
-) -> BoolArray:
-    out = np.zeros(a_lo.size, np.bool_)
+) -> I8Array:
+    out = np.zeros(a_lo.size, np.int8)
     for p in range(a_lo.size):
         out[p] = _pair_settled(buf, a_lo[p], a_hi[p], b_lo[p], b_hi[p], listed, referring, marks, content)
     return out
@@ -417,14 +423,15 @@ def norm_hashes(words: frozenset[str]) -> U64Array:
 
 def settled(
     texts: list[bytes], pairs: I64Array, listed: U64Array, referring: U64Array, content: int
-) -> BoolArray:
-    """For each row ``(i, j)`` of ``pairs``: whether texts ``i`` and ``j`` (UTF-8) certainly differ in
-    no meaning the guard reads (see the module docstring); ``False`` leaves the pair to
-    :func:`~chunkdedup.dedup.meaning.meaning_diff`. ``listed`` and ``referring``: :func:`norm_hashes`
-    of the listed words and of the parts' names; ``content``: ``CONTENT_WORDS``."""
+) -> I8Array:
+    """For each row ``(i, j)`` of ``pairs``, what the kernel knows of texts ``i`` and ``j`` (UTF-8):
+    ``SETTLED`` (certainly no meaning change the guard reads; see the module docstring), ``READ`` (the
+    word-by-word reading of :func:`~chunkdedup.dedup.meaning.meaning_diff` decides it, its count need
+    not run) or ``UNKNOWN`` (``meaning_diff`` decides it all). ``listed`` and ``referring``:
+    :func:`norm_hashes` of the listed words and of the parts' names; ``content``: ``CONTENT_WORDS``."""
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if not pairs.size:
-        return np.zeros(0, dtype=np.bool_)
+        return np.zeros(0, dtype=np.int8)
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     ends = np.cumsum(lengths)
     starts = ends - lengths
@@ -432,7 +439,7 @@ def settled(
     if not buf.size:
         buf = np.zeros(1, dtype=np.uint8)
     a, b = pairs[:, 0], pairs[:, 1]
-    result: BoolArray = _settled_all(
+    result: I8Array = _settled_all(
         buf, starts[a], ends[a], starts[b], ends[b], listed, referring, _MARKS, content
     )
     return result
