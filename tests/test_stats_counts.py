@@ -55,7 +55,7 @@ def _live_stats(index: Path) -> dict[str, Any]:
     conn.execute("DELETE FROM meta WHERE key=?", (counts.META_KEY,))
     conn.close()
     with Index.open(probe) as ix:
-        out = ix.stats()
+        out = ix.stats().to_json()
     probe.unlink()
     out.pop("index_bytes")  # of another file
     return out
@@ -63,7 +63,7 @@ def _live_stats(index: Path) -> dict[str, Any]:
 
 def _stats(index: Path) -> dict[str, Any]:
     with Index.open(index) as ix:
-        out = ix.stats()
+        out = ix.stats().to_json()
     out.pop("index_bytes")
     return out
 

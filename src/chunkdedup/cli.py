@@ -271,7 +271,7 @@ def stats_cmd(index_path: Path, as_json: bool) -> None:
         chunkdedup stats --index corpus.sqlite --json
     """
     with cli_errors(index_path), Index.open(index_path) as ix:
-        stats = ix.stats()
+        stats = ix.stats().to_json()
     if as_json:
         click.echo(json.dumps(stats, indent=2, sort_keys=True))
         return
@@ -367,8 +367,8 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
         merges = ix.merges(chunk_id)
         variants = ix.variants(chunk_id)
         record = {
-            "merges": merges,
-            "variants": variants,
+            "merges": [m.to_json() for m in merges],
+            "variants": [{k: v for k, v in row.to_json().items() if k != "text"} for row in variants],
             "id": chunk.id,
             "text": chunk.text,
             "copies": len(chunk.sources),
@@ -390,17 +390,17 @@ def show_cmd(chunk_id: str, index_path: Path, as_json: bool) -> None:
         if s.text is not None:
             click.echo(f"    {safe_text(s.note(shown))}")
             click.echo(f"    its own words: {_trim(s.text, 200)}")
-    near = [m for m in merges if m["relation"] != "exact"]
+    near = [m for m in merges if m.relation != "exact"]
     if near:
         click.echo("\nmerged near-duplicates (relation, similarity, words that differ from this text):")
         for m in near:
-            words = safe_text(" ".join(m["differing"]))
-            click.echo(f"  {m['group']} {m['relation']} {m['similarity']!r} x{m['copies']}: {words}")
+            words = safe_text(" ".join(m.differing))
+            click.echo(f"  {m.group_id} {m.relation} {m.similarity!r} x{m.copies}: {words}")
     if variants:
         click.echo("\nversions kept apart by a guard (reason, similarity, what differs):")
         for v in variants:
-            words = safe_text(" ".join(v["differing"]))
-            click.echo(f"  {v['other']} {v['reason']} similarity {v['similarity']!r}: {words}")
+            words = safe_text(" ".join(v.differing))
+            click.echo(f"  {v.other_id} {v.reason} similarity {v.similarity!r}: {words}")
 
 
 @main.command("boilerplate")

@@ -49,7 +49,7 @@ def export_index(
         )
     with Index.open(index_path) as index:
         if changes_since is not None:
-            last = index.stats()["last_run"] or 0
+            last = index.stats().last_run or 0
             if changes_since > last:
                 raise InputError(
                     f"--changes-since {changes_since} is past the last finished run of {index_path} "

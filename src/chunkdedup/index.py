@@ -9,7 +9,31 @@ from __future__ import annotations
 from typing import Any
 
 from chunkdedup.store.index import IndexReader
+from chunkdedup.store.rows import (
+    CanonicalRow,
+    DocumentRow,
+    FamilyCounts,
+    FileProblem,
+    IndexStats,
+    KeySummary,
+    MergeRow,
+    PageText,
+    RunRow,
+    Slice,
+    SourceRow,
+    StatusCount,
+    StrippedRow,
+    TextEngine,
+    VariantRow,
+)
 from chunkdedup.types import Hit
+
+#: The rows an index is read as (:mod:`chunkdedup.store.rows`), named here for the faces that read them.
+__all__ = [
+    "CanonicalRow", "DocumentRow", "FamilyCounts", "FileProblem", "Index", "IndexStats", "KeySummary",
+    "MergeRow", "PageText", "RunRow", "Slice", "SourceRow", "StatusCount", "StrippedRow", "TextEngine",
+    "VariantRow",
+]
 
 
 class Index(IndexReader):
@@ -17,7 +41,7 @@ class Index(IndexReader):
 
     Example:
         >>> with Index.open("policies.sqlite") as ix:  # doctest: +SKIP
-        ...     print(ix.stats()["canonical_chunks"], ix.query("how long are logs kept", k=3))
+        ...     print(ix.stats().canonical_chunks, ix.query("how long are logs kept", k=3))
     """
 
     def query(self, text: str, **options: Any) -> list[Hit]:

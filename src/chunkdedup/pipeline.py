@@ -386,7 +386,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
                 text = textindex.sync(store, tick, prebuilt=fts) if not opts.dry_run else None
         store.reclaim()
         view = Index(store)
-        summary = run_totals(results, view.stats(), chunked, near, text, signed=signed)
+        summary = run_totals(results, view.stats().to_json(), chunked, near, text, signed=signed)
         # where the near tier's edges came from: the executor's pass, the store's band neighbours,
         # or nowhere (nothing to re-cluster)
         engine = executor.engine_totals()

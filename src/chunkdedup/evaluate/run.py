@@ -146,7 +146,7 @@ def evaluate(
     ks = sorted({k, *EXTRA_KS})
     similarity = PairSimilarity()
     with Index.open(index) as ix, Index.open(base.path) as bx:
-        resolved = DocResolver(d["doc"] for d in ix.documents()).questions(questions)
+        resolved = DocResolver(d.doc_id for d in ix.documents()).questions(questions)
         settings = run_settings(recorded_run(ix.store).config.query)
         gaps = identity_gaps(ix.store, resolved)
         views = {"baseline": bx, "index": ix}
@@ -216,11 +216,11 @@ def _figures(ix: Index, bx: Index) -> dict[str, Any]:
     semantic; plus words before and after stripping, the top stripped blocks and cluster sizes."""
     st, bs = ix.stats(), bx.stats()
     merged = dict(evaluation.relation_counts(ix.store))
-    after_near = st["after_exact"] - int(merged.get("near", 0))
-    funnel = [
-        {"stage": "raw chunks", "chunks": bs["raw_chunks"]},
-        {"stage": "after boilerplate", "chunks": st["raw_chunks"]},
-        {"stage": "after exact", "chunks": st["after_exact"]},
+    after_near = st.after_exact - int(merged.get("near", 0))
+    funnel: list[dict[str, Any]] = [
+        {"stage": "raw chunks", "chunks": bs.raw_chunks},
+        {"stage": "after boilerplate", "chunks": st.raw_chunks},
+        {"stage": "after exact", "chunks": st.after_exact},
         {"stage": "after near", "chunks": after_near},
         {"stage": "after semantic", "chunks": after_near - int(merged.get("semantic", 0))},
     ]
@@ -235,20 +235,20 @@ def _figures(ix: Index, bx: Index) -> dict[str, Any]:
         label = str(lo) if lo == hi else (f"{lo}+" if hi is None else f"{lo}-{hi}")
         clusters.append({"sources": label, "canonicals": n})
     return {
-        "documents": st["documents"],
-        "pages": st["pages"],
-        "raw_chunks": bs["raw_chunks"],
-        "after_boilerplate": st["raw_chunks"],
-        "after_exact": st["after_exact"],
+        "documents": st.documents,
+        "pages": st.pages,
+        "raw_chunks": bs.raw_chunks,
+        "after_boilerplate": st.raw_chunks,
+        "after_exact": st.after_exact,
         "after_near": funnel[3]["chunks"],
         "after_semantic": funnel[4]["chunks"],
         "semantic_tier": bool(merged.get("semantic", 0)),
-        "index_bytes": st["index_bytes"],
-        "baseline_bytes": bs["index_bytes"],
+        "index_bytes": st.index_bytes,
+        "baseline_bytes": bs.index_bytes,
         "words_raw": _words(ix, clean=False),
         "words_after_boilerplate": _words(ix, clean=True),
-        "lines_stripped": st["lines_stripped"],
-        "variant_pairs": st["variant_pairs"],
+        "lines_stripped": {"running": st.lines_running, "chrome": st.lines_chrome},
+        "variant_pairs": st.variant_pairs,
         "funnel": funnel,
         "boilerplate": [{"key": b.key, "example": b.example, "scope": b.scope, "documents": b.doc_count,
                          "pages": b.page_count} for b in ix.boilerplate(limit=10)],

@@ -1,4 +1,5 @@
-"""Reading an index: stats, one canonical with its sources, stripped boilerplate, and export records.
+"""Reading an index: stats, documents, one canonical with its sources, merges and variants, stripped
+boilerplate, and export records, each as a typed row of :mod:`~chunkdedup.store.rows`.
 
 :class:`IndexReader` holds every read; :class:`chunkdedup.index.Index`, the door a caller opens,
 adds the query to it.
@@ -13,8 +14,17 @@ from typing import Any, Self
 
 from chunkdedup.errors import ChunkdedupError, IndexError_, MigrationPendingError
 from chunkdedup.store import Store, counts, reads, vectors
+from chunkdedup.store.rows import (
+    DocumentRow,
+    FamilyCounts,
+    IndexStats,
+    MergeRow,
+    TextEngine,
+    VariantRow,
+)
 from chunkdedup.store.schema import CANONICAL_TEXT
 from chunkdedup.store.vectors import StoredEmbedder, VectorBatch
+from chunkdedup.store.views import IndexViews
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef, Citation, ExportRecord
 
 #: Ids per ``IN (...)`` list (under SQLite's default limit on bound parameters).
@@ -78,55 +88,43 @@ class IndexReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def stats(self) -> dict[str, Any]:
+    @property
+    def views(self) -> IndexViews:
+        """The paginated reads of this index (the web view's): a page of documents, of a canonical's
+        sources or groups, a document's pages and chunks, a boilerplate key's documents, the overview."""
+        return IndexViews(self.store)
+
+    def stats(self) -> IndexStats:
         """Counts a person can act on: documents, pages, stripped lines, chunks before and after dedup.
 
         The whole-index counts come from the row the last write stored (:mod:`~chunkdedup.store.counts`),
         or from the tables when there is none to use (an index of an older version, one being written).
         """
         c = counts.stored(self.store.conn) or counts.count(self.store.conn)
-        raw, groups, canonical = c.sources, c.groups, c.canonicals
         # the newest *finished* run: the watermark for `export --changes-since`
         last_run = self.store.conn.execute("SELECT MAX(id) FROM runs WHERE status='done'").fetchone()[0]
-        return {
-            "documents": c.documents,
-            "pending_documents": c.pending_documents,
-            "pages": c.pages,
-            "pages_without_text": c.pages_without_text,
-            "lines_stripped": {"running": c.lines_running, "chrome": c.lines_chrome},
-            "boilerplate_keys": c.boilerplate_keys,
-            "raw_chunks": raw,
-            "after_exact": groups,
-            "canonical_chunks": canonical,
-            "exact_merged": raw - groups,
-            "near_merged": groups - canonical,
-            "exact_share_removed": round((raw - groups) / raw, 6) if raw else 0.0,
-            "near_share_removed": round((groups - canonical) / raw, 6) if raw else 0.0,
-            "variant_pairs": c.variants,
-            "index_bytes": _database_bytes(self.store),
-            "last_run": last_run,
-            "text_engine": self._text_engine(),
-        }
+        return IndexStats(
+            documents=c.documents, pending_documents=c.pending_documents, pages=c.pages,
+            pages_without_text=c.pages_without_text, lines_running=c.lines_running,
+            lines_chrome=c.lines_chrome, boilerplate_keys=c.boilerplate_keys, raw_chunks=c.sources,
+            after_exact=c.groups, canonical_chunks=c.canonicals, variant_pairs=c.variants,
+            index_bytes=_database_bytes(self.store), last_run=last_run, text_engine=self._text_engine(),
+        )
 
-    def _text_engine(self) -> dict[str, Any]:
+    def _text_engine(self) -> TextEngine:
         """The BM25 engine, the changes its tantivy folder still lacks, and the folder's size."""
         from chunkdedup.store import textindex
 
         name = textindex.engine(self.store)
         if name == "fts5":
-            return {"name": name}
+            return TextEngine(name)
         folder = textindex.folder(self.store.path)
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.exists() else 0
-        return {"name": name, "pending": textindex.pending(self.store), "folder_bytes": size}
+        return TextEngine(name, textindex.pending(self.store), size)
 
-    def documents(self) -> list[dict[str, Any]]:
-        rows = self.store.conn.execute(
-            "SELECT doc_id, file_path, n_pages, state, metadata FROM documents ORDER BY doc_id"
-        )
-        return [
-            {"doc": r[0], "path": r[1], "pages": r[2], "state": r[3], "metadata": json.loads(r[4])}
-            for r in rows
-        ]
+    def documents(self) -> list[DocumentRow]:
+        """Every document, by id: its path, pages, state, recognised fields and metadata."""
+        return list(self.views.documents().items)
 
     def boilerplate(self, limit: int | None = None) -> list[BoilerplateKey]:
         """Stripped keys, most widespread first, each with an example from the first document."""
@@ -159,37 +157,16 @@ class IndexReader:
         for r in rows:
             yield ChunkRef(r[0], r[1], r[2], r[3], r[4], r[5])
 
-    def merges(self, chunk_id: str) -> list[dict[str, Any]]:
+    def merges(self, chunk_id: str) -> list[MergeRow]:
         """The exact-key groups merged into a canonical: relation, similarity and the words that differ."""
-        rows = self.store.conn.execute(
-            "SELECT id, relation, similarity, differing, n_sources, text FROM groups WHERE canonical_id=?"
-            " ORDER BY rep_doc, rep_page, rep_start",
-            (chunk_id,),
-        )
-        return [{"group": r[0], "relation": r[1], "similarity": r[2], "differing": json.loads(r[3]),
-                 "copies": r[4], "text": r[5]} for r in rows]
+        return list(self.views.merges(chunk_id))
 
-    def variants(self, chunk_id: str) -> list[dict[str, Any]]:
-        """Canonicals kept apart from this one by a guard, with the reason (``number`` for the
-        number/date guard, else the meaning guard's) and the tokens or words that differ."""
-        rows = self.store.conn.execute(
-            """
-            SELECT ga.canonical_id, gb.canonical_id, v.similarity, v.differing, v.reason FROM variants v
-            JOIN groups ga ON ga.id = v.a JOIN groups gb ON gb.id = v.b
-            WHERE ga.canonical_id = ?1 OR gb.canonical_id = ?1 ORDER BY 1, 2
-            """,
-            (chunk_id,),
-        )
-        out = []
-        for a, b, sim, diff, reason in rows:
-            other = b if a == chunk_id else a
-            if other != chunk_id:
-                out.append(
-                    {"other": other, "similarity": sim, "differing": json.loads(diff), "reason": reason}
-                )
-        return out
+    def variants(self, chunk_id: str) -> list[VariantRow]:
+        """Canonicals kept apart from this one by a guard, with their text, the reason (``number`` for
+        the number/date guard, else the meaning guard's) and the tokens or words that differ."""
+        return list(self.views.variants(chunk_id))
 
-    def family_report(self) -> list[dict[str, Any]]:
+    def family_report(self) -> list[FamilyCounts]:
         """Per document family: canonical chunks kept, exact-key groups merged as near copies, and
         groups kept apart from a near neighbour by a guard (versions)."""
         rows = self.store.conn.execute(
@@ -201,7 +178,7 @@ class IndexReader:
             GROUP BY 1 ORDER BY 1
             """
         )
-        return [{"family": r[0], "kept": r[1], "near": r[2], "semantic": r[3], "variant": r[4]} for r in rows]
+        return [FamilyCounts(*r) for r in rows]
 
     def metadata(self, doc_id: str) -> dict[str, Any]:
         row = self.store.conn.execute("SELECT metadata FROM documents WHERE doc_id=?", (doc_id,)).fetchone()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from chunkdedup.store.core import Store
-from chunkdedup.store.views import Slice
+from chunkdedup.store.rows import Slice
 
 Decision = Literal["merge", "apart"]
 #: which pairs the queue lists

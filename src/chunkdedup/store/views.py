@@ -14,241 +14,31 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from chunkdedup.store.core import Store
+from chunkdedup.store.rows import (
+    CanonicalRow,
+    DocumentRow,
+    FileProblem,
+    KeySummary,
+    MergeRow,
+    PageText,
+    RunRow,
+    Slice,
+    SourceRow,
+    StatusCount,
+    StrippedRow,
+    VariantRow,
+)
 from chunkdedup.store.schema import CANONICAL_TEXT, CLEAN_TEXT, RAW_TEXT
-from chunkdedup.types import MetaValue
-
-
-class _Jsonable(Protocol):
-    def to_json(self) -> dict[str, Any]: ...
-
-
-T = TypeVar("T", bound=_Jsonable)
-
-
-@dataclass(frozen=True, slots=True)
-class Slice(Generic[T]):
-    """One page of a longer list: the rows, how many there are in all, and where this page starts."""
-
-    items: tuple[T, ...]
-    total: int
-    limit: int
-    offset: int
-
-    @property
-    def next_offset(self) -> int | None:
-        end = self.offset + len(self.items)
-        return end if end < self.total else None
-
-    @property
-    def prev_offset(self) -> int | None:
-        return max(0, self.offset - self.limit) if self.offset > 0 else None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "items": [i.to_json() for i in self.items],
-            "total": self.total,
-            "limit": self.limit,
-            "offset": self.offset,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class StatusCount:
-    """How many input files ended in one status (ingested, unchanged, skipped, failed)."""
-
-    status: str
-    count: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "count": self.count}
-
-
-@dataclass(frozen=True, slots=True)
-class FileProblem:
-    """An input file that was skipped or failed, with the reason the ingest gave."""
-
-    path: str
-    status: str
-    reason: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "status": self.status, "reason": self.reason}
-
-
-@dataclass(frozen=True, slots=True)
-class RunRow:
-    """One ingest run: when, and how it ended."""
-
-    id: int
-    started: str
-    finished: str | None
-    status: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "started": self.started, "finished": self.finished, "status": self.status}
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentRow:
-    """One indexed document: where it came from, its pages, its state and metadata."""
-
-    doc_id: str
-    path: str
-    title: str | None
-    pages: int
-    state: str
-    family: str | None
-    department: str | None
-    effective_date: str | None
-    metadata: Mapping[str, MetaValue] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "doc": self.doc_id,
-            "path": self.path,
-            "title": self.title,
-            "pages": self.pages,
-            "state": self.state,
-            "family": self.family,
-            "department": self.department,
-            "effective_date": self.effective_date,
-            "metadata": dict(self.metadata),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class PageText:
-    """A page as parsed and as stripped (``clean_text`` is the raw text where stripping changed nothing);
-    ``ocr_confidence`` is set on a page read by OCR."""
-
-    page: int
-    has_text: bool
-    raw_text: str
-    clean_text: str
-    ocr_confidence: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"page": self.page, "has_text": self.has_text, "raw_text": self.raw_text,
-                "clean_text": self.clean_text, "ocr": self.ocr_confidence is not None,
-                "ocr_confidence": self.ocr_confidence}
-
-
-@dataclass(frozen=True, slots=True)
-class SourceRow:
-    """One chunk of a document: its span of a clean page, its exact-key group and its canonical
-    (``ocr_confidence``: its page was read by OCR; read for a canonical's sources)."""
-
-    doc_id: str
-    page: int
-    start: int
-    end: int
-    group_id: str
-    canonical_id: str
-    relation: str
-    similarity: float
-    ocr_confidence: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "doc": self.doc_id,
-            "page": self.page,
-            "start": self.start,
-            "end": self.end,
-            "group": self.group_id,
-            "canonical": self.canonical_id,
-            "relation": self.relation,
-            "similarity": self.similarity,
-        }
-        if self.ocr_confidence is not None:
-            out |= {"ocr": True, "ocr_confidence": self.ocr_confidence}
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class StrippedRow:
-    """A boilerplate key stripped from one document: scope, pages and lines, the first page's text."""
-
-    doc_id: str
-    khash: int
-    scope: str
-    pages: int
-    lines: int
-    example: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"doc": self.doc_id, "khash": self.khash, "scope": self.scope, "pages": self.pages,
-                "lines": self.lines, "example": self.example}
-
-
-@dataclass(frozen=True, slots=True)
-class KeySummary:
-    """A stripped boilerplate key over the corpus: documents, pages and lines, and an example."""
-
-    khash: int
-    key: str
-    scope: str
-    documents: int
-    pages: int
-    lines: int
-    example: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"khash": self.khash, "key": self.key, "scope": self.scope, "documents": self.documents,
-                "pages": self.pages, "lines": self.lines, "example": self.example}
-
-
-@dataclass(frozen=True, slots=True)
-class CanonicalRow:
-    """A canonical chunk's text, its number of sources and the run that last changed it."""
-
-    id: str
-    text: str
-    n_sources: int
-    updated_run: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "sources": self.n_sources, "updated_run": self.updated_run}
-
-
-@dataclass(frozen=True, slots=True)
-class GroupRow:
-    """An exact-key group of a canonical: how it joined (exact leader, near, semantic), its copies."""
-
-    group_id: str
-    relation: str
-    similarity: float
-    differing: tuple[str, ...]
-    copies: int
-    text: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"group": self.group_id, "relation": self.relation, "similarity": self.similarity,
-                "differing": list(self.differing), "copies": self.copies, "text": self.text}
-
-
-@dataclass(frozen=True, slots=True)
-class VariantRow:
-    """A canonical kept apart from another by a guard: its text, the tokens or words differing, and
-    why (``number`` for the number/date guard, else the meaning guard's reason)."""
-
-    other_id: str
-    other_text: str
-    similarity: float
-    differing: tuple[str, ...]
-    reason: str = "number"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"other": self.other_id, "text": self.other_text, "similarity": self.similarity,
-                "differing": list(self.differing), "reason": self.reason}
 
 
 class IndexViews:
-    """Paginated, indexed reads over an open (read-only) :class:`Store` for the web view."""
+    """Paginated, indexed reads over an open (read-only) :class:`Store`: the overview, documents and
+    their pages, boilerplate keys, a canonical's sources, merges and variants. An index's
+    :attr:`~chunkdedup.store.index.IndexReader.views`; its whole-list reads are built on these."""
 
     def __init__(self, store: Store) -> None:
         self.conn = store.conn
@@ -285,8 +75,8 @@ class IndexViews:
         meta = json.loads(r[8]) if r[8] else {}
         return DocumentRow(r[0], r[1], r[2], int(r[3]), r[4], r[5], r[6], r[7], meta)
 
-    def documents(self, *, limit: int, offset: int = 0, state: str | None = None) -> Slice[DocumentRow]:
-        """Documents by id (``state``: only those in it, e.g. ``pending``)."""
+    def documents(self, *, limit: int = -1, offset: int = 0, state: str | None = None) -> Slice[DocumentRow]:
+        """Documents by id (``state``: only those in it, e.g. ``pending``; ``limit`` -1: all)."""
         where, args = ("WHERE state = ?", (state,)) if state else ("", ())
         total = int(self.conn.execute(f"SELECT COUNT(*) FROM documents {where}", args).fetchone()[0])
         rows = self.conn.execute(
@@ -391,20 +181,26 @@ class IndexViews:
         )
         return Slice(tuple(SourceRow(*r) for r in rows), total, limit, offset)
 
-    def groups(self, canonical_id: str, *, limit: int, offset: int = 0) -> Slice[GroupRow]:
-        """The exact-key groups merged into a canonical, in source order (leader first)."""
+    def groups(self, canonical_id: str, *, limit: int, offset: int = 0) -> Slice[MergeRow]:
+        """A page of :meth:`merges`, with how many groups the canonical has."""
         total = int(self.conn.execute("SELECT COUNT(*) FROM groups WHERE canonical_id=?", (canonical_id,))
                     .fetchone()[0])
+        return Slice(self.merges(canonical_id, limit=limit, offset=offset), total, limit, offset)
+
+    def merges(self, canonical_id: str, *, limit: int = -1, offset: int = 0) -> tuple[MergeRow, ...]:
+        """The exact-key groups merged into a canonical, in source order (leader first): relation,
+        similarity and the words that differ (``limit`` -1: all)."""
         rows = self.conn.execute(
             "SELECT id, relation, similarity, differing, n_sources, text FROM groups WHERE canonical_id=?"
             " ORDER BY rep_doc, rep_page, rep_start LIMIT ? OFFSET ?",
             (canonical_id, limit, offset),
         )
-        items = tuple(GroupRow(r[0], r[1], r[2], tuple(json.loads(r[3])), int(r[4]), r[5]) for r in rows)
-        return Slice(items, total, limit, offset)
+        return tuple(MergeRow(r[0], r[1], r[2], tuple(json.loads(r[3])), int(r[4]), r[5]) for r in rows)
 
-    def variants(self, canonical_id: str, *, limit: int) -> tuple[VariantRow, ...]:
-        """Canonicals the number/date guard kept apart from this one, with their text."""
+    def variants(self, canonical_id: str, *, limit: int = -1) -> tuple[VariantRow, ...]:
+        """Canonicals kept apart from this one by a guard, with their text, the reason (``number`` for
+        the number/date guard, else the meaning guard's) and the tokens or words that differ, by id
+        (``limit`` -1: all)."""
         rows = self.conn.execute(
             f"""
             SELECT other, {CANONICAL_TEXT}, similarity, differing, reason FROM (

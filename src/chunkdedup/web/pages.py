@@ -7,23 +7,19 @@ body); the templates render the same record.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from chunkdedup.config import QueryConfig
-from chunkdedup.index import Index
-from chunkdedup.query import QueryResult, search
-from chunkdedup.query.records import Dropped
-from chunkdedup.store import review, textindex
-from chunkdedup.store.review import Kind, Order, PairRow
-from chunkdedup.store.views import (
+from chunkdedup.index import (
     CanonicalRow,
     DocumentRow,
     FileProblem,
-    GroupRow,
-    IndexViews,
+    Index,
+    IndexStats,
     KeySummary,
+    MergeRow,
     RunRow,
     Slice,
     SourceRow,
@@ -31,6 +27,10 @@ from chunkdedup.store.views import (
     StrippedRow,
     VariantRow,
 )
+from chunkdedup.query import QueryResult, search
+from chunkdedup.query.records import Dropped
+from chunkdedup.store import review, textindex
+from chunkdedup.store.review import Kind, Order, PairRow
 from chunkdedup.web.text import ContextLine, Segment, Span, Word, key_lines, layout, word_diff
 
 #: Pages of a document shown at once, and boilerplate documents whose context a key shows.
@@ -107,20 +107,20 @@ class OverviewPage:
 
 
 def overview_page(
-    ix: Index, *, limit: int, offset: int, stats: Mapping[str, Any] | None = None
+    ix: Index, *, limit: int, offset: int, stats: IndexStats | None = None
 ) -> OverviewPage:
     """``stats``: :meth:`Index.stats` of this index, when the caller keeps it (without the counts the
     last write stored, it counts whole tables)."""
     stats = ix.stats() if stats is None else stats
-    views = IndexViews(ix.store)
-    engine = stats["text_engine"]
-    slow = textindex.slow_fts5(str(engine["name"]), int(stats["after_exact"]))
-    funnel = Funnel(stats["raw_chunks"], stats["after_exact"], stats["canonical_chunks"],
-                    stats["exact_merged"], stats["near_merged"], stats["variant_pairs"])
+    views = ix.views
+    engine = stats.text_engine
+    slow = textindex.slow_fts5(engine.name, stats.after_exact)
+    funnel = Funnel(stats.raw_chunks, stats.after_exact, stats.canonical_chunks,
+                    stats.exact_merged, stats.near_merged, stats.variant_pairs)
     return OverviewPage(
-        str(ix.store.path), funnel, stats["documents"], stats["pages"], stats["pages_without_text"],
-        stats["lines_stripped"]["running"], stats["lines_stripped"]["chrome"], stats["boilerplate_keys"],
-        stats["index_bytes"], str(engine["name"]), engine.get("pending"),
+        str(ix.store.path), funnel, stats.documents, stats.pages, stats.pages_without_text,
+        stats.lines_running, stats.lines_chrome, stats.boilerplate_keys,
+        stats.index_bytes, engine.name, engine.pending,
         textindex.tantivy_command(ix.store.path) if slow else None, views.file_statuses(),
         views.document_states(), views.problems(limit=limit, offset=offset), views.runs(limit=5),
     )
@@ -138,7 +138,7 @@ class DocumentsPage:
 
 
 def documents_page(ix: Index, *, limit: int, offset: int, state: str | None) -> DocumentsPage:
-    return DocumentsPage(state, IndexViews(ix.store).documents(limit=limit, offset=offset, state=state))
+    return DocumentsPage(state, ix.views.documents(limit=limit, offset=offset, state=state))
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +154,8 @@ class BoilerplatePage:
 def boilerplate_page(
     ix: Index, *, limit: int, offset: int, keys: Sequence[KeySummary] | None = None
 ) -> BoilerplatePage:
-    """``keys``: :meth:`IndexViews.boilerplate` of this index, when the caller keeps it."""
-    every = IndexViews(ix.store).boilerplate() if keys is None else keys
+    """``keys``: ``ix.views.boilerplate()``, when the caller keeps it."""
+    every = ix.views.boilerplate() if keys is None else keys
     return BoilerplatePage(Slice(tuple(every[offset : offset + limit]), len(every), limit, offset))
 
 
@@ -187,7 +187,7 @@ class KeyPage:
 
 def key_page(ix: Index, khash: int, *, limit: int, offset: int) -> KeyPage | None:
     """None when no document has the key stripped."""
-    views = IndexViews(ix.store)
+    views = ix.views
     summaries = views.key(khash)
     if not summaries:
         return None
@@ -240,7 +240,7 @@ class DocumentPage:
 
 
 def document_page(ix: Index, doc_id: str, *, first: int, limit: int) -> DocumentPage | None:
-    views = IndexViews(ix.store)
+    views = ix.views
     doc = views.document(doc_id)
     if doc is None:
         return None
@@ -262,7 +262,7 @@ def document_page(ix: Index, doc_id: str, *, first: int, limit: int) -> Document
 class MergedCopy:
     """An exact-key group merged into a canonical, its words marked where they differ from it."""
 
-    group: GroupRow
+    group: MergeRow
     words: tuple[Word, ...]
 
     def to_json(self) -> dict[str, Any]:
@@ -303,7 +303,7 @@ class ChunkPage:
 
 
 def chunk_page(ix: Index, canonical_id: str, *, limit: int, offset: int) -> ChunkPage | None:
-    views = IndexViews(ix.store)
+    views = ix.views
     row = views.canonical(canonical_id)
     if row is None:
         return None
