@@ -51,6 +51,9 @@ from chunkdedup.store import Store, fulltext, reads
 
 #: a question term held by more contexts than this says nothing about which document: it is skipped
 MAX_CONTEXTS = 100_000
+#: a term held by more contexts than this is not looked up in the texts for its share (the join grows
+#: with the documents' sources); its share is taken as 1 (its IDF among contexts is low already)
+SHARE_MAX_CONTEXTS = 1_000
 
 
 @runtime_checkable
@@ -93,6 +96,7 @@ class DocumentContexts:
     _scores: dict[str, dict[str, float]] = field(default_factory=dict)
     _held: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
     _shares: dict[str, float] = field(default_factory=dict)
+    _held_by: dict[str, int] = field(default_factory=dict)
     _mean: float | None = None
 
     def scores(self, text: str) -> dict[str, float]:
@@ -128,6 +132,7 @@ class DocumentContexts:
                 n = fulltext.context_match_count(self.store, match)
                 if not n or n > MAX_CONTEXTS:
                     continue
+                self._held_by[term] = n
                 idf = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
                 if w.specificity > 0:
                     idf *= self.share(term) ** w.specificity
@@ -150,7 +155,10 @@ class DocumentContexts:
 
     def share(self, term: str) -> float:
         """The part of the texts holding ``term`` that lie in documents whose context holds it,
-        ``(owned + 1) / (texts + 1)`` (:class:`ContextWeighting`)."""
+        ``(owned + 1) / (texts + 1)`` (:class:`ContextWeighting`); 1 for a term held by more than
+        :data:`SHARE_MAX_CONTEXTS` contexts."""
+        if self._held_by.get(term, 0) > SHARE_MAX_CONTEXTS:
+            return 1.0
         if term not in self._shares:
             spread = fulltext.term_spread(self.store, quote_terms([term]))
             self._shares[term] = (spread.owned + 1) / (spread.texts + 1)
