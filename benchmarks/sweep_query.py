@@ -49,6 +49,7 @@ from chunkdedup.evaluate.baseline import recorded_run
 from chunkdedup.evaluate.metrics import PairSimilarity, Scores, aggregate, score_question
 from chunkdedup.evaluate.run import EXTRA_KS, retrieve_results
 from chunkdedup.index import Index
+from chunkdedup.types import VersionPolicy
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -68,7 +69,7 @@ class Setting:
     safety_net: bool
     cap_per_doc: int = 2
     mmr_lambda: float = 0.5
-    versions: str | None = None  # None: the index's recorded [query] versions
+    versions: VersionPolicy | None = None  # None: the index's recorded [query] versions
 
     def config(self, base: QueryConfig) -> QueryConfig:
         return dataclasses.replace(base, safety_net=self.safety_net, cap_per_doc=self.cap_per_doc,
