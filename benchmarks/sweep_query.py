@@ -37,7 +37,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.table import Table
@@ -49,7 +49,6 @@ from chunkdedup.evaluate.baseline import recorded_run
 from chunkdedup.evaluate.metrics import PairSimilarity, Scores, aggregate, score_question
 from chunkdedup.evaluate.run import EXTRA_KS, retrieve_results
 from chunkdedup.index import Index
-from chunkdedup.types import VersionPolicy
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -69,7 +68,7 @@ class Setting:
     safety_net: bool
     cap_per_doc: int = 2
     mmr_lambda: float = 0.5
-    versions: VersionPolicy | None = None  # None: the index's recorded [query] versions
+    versions: Literal["latest", "label", "all"] | None = None  # None: the index's recorded [query] versions
 
     def config(self, base: QueryConfig) -> QueryConfig:
         return dataclasses.replace(base, safety_net=self.safety_net, cap_per_doc=self.cap_per_doc,
