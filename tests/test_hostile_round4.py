@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import sqlite3
 import string
@@ -17,11 +18,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chunkdedup import Index, ingest, remove_documents
 from chunkdedup.cli import main
 from chunkdedup.config import Config, QueryConfig
 from chunkdedup.errors import ConfigError, QuestionError
+from chunkdedup.normalize import with_word_parts, word_parts
 
 
 def _records(n: int) -> str:
@@ -254,3 +258,32 @@ def test_ingest_names_each_file_as_its_input_was_given(
     assert str(tmp_path) not in result.output
     result = CliRunner().invoke(main, ["ingest", str(folder), "--index", "j.sqlite"])
     assert f"note {folder / 'sub' / 'records.jsonl'}: line 2" in result.output  # absolute as given
+
+
+@given(st.text(st.sampled_from("ab1_2 -é٣²ⅫxY\u202e\n9"), max_size=30))
+def test_word_parts_of_a_text_are_those_of_its_letter_digit_runs(text: str) -> None:
+    runs = re.findall(r"[^\W_]+", text)
+    extra = [part for run in runs for part in word_parts(run)]
+    assert with_word_parts(text) == (" ".join([text, *extra]) if extra else text)
+
+
+def test_a_huge_word_is_indexed_in_one_scan() -> None:
+    """A 200,000-letter word (a base64 blob, a run of one key) took time quadratic in its length:
+    the letter-digit search was tried at each of its characters (70,000 letters: 35 s)."""
+    code = "from chunkdedup.normalize import with_word_parts; with_word_parts('x' * 200_000 + ' fy2018')"
+    done = subprocess.run([sys.executable, "-c", code], timeout=60, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_record_nested_too_deeply_is_a_note_on_its_line(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    deep = '{"a": ' * 50_000 + "1" + "}" * 50_000
+    (folder / "data.jsonl").write_text(
+        '{"id": "ok", "text": "Server logs are kept for ninety days."}\n'
+        f'{{"id": "deep", "text": "nested", "meta": {deep}}}\n'
+    )
+    report = ingest([folder], tmp_path / "i.sqlite")
+    (f,) = report.files
+    assert (f.status, f.doc_ids) == ("ingested", ("data.jsonl#ok",))
+    assert f.reason == "line 2: nested too deeply to read: flatten the record's fields"

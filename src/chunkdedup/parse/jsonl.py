@@ -55,6 +55,8 @@ def parse_record(line: str, number: int, content_hash: str | None = None) -> Ext
         record = json.loads(line)
     except json.JSONDecodeError as e:
         raise ParseError(f"not valid JSON: {e.msg} at column {e.colno}") from None
+    except RecursionError:  # one record's nesting costs that record, not the file
+        raise ParseError("nested too deeply to read: flatten the record's fields") from None
     if not isinstance(record, dict):
         raise ParseError(f"a JSON {type(record).__name__}, not an object with a 'text' field")
     replaced = 0
