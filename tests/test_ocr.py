@@ -230,6 +230,7 @@ def test_a_scan_too_poor_to_merge_is_kept_apart(indexed: Index) -> None:
 
 
 def test_export_show_and_web_mark_ocr_pages(indexed: Index, tmp_path: Path) -> None:
+    assert indexed.stats().pages_without_text == 0  # a page read by OCR has text
     path = indexed.store.path
     out = tmp_path / "chunks.jsonl"
     runner = CliRunner()

@@ -56,7 +56,10 @@ def count(conn: sqlite3.Connection) -> IndexCounts:
         documents=_one(conn, "SELECT COUNT(*) FROM documents"),
         pending_documents=_one(conn, "SELECT COUNT(*) FROM documents WHERE state='pending'"),
         pages=_one(conn, "SELECT COUNT(*) FROM pages"),
-        pages_without_text=_one(conn, "SELECT COUNT(*) FROM pages WHERE has_text=0"),
+        # a scanned page read by OCR has text, though no text layer
+        pages_without_text=_one(
+            conn, "SELECT COUNT(*) FROM pages WHERE has_text=0 AND ocr_confidence IS NULL"
+        ),
         lines_running=int(stripped.get("running") or 0),
         lines_chrome=int(stripped.get("chrome") or 0),
         boilerplate_keys=_one(conn, "SELECT COUNT(DISTINCT khash) FROM stripped"),
