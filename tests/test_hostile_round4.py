@@ -127,7 +127,7 @@ WORDY_QUESTION = "logs " * 300  # 1,500 characters, 300 terms
         (LONG_QUESTION,
          "the question has 4,600 characters; at most 4,000 are asked ([query] max_question_chars)"),
         (WORDY_QUESTION,
-         "the question has 300 terms; at most 256 are asked ([query] max_question_terms)"),
+         "the question has 300 terms; at most 128 are asked ([query] max_question_terms)"),
     ],
 )
 def test_a_question_past_the_bounds_is_a_question_error(
@@ -157,7 +157,7 @@ def test_a_question_past_the_bounds_is_a_usage_error_of_the_cli(small_index: Pat
     runner = CliRunner()
     result = runner.invoke(main, ["query", WORDY_QUESTION, "--index", str(small_index)])
     assert result.exit_code == 2, result.output
-    expected = "Error: the question has 300 terms; at most 256 are asked ([query] max_question_terms)"
+    expected = "Error: the question has 300 terms; at most 128 are asked ([query] max_question_terms)"
     assert expected in result.output
     assert "Traceback" not in result.output
     config = tmp_path / "config.toml"
@@ -178,7 +178,7 @@ def test_serve_answers_a_question_past_the_bounds_with_400_and_the_reason(small_
         assert "the question has 4,600 characters; at most 4,000 are asked" in page.text
         answer = client.get("/query", params={"q": WORDY_QUESTION, "format": "json"})
         assert answer.status_code == 400
-        assert answer.json()["error"].startswith("the question has 300 terms; at most 256 are asked")
+        assert answer.json()["error"].startswith("the question has 300 terms; at most 128 are asked")
         assert client.get("/query", params={"q": "how long are logs kept"}).status_code == 200
 
 

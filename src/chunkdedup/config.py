@@ -331,7 +331,7 @@ class QueryConfig:
     context_specificity: float = 0.5
     number_weight: float = 10.0
     max_question_chars: int = 4_000
-    max_question_terms: int = 256
+    max_question_terms: int = 128
 
     def __post_init__(self) -> None:
         for name in ("identity_weight", "context_b"):
