@@ -350,6 +350,28 @@ def test_a_garbled_text_layer_is_read_again_and_a_blank_page_is_not() -> None:
     assert reader.pages == 0  # a white page is not given to the engine
 
 
+def test_a_garbled_text_layer_is_replaced_by_ocr_or_kept_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page whose text layer is glyph ids (a font without a Unicode map) is read again by OCR; where
+    OCR cannot run, the layer is kept as it is, with a note saying why."""
+    import chunkdedup.parse.pdf as pdf_module
+
+    layer = pdf_module._text_layer
+    glyphs = "\x03\x11\x07\x1d\x05 " * 30
+
+    def first_page_garbled(page: Any, number: int) -> str:
+        return glyphs if number == 1 else layer(page, number)
+
+    monkeypatch.setattr(pdf_module, "_text_layer", first_page_garbled)
+    reader = _Reader("Refunds are paid within thirty days of the request.\n")
+    (doc,) = PdfParser(ParseConfig(), reader).parse(_mixed_pdf()).documents
+    assert reader.pages == 2  # the garbled page and the drawn one
+    assert doc.pages[0].text == "Refunds are paid within thirty days of the request.\n"
+    assert (doc.pages[0].has_text_layer, doc.pages[0].ocr_confidence) == (False, 0.875)
+    off = PdfParser(ParseConfig(ocr="off")).parse(_mixed_pdf())
+    assert off.documents[0].pages[0].text == glyphs and off.documents[0].pages[0].has_text_layer
+    assert 'page 1 has a garbled text layer, kept as it is: OCR is off ([parse] ocr = "off")' in off.notes
+
+
 @pytest.mark.parametrize(("field", "value", "message"), [
     ("ocr", "sometimes", "parse.ocr must be auto, require or off"),
     ("ocr_language", "eng deu", "joined by '+'"),
