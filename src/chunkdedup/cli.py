@@ -754,11 +754,10 @@ def serve_cmd(index_path: Path, host: str, port: int, report_dir: Path | None) -
 def _unknown_where_keys(ix: Index, where: tuple[str, ...]) -> str | None:
     """A hint when a --where key is on no document (a typo gives no hits, not an error)."""
     from chunkdedup.query.where import Filter
-    from chunkdedup.store import reads
 
     keys = {key for key, _ in Filter.parse(list(where)).groups}
     known = {"doc", "department", "family", "effective_date"}
-    known |= reads.metadata_keys(ix.store)
+    known |= ix.metadata_keys()
     missing = sorted(keys - known)
     if not missing:
         return None

@@ -16,7 +16,6 @@ from typing import IO, Any
 from chunkdedup.errors import IndexBusyError, InputError, MissingExtraError
 from chunkdedup.index import Index
 from chunkdedup.query.records import ExportRecord
-from chunkdedup.store import writer_active
 
 _PARQUET_BATCH = 2048
 
@@ -42,7 +41,7 @@ def export_index(
         >>> export_index("corpus.sqlite", Path("delta.jsonl"), changes_since=3)  # doctest: +SKIP
         {'upserts': 12, 'deletes': 2}
     """
-    if changes_since is not None and Path(index_path).exists() and writer_active(index_path):
+    if changes_since is not None and Path(index_path).exists() and Index.writer_active(index_path):
         raise IndexBusyError(
             f"an ingest into {index_path} is running: export --changes-since after it finishes, "
             "then use the `last_run` of `chunkdedup stats` as the next watermark"

@@ -32,7 +32,6 @@ from chunkdedup.export import records
 from chunkdedup.index import Index
 from chunkdedup.integrations._core import IndexLike, open_index
 from chunkdedup.query.records import ExportRecord
-from chunkdedup.store import reads
 
 DEFAULT_BATCH = 256
 
@@ -153,8 +152,8 @@ def run_sync(
         path = state_path(ix, state)
         saved = SyncState.load(path)
         start = None if full else (saved.applied_run if since is None else since)
-        with reads.snapshot(ix.store):  # one snapshot: the watermark, the delta and the check agree
-            last = reads.last_finished_run(ix.store)
+        with ix.snapshot():  # one snapshot: the watermark, the delta and the check agree
+            last = ix.last_finished_run()
             if last is None:
                 return SyncReport(start, None, 0, 0, False, str(path))
             if start is not None and start > last:

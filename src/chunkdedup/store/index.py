@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Self
 
 from chunkdedup.errors import ChunkdedupError, IndexError_, MigrationPendingError
-from chunkdedup.store import Store, counts, reads, vectors
+from chunkdedup.store import Store, counts, reads, vectors, writer_active
 from chunkdedup.store.rows import (
     DocumentRow,
     FamilyCounts,
@@ -101,14 +102,13 @@ class IndexReader:
         or from the tables when there is none to use (an index of an older version, one being written).
         """
         c = counts.stored(self.store.conn) or counts.count(self.store.conn)
-        # the newest *finished* run: the watermark for `export --changes-since`
-        last_run = self.store.conn.execute("SELECT MAX(id) FROM runs WHERE status='done'").fetchone()[0]
         return IndexStats(
             documents=c.documents, pending_documents=c.pending_documents, pages=c.pages,
             pages_without_text=c.pages_without_text, lines_running=c.lines_running,
             lines_chrome=c.lines_chrome, boilerplate_keys=c.boilerplate_keys, raw_chunks=c.sources,
             after_exact=c.groups, canonical_chunks=c.canonicals, variant_pairs=c.variants,
-            index_bytes=_database_bytes(self.store), last_run=last_run, text_engine=self._text_engine(),
+            index_bytes=_database_bytes(self.store), last_run=self.last_finished_run(),
+            text_engine=self._text_engine(),
         )
 
     def _text_engine(self) -> TextEngine:
@@ -122,24 +122,32 @@ class IndexReader:
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.exists() else 0
         return TextEngine(name, textindex.pending(self.store), size)
 
+    def last_finished_run(self) -> int | None:
+        """The newest finished run's id: the watermark of ``export --changes-since`` and of a sync."""
+        return reads.last_finished_run(self.store)
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """One read transaction: every read inside sees the same committed state, whatever a writer
+        commits meanwhile (a delta, its watermark and a check that agree)."""
+        return reads.snapshot(self.store)
+
+    def metadata_keys(self) -> frozenset[str]:
+        """Every metadata key some document has."""
+        return reads.metadata_keys(self.store)
+
+    @staticmethod
+    def writer_active(path: str | Path) -> bool:
+        """Whether an ingest is writing the index at ``path`` now (it holds the writer lock)."""
+        return writer_active(path)
+
     def documents(self) -> list[DocumentRow]:
         """Every document, by id: its path, pages, state, recognised fields and metadata."""
         return list(self.views.documents().items)
 
     def boilerplate(self, limit: int | None = None) -> list[BoilerplateKey]:
         """Stripped keys, most widespread first, each with an example from the first document."""
-        rows = self.store.conn.execute(
-            """
-            SELECT k.key, s.scope, COUNT(*) AS docs, SUM(s.pages) AS pages,
-                   (SELECT example FROM stripped e WHERE e.khash = s.khash AND e.scope = s.scope
-                    ORDER BY e.doc_id LIMIT 1)
-            FROM stripped s JOIN bp_keys k USING(khash)
-            GROUP BY s.khash, s.scope ORDER BY docs DESC, pages DESC, k.key, s.scope
-            LIMIT ?
-            """,
-            (-1 if limit is None else limit,),
-        )
-        return [BoilerplateKey(r[0], r[4], r[1], r[2], r[3]) for r in rows]
+        keys = self.views.boilerplate(limit=-1 if limit is None else limit)
+        return [BoilerplateKey(k.key, k.example, k.scope, k.documents, k.pages) for k in keys]
 
     def canonical(self, chunk_id: str) -> CanonicalChunk | None:
         sql = f"SELECT {CANONICAL_TEXT} FROM canonicals c WHERE c.id=?"

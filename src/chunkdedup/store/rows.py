@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from chunkdedup.types import MetaValue
+from chunkdedup.types import MetaValue, Relation, Scope
 
 
 class JsonRow(Mapping[str, Any]):
@@ -160,7 +160,7 @@ class SourceRow(JsonRow):
     end: int
     group_id: str
     canonical_id: str
-    relation: str
+    relation: Relation
     similarity: float
     ocr_confidence: float | None = None
 
@@ -186,7 +186,7 @@ class StrippedRow(JsonRow):
 
     doc_id: str
     khash: int
-    scope: str
+    scope: Scope
     pages: int
     lines: int
     example: str
@@ -202,7 +202,7 @@ class KeySummary(JsonRow):
 
     khash: int
     key: str
-    scope: str
+    scope: Scope
     documents: int
     pages: int
     lines: int
@@ -231,7 +231,7 @@ class MergeRow(JsonRow):
     """An exact-key group of a canonical: how it joined (exact leader, near, semantic), its copies."""
 
     group_id: str
-    relation: str
+    relation: Relation
     similarity: float
     differing: tuple[str, ...]
     copies: int

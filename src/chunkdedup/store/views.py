@@ -118,9 +118,9 @@ class IndexViews:
         return tuple(StrippedRow(*r) for r in rows)
 
     # -- boilerplate --------------------------------------------------------------------------
-    def boilerplate(self) -> tuple[KeySummary, ...]:
+    def boilerplate(self, *, limit: int = -1) -> tuple[KeySummary, ...]:
         """Every stripped key, most widespread first (documents, then pages), ties by key and scope;
-        the example is the one of the first document.
+        the example is the one of the first document (``limit`` -1: all).
 
         One pass over ``stripped`` (its rows: documents x keys stripped in each; a few per document):
         the caller keeps the result while the index is unchanged (see :mod:`chunkdedup.web.app`).
@@ -132,8 +132,9 @@ class IndexViews:
                        MIN(doc_id) AS first, example   -- SQLite: example of the row with MIN(doc_id)
                 FROM stripped GROUP BY khash, scope
             ) a JOIN bp_keys k USING(khash)
-            ORDER BY a.docs DESC, a.pages DESC, k.key, a.scope
-            """
+            ORDER BY a.docs DESC, a.pages DESC, k.key, a.scope LIMIT ?
+            """,
+            (limit,),
         )
         return tuple(KeySummary(*r) for r in rows)
 

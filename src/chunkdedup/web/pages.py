@@ -245,7 +245,7 @@ def document_page(ix: Index, doc_id: str, *, first: int, limit: int) -> Document
     if doc is None:
         return None
     stripped = views.stripped(doc_id)
-    scopes = {s.khash: s.scope for s in stripped}
+    scopes: dict[int, str] = {s.khash: s.scope for s in stripped}
     shown: list[PageView] = []
     for p in views.pages(doc_id, first=first, limit=limit):
         chunks = views.page_chunks(doc_id, p.page)
