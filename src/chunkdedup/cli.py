@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from chunkdedup.pipeline import IngestReport
+    from chunkdedup.types import VersionPolicy, Words
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -602,9 +603,9 @@ def query_cmd(
     index_path: Path,
     k: int | None,
     where: tuple[str, ...],
-    versions: str | None,
+    versions: VersionPolicy | None,
     no_safety_net: bool,
-    words: str | None,
+    words: Words | None,
     retriever: str | None,
     embedder: str | None,
     explain: bool,
@@ -630,12 +631,12 @@ def query_cmd(
                 text,
                 k=k,
                 where=list(where),
-                versions=versions,  # type: ignore[arg-type]
+                versions=versions,
                 safety_net=False if no_safety_net else None,
                 config=cfg.query,
                 retriever=retriever,
                 embedder=embedder,
-                words=words,  # type: ignore[arg-type]
+                words=words,
             )
             advice = _engine_advice(ix)
     if as_json:

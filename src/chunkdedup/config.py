@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkdedup.errors import ConfigError
+from chunkdedup.types import Linkage, OcrMode, RetrieverName, VersionPolicy, Words
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +43,7 @@ class ParseConfig:
     max_file_bytes: int = 512 * 1024 * 1024
     follow_symlinks: bool = False
     max_page_chars: int = 200_000
-    ocr: str = "auto"
+    ocr: OcrMode = "auto"
     ocr_language: str = "eng"
     ocr_dpi: int = 300
     ocr_tessdata: str = ""
@@ -177,7 +178,7 @@ class NearConfig:
     rows: int = 8
     seed: int = 1
     guard: bool = True
-    linkage: str = "leader"
+    linkage: Linkage = "leader"
     meaning: tuple[str, ...] = MEANING_REASONS
     numbering: bool = True
     always_merge: tuple[str | tuple[str, str], ...] = ()
@@ -313,18 +314,18 @@ class QueryConfig:
 
     k: int = 5
     pool: int = 40
-    versions: str = "latest"
+    versions: VersionPolicy = "latest"
     safety_net: bool = True
     cap_per_doc: int = 0
     mmr_lambda: float = 0.5
     shingle_words: int = 5
     max_candidates: int = 20_000
-    retriever: str = "auto"
+    retriever: RetrieverName = "auto"
     context_weight: float = 2.0
     context_docs: int = 3
     word_parts: bool = True
     aliases: str = ""
-    words: str = "source"
+    words: Words = "source"
     identity_weight: float = 0.5
     context_b: float = 0.0
     context_k1: float = 1.2
@@ -457,6 +458,7 @@ def _is_a(value: Any, expected: Any) -> bool:
     """Whether a value read from TOML (or a stored run's JSON) fits a field's annotation. A boolean is
     no number here (``true`` where a count is meant is a mistake), an integer is a float; a tuple field
     takes a list."""
+    expected = _mode_type(expected)
     origin = typing.get_origin(expected)
     if origin in (types.UnionType, typing.Union):
         return any(_is_a(value, arm) for arm in typing.get_args(expected))
@@ -478,8 +480,17 @@ def _is_a(value: Any, expected: Any) -> bool:
     raise TypeError(f"no config check for {expected!r}")  # a new field type: teach _is_a about it
 
 
+def _mode_type(expected: Any) -> Any:
+    """A mode's ``Literal["a", "b"]`` is read as its values' type (``str``): which value is allowed is
+    the dataclass's own check, with the message that lists them."""
+    if typing.get_origin(expected) is typing.Literal:
+        return type(typing.get_args(expected)[0])
+    return expected
+
+
 def _type_name(expected: Any) -> str:
     """``int`` -> "an integer", ``tuple[str, ...]`` -> "a list of strings", ..."""
+    expected = _mode_type(expected)
     if typing.get_origin(expected) in (types.UnionType, typing.Union):
         return " or ".join(_type_name(arm) for arm in typing.get_args(expected))
     if typing.get_origin(expected) is tuple:

@@ -21,6 +21,12 @@ MetaValue = str | int | float | bool | None
 Relation = Literal["exact", "near", "semantic"]
 Scope = Literal["running", "chrome"]
 ExportOp = Literal["upsert", "delete"]
+#: The modes a config field chooses among (each checked with its message in ``config.py``).
+OcrMode = Literal["auto", "require", "off"]
+Linkage = Literal["complete", "leader"]
+RetrieverName = Literal["auto", "bm25", "vector", "hybrid"]
+VersionPolicy = Literal["latest", "label", "all"]
+Words = Literal["source", "canonical"]
 
 
 class FileStatus(StrEnum):

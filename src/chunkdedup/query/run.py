@@ -116,7 +116,7 @@ def search(
         raise ConfigError(f"words must be source or canonical, got {shown!r}")
     pool = max(cfg.pool, k)
     flt = where if isinstance(where, Filter) else Filter.parse(where)
-    eligibility = Eligibility(index.store, flt, policy, shown)  # type: ignore[arg-type]
+    eligibility = Eligibility(index.store, flt, policy, shown)
     contexts = (
         DocumentContexts(index.store, eligibility, cfg.word_parts, _weighting(cfg))
         if cfg.context_weight > 0 or cfg.number_weight > 0
@@ -139,7 +139,7 @@ def search(
     dropped.sort(key=lambda d: (order.get(d.id, -1), -d.score, d.id))
     ranked = contexts is not None and cfg.context_weight > 0
     matched = tuple(contexts.best(asked, cfg.context_docs)) if ranked and contexts is not None else ()
-    return QueryResult(text, hits, tuple(dropped), policy, matched)  # type: ignore[arg-type]
+    return QueryResult(text, hits, tuple(dropped), policy, matched)
 
 
 def query(index: Searchable, text: str, **options: object) -> list[Hit]:

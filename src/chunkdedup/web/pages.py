@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, get_args
 
 from chunkdedup.config import QueryConfig
+from chunkdedup.errors import ConfigError
 from chunkdedup.index import (
     CanonicalRow,
     DocumentRow,
@@ -31,6 +32,7 @@ from chunkdedup.query import QueryResult, search
 from chunkdedup.query.records import Dropped
 from chunkdedup.store import review, textindex
 from chunkdedup.store.review import Kind, Order, PairRow
+from chunkdedup.types import VersionPolicy
 from chunkdedup.web.text import ContextLine, Segment, Span, Word, key_lines, layout, word_diff
 
 #: Pages of a document shown at once, and boilerplate documents whose context a key shows.
@@ -365,6 +367,10 @@ class QueryPage:
         return out
 
 
+def _is_policy(value: str) -> TypeGuard[VersionPolicy]:
+    return value in get_args(VersionPolicy)
+
+
 def query_page(ix: Index, form: QueryForm, config: QueryConfig | None = None) -> QueryPage:
     """Run the query the form describes with the library's ``search`` (as ``query --explain``).
 
@@ -372,8 +378,10 @@ def query_page(ix: Index, form: QueryForm, config: QueryConfig | None = None) ->
     """
     if not form.q.strip():
         return QueryPage(form, None, ())
+    if not _is_policy(form.versions):
+        raise ConfigError(f"versions must be latest, label or all, got {form.versions!r}")
     result = search(
-        ix, form.q, k=form.k, where=list(form.where), versions=form.versions,  # type: ignore[arg-type]
+        ix, form.q, k=form.k, where=list(form.where), versions=form.versions,
         safety_net=form.safety_net, retriever=form.retriever, config=config,
     )
     steps = tuple(
