@@ -51,6 +51,10 @@ LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 def _ensure_tesseract() -> None:
     """Tesseract's English data where tesserocr finds it: installed with apt-get when missing."""
     try:
+        import tesserocr  # noqa: F401
+    except ImportError:
+        pytest.fail("tesserocr is missing: pip install -e '.[test]' (it holds the [ocr] extra)")
+    try:
         tessdata_dir("eng")
         return
     except OcrUnavailable:
@@ -333,6 +337,16 @@ def test_only_pages_without_a_usable_text_layer_go_to_the_engine() -> None:
     assert first.ocr_confidence is None and first.has_text_layer
     assert (second.text, second.has_text_layer, second.ocr_confidence) == ("The drawn word.\n", False, 0.875)
     assert extraction.notes == ("page 2 read by OCR (eng): mean confidence 0.88, lowest 0.88",)
+
+
+def test_a_page_the_engine_fails_on_is_kept_empty_with_a_note() -> None:
+    class Failing(_Reader):
+        def read(self, pixels: bytes, width: int, height: int, stride: int, dpi: int) -> OcrText:
+            raise RuntimeError("engine crashed")
+
+    extraction = PdfParser(ParseConfig(), Failing("")).parse(_mixed_pdf())
+    assert extraction.documents[0].pages[1].text == ""
+    assert extraction.notes == ("page 2: OCR failed (engine crashed); it is kept empty",)
 
 
 def test_a_garbled_text_layer_is_read_again_and_a_blank_page_is_not() -> None:

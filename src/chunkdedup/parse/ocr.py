@@ -199,12 +199,18 @@ def _lines(api: Any, tesserocr: Any) -> list[TextLine]:
     words: list[str] = []
     box: tuple[int, int, int, int] | None = None
     line, word = tesserocr.RIL.TEXTLINE, tesserocr.RIL.WORD
-    for item in tesserocr.iterate_level(api.GetIterator(), word):
+    iterator = api.GetIterator()
+    if iterator is None:  # nothing recognised (a drawing, a photo)
+        return lines
+    for item in tesserocr.iterate_level(iterator, word):
         if item.IsAtBeginningOf(line):
             if words and box is not None:
                 lines.append(TextLine(" ".join(words), box[1], box[3], box[0]))
             words, box = [], item.BoundingBox(line)
-        text = (item.GetUTF8Text(word) or "").strip()
+        try:
+            text = (item.GetUTF8Text(word) or "").strip()
+        except RuntimeError:  # tesserocr's "No text returned": an empty element
+            continue
         if text and not speck(text, item.Confidence(word)):
             words.append(text)
     if words and box is not None:

@@ -142,7 +142,8 @@ def _notes(read: tuple[_Read, ...], ocr: PageOcr) -> tuple[str, ...]:
         notes.append(f"{_pages(blank)} {_have(blank)} no text layer and nothing to read (blank)")
     for r in scanned:
         if r.failed is not None:
-            notes.append(f"page {r.page.number}: OCR failed ({r.failed}); its text layer is kept as it is")
+            left = "its garbled text layer is kept as it is" if r.layer == "garbled" else "it is kept empty"
+            notes.append(f"page {r.page.number}: OCR failed ({r.failed}); {left}")
     missing = [r.page.number for r in scanned if not r.page.ocr and not r.blank and r.failed is None
                and r.layer == "none"]
     if missing:
