@@ -3,15 +3,15 @@
 Example:
     >>> from chunkdedup import ingest, Index
     >>> report = ingest(["docs/"], "corpus.sqlite")  # doctest: +SKIP
-    >>> Index.open("corpus.sqlite").stats()["canonical_chunks"]  # doctest: +SKIP
+    >>> Index.open("corpus.sqlite").stats().canonical_chunks  # doctest: +SKIP
 """
 
 # Names are imported on first use (PEP 562), so `chunkdedup --help` and `import chunkdedup.errors` do
 # not load numpy, numba and every stage: 0.2 s instead of 1.3 s before anything runs.
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+import typing as _typing
+from importlib import import_module as _import_module
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from chunkdedup.boilerplate import StripResult, candidate_keys, running_keys, strip
     from chunkdedup.chunk import chunk_document, chunk_page, sentence_spans
     from chunkdedup.config import (
@@ -19,9 +19,11 @@ if TYPE_CHECKING:
         ChunkConfig,
         Config,
         DedupConfig,
+        NearConfig,
         ParseConfig,
         QueryConfig,
         RetrievalConfig,
+        SemanticConfig,
     )
     from chunkdedup.dedup.exact import dedup_exact
     from chunkdedup.errors import (
@@ -41,7 +43,15 @@ if TYPE_CHECKING:
         SyncError,
     )
     from chunkdedup.execute import Executor, LocalExecutor
-    from chunkdedup.index import Index
+    from chunkdedup.index import (
+        DocumentRow,
+        FamilyCounts,
+        Index,
+        IndexStats,
+        MergeRow,
+        TextEngine,
+        VariantRow,
+    )
     from chunkdedup.ingest_memory import ingest_records
     from chunkdedup.normalize import boilerplate_key, exact_key
     from chunkdedup.parse.memory import InputRecord
@@ -63,13 +73,13 @@ if TYPE_CHECKING:
 _MODULES = {
     "chunkdedup.boilerplate": "StripResult candidate_keys running_keys strip",
     "chunkdedup.chunk": "chunk_document chunk_page sentence_spans",
-    "chunkdedup.config": "BoilerplateConfig ChunkConfig Config DedupConfig ParseConfig QueryConfig "
-    "RetrievalConfig",
+    "chunkdedup.config": "BoilerplateConfig ChunkConfig Config DedupConfig NearConfig ParseConfig "
+    "QueryConfig RetrievalConfig SemanticConfig",
     "chunkdedup.dedup.exact": "dedup_exact",
     "chunkdedup.errors": "ChunkdedupError ConfigError DuplicateDocumentError IndexBusyError "
     "IndexDamagedError IndexError_ IndexFullError IndexIOError InputError MissingExtraError ParseError "
     "QuestionError SchemaError SyncError",
-    "chunkdedup.index": "Index",
+    "chunkdedup.index": "DocumentRow FamilyCounts Index IndexStats MergeRow TextEngine VariantRow",
     "chunkdedup.ingest_memory": "ingest_records",
     "chunkdedup.parse.memory": "InputRecord",
     "chunkdedup.normalize": "boilerplate_key exact_key",
@@ -82,11 +92,11 @@ _MODULES = {
 _WHERE = {name: module for module, names in _MODULES.items() for name in names.split()}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'chunkdedup' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(_import_module(module), name)
     globals()[name] = value
     return value
 
@@ -108,9 +118,11 @@ __all__ = [
     "ConfigError",
     "DedupConfig",
     "Document",
+    "DocumentRow",
     "DuplicateDocumentError",
     "Executor",
     "ExportRecord",
+    "FamilyCounts",
     "FileResult",
     "FileStatus",
     "Hit",
@@ -120,12 +132,15 @@ __all__ = [
     "IndexError_",
     "IndexFullError",
     "IndexIOError",
+    "IndexStats",
     "IngestOptions",
     "IngestReport",
     "InputError",
     "InputRecord",
     "LocalExecutor",
+    "MergeRow",
     "MissingExtraError",
+    "NearConfig",
     "Page",
     "ParseConfig",
     "ParseError",
@@ -135,9 +150,12 @@ __all__ = [
     "QuestionError",
     "RetrievalConfig",
     "SchemaError",
+    "SemanticConfig",
     "StripResult",
     "StrippedLine",
     "SyncError",
+    "TextEngine",
+    "VariantRow",
     "boilerplate_key",
     "candidate_keys",
     "chunk_document",
