@@ -364,6 +364,20 @@ def test_a_garbled_text_layer_is_read_again_and_a_blank_page_is_not() -> None:
     assert reader.pages == 0  # a white page is not given to the engine
 
 
+def test_a_blank_page_opens_no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    def never(language: str, tessdata: str = "") -> TesseractReader:
+        raise AssertionError("an engine was opened for a blank page")
+
+    monkeypatch.setattr(TesseractReader, "open", staticmethod(never))
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=14)
+    pdf.multi_cell(0, 8, "The last page of this filing is intentionally blank.")
+    pdf.add_page()
+    extraction = PdfParser().parse(bytes(pdf.output()))
+    assert extraction.notes == ("page 2 has no text layer and nothing to read (blank)",)
+
+
 def test_a_garbled_text_layer_is_replaced_by_ocr_or_kept_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
     """A page whose text layer is glyph ids (a font without a Unicode map) is read again by OCR; where
     OCR cannot run, the layer is kept as it is, with a note saying why."""

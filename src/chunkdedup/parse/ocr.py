@@ -303,8 +303,7 @@ class PageOcr:
     def read_page(self, page: Any) -> OcrText | None:
         """Render a pdfium page and read it (``None``: OCR is off or cannot run); the image is freed
         before this returns. A blank page is not given to the engine: it reads as empty text."""
-        reader = self.engine()
-        if reader is None:
+        if self._reader is None and self.unavailable is not None:
             return None
         width, height = page.get_size()
         scale = render_scale(width, height, self.dpi)
@@ -314,8 +313,11 @@ class PageOcr:
             w, h, stride = bitmap.width, bitmap.height, bitmap.stride
         finally:
             bitmap.close()
-        if _blank(pixels):
+        if _blank(pixels):  # no engine is opened for it (a text PDF's empty last page)
             return OcrText("", 1.0)
+        reader = self.engine()
+        if reader is None:
+            return None
         return reader.read(pixels, w, h, stride, round(scale * 72))
 
     def close(self) -> None:
