@@ -108,12 +108,14 @@ def _record_ids(lines: list[bytes]) -> dict[int, str]:
 
 
 #: the findings the fuzzing made, kept as examples: a record nested 50,000 deep failed its whole JSONL
-#: file; a 70,000-letter word took 35 s to index (a letter-digit search tried at every character)
+#: file, and so did one nested 900 deep whose surrogate escapes were scrubbed (recursively); a
+#: 70,000-letter word took 35 s to index (a letter-digit search tried at every character)
 FOUND = {
     "jsonl": [[
         b'{"id": "r1", "text": "logs kept", "deep": ' + _nested_json(50_000).encode() + b"}",
         b'{"id": "r2", "text": "x \\ud800 y \\udfff logs"}',
         b'{"id": "r3", "text": "caf\xe9 \xff logs"}',
+        b'{"id": "r4", "text": "\\udb89\\ude0d logs", "deep": ' + _nested_json(900).encode() + b"}",
     ]],
     "md": [
         "# \ud800 title\n\n".encode("utf-8", "surrogatepass") + b"> " * 5_000 + b"deep\n\n" + b"x" * 70_000

@@ -275,15 +275,21 @@ def test_a_huge_word_is_indexed_in_one_scan() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_a_record_nested_too_deeply_is_a_note_on_its_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("depth", "text"),
+    [(65, "nested"), (900, "a lone \\udb89 surrogate"), (50_000, "nested")],
+)
+def test_a_record_nested_too_deeply_is_a_note_on_its_line(tmp_path: Path, depth: int, text: str) -> None:
+    """Past 64 levels a record is refused on its line: deeper than json reads (50,000), or deep
+    enough that a later reading of it recursed past Python's limit (900, with a surrogate to scrub)."""
     folder = tmp_path / "in"
     folder.mkdir()
-    deep = '{"a": ' * 50_000 + "1" + "}" * 50_000
+    deep = '{"a": ' * depth + "1" + "}" * depth
     (folder / "data.jsonl").write_text(
         '{"id": "ok", "text": "Server logs are kept for ninety days."}\n'
-        f'{{"id": "deep", "text": "nested", "meta": {deep}}}\n'
+        f'{{"id": "deep", "text": "{text}", "meta": {deep}}}\n'
     )
     report = ingest([folder], tmp_path / "i.sqlite")
     (f,) = report.files
     assert (f.status, f.doc_ids) == ("ingested", ("data.jsonl#ok",))
-    assert f.reason == "line 2: nested too deeply to read: flatten the record's fields"
+    assert f.reason == "line 2: fields nested deeper than 64 levels: flatten the record's fields"

@@ -20,6 +20,27 @@ from chunkdedup.types import Page
 NUMBER_MARK = "@"
 #: A JSON escape of a surrogate (``\ud800``): the only way a JSONL line read as text can hold one.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+#: How deep a record's fields may nest (lists and objects): every later reading of a record (its
+#: surrogates scrubbed, its metadata stored as JSON, filtered, exported) recurses into them
+MAX_DEPTH = 64
+_TOO_DEEP = f"fields nested deeper than {MAX_DEPTH} levels: flatten the record's fields"
+
+
+def _too_deep(value: object) -> bool:
+    """Whether ``value`` nests lists and mappings deeper than ``MAX_DEPTH`` (read without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth >= MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def record_id(raw_id: str | int | None, number: int) -> str:
@@ -56,9 +77,11 @@ def parse_record(line: str, number: int, content_hash: str | None = None) -> Ext
     except json.JSONDecodeError as e:
         raise ParseError(f"not valid JSON: {e.msg} at column {e.colno}") from None
     except RecursionError:  # one record's nesting costs that record, not the file
-        raise ParseError("nested too deeply to read: flatten the record's fields") from None
+        raise ParseError(_TOO_DEEP) from None
     if not isinstance(record, dict):
         raise ParseError(f"a JSON {type(record).__name__}, not an object with a 'text' field")
+    if _too_deep(record):
+        raise ParseError(_TOO_DEEP)
     replaced = 0
     if _SURROGATE_ESCAPE.search(line) is not None:
         record, replaced = scrub_surrogates(record)
@@ -80,6 +103,8 @@ def record_from_mapping(record: Mapping[str, object], number: int, content_hash:
     text = record.get("text")
     if not isinstance(text, str):
         raise ParseError("no string 'text' field")
+    if _too_deep(record):
+        raise ParseError(_TOO_DEEP)
     if not text.strip():
         raise ParseError("'text' is empty")
     raw_id = record.get("id")
