@@ -318,14 +318,18 @@ def _mixed_pdf() -> bytes:
 class _Reader:
     """A stand-in OCR engine: says what it read, and counts the pages it was given."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, confidence: float = 0.875) -> None:
         self.text = text
+        self.confidence = confidence
         self.pages = 0
 
     def read(self, pixels: bytes, width: int, height: int, stride: int, dpi: int) -> OcrText:
         self.pages += 1
         assert len(pixels) == height * stride and width <= stride and dpi == 300
-        return OcrText(self.text, 0.875)
+        return OcrText(self.text, self.confidence)
+
+    def close(self) -> None:
+        pass
 
 
 def test_only_pages_without_a_usable_text_layer_go_to_the_engine() -> None:
@@ -398,6 +402,33 @@ def test_a_garbled_text_layer_is_replaced_by_ocr_or_kept_with_a_note(monkeypatch
     off = PdfParser(ParseConfig(ocr="off")).parse(_mixed_pdf())
     assert off.documents[0].pages[0].text == glyphs and off.documents[0].pages[0].has_text_layer
     assert 'page 1 has a garbled text layer, kept as it is: OCR is off ([parse] ocr = "off")' in off.notes
+
+
+def test_a_rescanned_or_retyped_document_keeps_the_confidence_of_its_pages_as_they_are_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The confidence is written with the page and goes with it: a document re-ingested as a text PDF
+    holds none, and one scanned again holds the new reading's."""
+    readers = [_Reader("Refunds are paid within thirty days of the request.\n")]
+    monkeypatch.setattr(TesseractReader, "open", staticmethod(lambda language, tessdata="": readers[-1]))
+    folder, index = tmp_path / "docs", tmp_path / "i.sqlite"
+    folder.mkdir()
+    doc = folder / "refunds.pdf"
+
+    def confidences() -> list[float | None]:
+        with Index.open(index) as ix:
+            return [conf for _, _, conf in _pages(ix, "refunds.pdf")]
+
+    doc.write_bytes(scanned(_mixed_pdf(), 100, 7))
+    ingest([folder], index)
+    assert confidences() == [0.875, 0.875]
+    readers.append(_Reader("Refunds are paid within thirty days.\n", 0.5))
+    doc.write_bytes(scanned(_mixed_pdf(), 100, 8))
+    ingest([folder], index)
+    assert confidences() == [0.5, 0.5]
+    doc.write_bytes(_mixed_pdf())
+    ingest([folder], index)
+    assert confidences() == [None, 0.5]  # page 2, a drawing, is still read by OCR
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
