@@ -687,16 +687,14 @@ def query_cmd(
 
 def _engine_advice(ix: Index) -> str | None:
     """The note after a query's hits when the index is on FTS5 with enough texts that tantivy would
-    answer in milliseconds (:func:`~chunkdedup.store.textindex.slow_fts5`), else None."""
-    from chunkdedup.store import textindex
-
-    groups = textindex.fts5_rows(ix.store)
-    if not textindex.slow_fts5(textindex.engine(ix.store), groups):
+    answer in milliseconds (:meth:`Index.slow_text_engine`), else None."""
+    slow = ix.slow_text_engine()
+    if slow is None:
         return None
     return (
-        f"(FTS5 scores every text holding a question word: with {groups} texts a question can take a "
+        f"(FTS5 scores every text holding a question word: with {slow.texts} texts a question can take a "
         "second or more; the tantivy engine answers such indexes in milliseconds: "
-        f"pip install 'chunkdedup[tantivy]', then {safe_text(textindex.tantivy_command(ix.store.path))})"
+        f"pip install 'chunkdedup[tantivy]', then {safe_text(slow.command)})"
     )
 
 

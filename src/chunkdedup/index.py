@@ -20,6 +20,7 @@ from chunkdedup.store.rows import (
     PageText,
     RunRow,
     Slice,
+    SlowTextEngine,
     SourceRow,
     StatusCount,
     StrippedRow,
@@ -31,8 +32,8 @@ from chunkdedup.types import Hit
 #: The rows an index is read as (:mod:`chunkdedup.store.rows`), named here for the faces that read them.
 __all__ = [
     "CanonicalRow", "DocumentRow", "FamilyCounts", "FileProblem", "Index", "IndexStats", "KeySummary",
-    "MergeRow", "PageText", "RunRow", "Slice", "SourceRow", "StatusCount", "StrippedRow", "TextEngine",
-    "VariantRow",
+    "MergeRow", "PageText", "RunRow", "Slice", "SlowTextEngine", "SourceRow", "StatusCount", "StrippedRow",
+    "TextEngine", "VariantRow",
 ]
 
 

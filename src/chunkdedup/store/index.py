@@ -20,6 +20,7 @@ from chunkdedup.store.rows import (
     FamilyCounts,
     IndexStats,
     MergeRow,
+    SlowTextEngine,
     TextEngine,
     VariantRow,
 )
@@ -121,6 +122,17 @@ class IndexReader:
         folder = textindex.folder(self.store.path)
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.exists() else 0
         return TextEngine(name, textindex.pending(self.store), size)
+
+    def slow_text_engine(self, texts: int | None = None) -> SlowTextEngine | None:
+        """The advice to move to tantivy when this index is on FTS5 with enough texts that FTS5 answers
+        slowly (:func:`~chunkdedup.store.textindex.slow_fts5`), else None. ``texts``: the count to judge
+        by (the overview's ``after_exact``); by default FTS5's own totals record (one row read)."""
+        from chunkdedup.store import textindex
+
+        n = textindex.fts5_rows(self.store) if texts is None else texts
+        if not textindex.slow_fts5(textindex.engine(self.store), n):
+            return None
+        return SlowTextEngine(n, textindex.tantivy_command(self.store.path))
 
     def last_finished_run(self) -> int | None:
         """The newest finished run's id: the watermark of ``export --changes-since`` and of a sync."""

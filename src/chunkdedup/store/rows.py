@@ -292,6 +292,18 @@ class TextEngine(JsonRow):
 
 
 @dataclass(frozen=True, slots=True)
+class SlowTextEngine(JsonRow):
+    """An index on FTS5 with enough texts that tantivy answers a question much faster: how many texts,
+    and the command that moves it to tantivy."""
+
+    texts: int
+    command: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"texts": self.texts, "command": self.command}
+
+
+@dataclass(frozen=True, slots=True)
 class IndexStats(JsonRow):
     """What an index holds, in counts a person can act on: documents, pages, stripped lines, chunks
     before and after each dedup tier, and the newest finished run (the ``--changes-since`` watermark)."""

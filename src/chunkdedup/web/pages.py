@@ -30,7 +30,7 @@ from chunkdedup.index import (
 )
 from chunkdedup.query import QueryResult, search
 from chunkdedup.query.records import Dropped
-from chunkdedup.store import review, textindex
+from chunkdedup.store import review
 from chunkdedup.store.review import Kind, Order, PairRow
 from chunkdedup.types import VersionPolicy
 from chunkdedup.web.text import ContextLine, Segment, Span, Word, key_lines, layout, word_diff
@@ -82,7 +82,7 @@ class OverviewPage:
     text_engine: str
     text_pending: int | None
     #: the command that moves the index to tantivy, when it is on fts5 with enough texts that
-    #: tantivy answers much faster (:func:`~chunkdedup.store.textindex.slow_fts5`); else None
+    #: tantivy answers much faster (:meth:`Index.slow_text_engine`); else None
     tantivy_command: str | None
     files: tuple[StatusCount, ...]
     states: tuple[StatusCount, ...]
@@ -116,14 +116,14 @@ def overview_page(
     stats = ix.stats() if stats is None else stats
     views = ix.views
     engine = stats.text_engine
-    slow = textindex.slow_fts5(engine.name, stats.after_exact)
+    slow = ix.slow_text_engine(stats.after_exact)
     funnel = Funnel(stats.raw_chunks, stats.after_exact, stats.canonical_chunks,
                     stats.exact_merged, stats.near_merged, stats.variant_pairs)
     return OverviewPage(
         str(ix.store.path), funnel, stats.documents, stats.pages, stats.pages_without_text,
         stats.lines_running, stats.lines_chrome, stats.boilerplate_keys,
         stats.index_bytes, engine.name, engine.pending,
-        textindex.tantivy_command(ix.store.path) if slow else None, views.file_statuses(),
+        slow.command if slow else None, views.file_statuses(),
         views.document_states(), views.problems(limit=limit, offset=offset), views.runs(limit=5),
     )
 
