@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import fnmatch
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -109,6 +110,24 @@ def _question(data: Any, line: int) -> Question:
     return Question(str(data.get("id", line)), question, tuple(relevant), tuple(str(a) for a in answers))
 
 
+#: a line naming where an answer came from (docugami's ``SOURCE(S): 2022 Q3 AAPL.pdf, ...``) and an
+#: inline ``(SOURCE: 2023 Q1 AAPL.pdf)``: the files an answer was read from, no part of the answer
+_SOURCE_LINE = re.compile(r"^[ \t]*SOURCES?(?:\(S\))?:.*$\n?", re.MULTILINE)
+_SOURCE_NOTE = re.compile(r"[ \t]*\n?[ \t]*\(SOURCES?(?:\(S\))?:[^)\n]*\)")
+_BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")
+
+
+def answer_text(answer: str) -> str:
+    r"""``answer`` without the lines (and parenthesised notes) that name its source files: the text a
+    passage must hold to hold the answer.
+
+    Example:
+        >>> answer_text("Cash from operations was $98,024 million.\n\nSOURCE(S): 2022 Q3 AAPL.pdf")
+        'Cash from operations was $98,024 million.'
+    """
+    return _BLANK_LINES.sub("\n\n", _SOURCE_LINE.sub("", _SOURCE_NOTE.sub("", answer))).strip()
+
+
 class DocResolver:
     """Map golden ``doc`` names onto document ids: an exact id, else a unique file name or stem
     (a golden set written against ``ingest DOCS`` still resolves when a manifest one folder up gives
@@ -150,7 +169,9 @@ def _stem(doc_id: str) -> str:
 def convert_docugami(csv_path: str | Path, docs: str | Path) -> list[Question]:
     """Convert docugami's ``qna_data.csv`` (Question, Source Docs, Answer): each "Source Docs" glob
     (``*AAPL*``, ``*2023 Q3 NVDA*``) is matched against the file names in ``docs``; relevant docs are
-    written as document ids relative to ``docs`` (what ``chunkdedup ingest DOCS`` gives).
+    written as document ids relative to ``docs`` (what ``chunkdedup ingest DOCS`` gives). An answer
+    is kept without its ``SOURCE(S): ...`` lines (:func:`answer_text`): they name the files, which
+    ``relevant`` holds.
 
     Example:
         >>> data = "../shared/data/sec-10q"
@@ -174,7 +195,7 @@ def convert_docugami(csv_path: str | Path, docs: str | Path) -> list[Question]:
                           if fnmatch.fnmatchcase(PurePosixPath(name).name, pat)})
         if not matched:
             raise InputError(f"{csv_path}: row {n}: {row['Source Docs']!r} matches no file in {folder}")
-        answer = (row.get("Answer") or "").strip()
+        answer = answer_text(row.get("Answer") or "")
         out.append(Question(f"q{n:03d}", row["Question"].strip(), tuple(Relevant(m) for m in matched),
                             (answer,) if answer else ()))
     return out
@@ -209,5 +230,5 @@ def golden_line(q: Question) -> str:
     return json.dumps(q.to_json(), ensure_ascii=False)
 
 
-__all__ = ["DocResolver", "Question", "Relevant", "convert_docugami", "golden_line", "load_golden",
-           "write_golden"]
+__all__ = ["DocResolver", "Question", "Relevant", "answer_text", "convert_docugami", "golden_line",
+           "load_golden", "write_golden"]

@@ -11,7 +11,9 @@ relevant entry without a page is matched by any citation of that document.
   copy of an already-found passage adds nothing; the ideal ranks ``min(K, #relevant)`` hits first;
 * ``distinct_sources@K``: distinct documents cited in the top K;
 * ``answer_in_context@K``: only questions with an answer of at most 30 words: 1 when the normalised
-  answer appears in the top-K text, or when every number of the answer other than a year does;
+  answer appears in the top-K text, or when every number of the answer other than a year does; an
+  answer is read without the lines naming its source files (``SOURCE(S): 2022 Q3 AAPL.pdf``, see
+  :func:`~chunkdedup.evaluate.golden.answer_text`), whose digits no passage need hold;
 * ``evidence_answer@K``: the same questions (with relevant entries too): 1 when one top-K hit that
   cites a relevant document (or page) holds the answer itself;
 * ``duplication_rate@K``: share of top-K result pairs whose 5-word-shingle Jaccard (over
@@ -30,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from chunkdedup.dedup.minhash import MinHasher, jaccard
-from chunkdedup.evaluate.golden import Question
+from chunkdedup.evaluate.golden import Question, answer_text
 from chunkdedup.normalize import exact_key
 
 DUPLICATE_JACCARD = 0.5
@@ -160,8 +162,14 @@ def _holds_answer(text: str, answers: Sequence[str]) -> bool:
     return False
 
 
+def short_answers(answers: Sequence[str]) -> list[str]:
+    """The answers the answer metrics score: each without its source lines, if at most
+    :data:`MAX_ANSWER_WORDS` words long then."""
+    return [a for a in map(answer_text, answers) if a and len(a.split()) <= MAX_ANSWER_WORDS]
+
+
 def answer_in_context_at(results: Sequence[Result], answers: Sequence[str], k: int) -> float | None:
-    short = [a for a in answers if len(a.split()) <= MAX_ANSWER_WORDS]
+    short = short_answers(answers)
     if not short:
         return None
     return float(_holds_answer(" ".join(res.text for res in results[:k]), short))
@@ -174,7 +182,7 @@ def evidence_answer_at(results: Sequence[Result], question: Question, k: int) ->
     context, from any document: "$4.2 billion" found in another company's filing is not evidence.
     Only questions with a short answer and relevant entries count.
     """
-    short = [a for a in question.answers if len(a.split()) <= MAX_ANSWER_WORDS]
+    short = short_answers(question.answers)
     if not short or not question.relevant:
         return None
     return float(any(is_relevant(r, question) and _holds_answer(r.text, short) for r in results[:k]))
@@ -250,4 +258,5 @@ __all__ = [
     "recall_at",
     "reciprocal_rank",
     "score_question",
+    "short_answers",
 ]
