@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,22 @@ def test_search_depths_one_search_within_the_pool_one_per_cutoff_beyond() -> Non
     assert search_depths([1, 3, 10, 60], 40) == {1: 10, 3: 10, 10: 10, 60: 60}
     assert search_depths([40], 40) == {40: 40}
     assert search_depths([50, 60], 40) == {50: 50, 60: 60}
+
+
+def test_the_baseline_turns_every_ranking_lever_off_the_ablation_keeps_them() -> None:
+    qcfg = QueryConfig(context_weight=3.0, word_parts=True, identity_weight=0.25, context_specificity=1.0,
+                       context_b=0.75, number_weight=20.0, mmr_lambda=0.7, versions="label")
+    settings = run_settings(qcfg)
+    base = settings["baseline"].config
+    levers = ("context_weight", "word_parts", "identity_weight", "context_specificity", "context_b",
+              "number_weight")
+    assert [getattr(base, name) for name in levers] == [0.0, False, 1.0, 0.0, 0.0, 0.0]
+    assert replace(base, **{name: getattr(qcfg, name) for name in levers}) == qcfg  # nothing else moved
+    assert settings["ablation"].config == qcfg and settings["index"].config == qcfg
+    assert settings["baseline"].describe()["number_weight"] == 0.0
+    assert settings["ablation"].describe()["number_weight"] == 20.0
+    assert (settings["baseline"].versions, settings["ablation"].versions, settings["index"].versions) == \
+        ("all", "all", "label")
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +92,8 @@ def test_the_ablation_ranks_the_baseline_as_the_index_does(policy_eval: Run) -> 
     assert settings["ablation"]["versions"] == "all" and settings["ablation"]["safety_net"] is False
     assert settings["ablation"]["context_weight"] == settings["index"]["context_weight"] > 0
     assert settings["baseline"]["context_weight"] == 0.0
+    assert settings["baseline"]["number_weight"] == 0.0
+    assert settings["ablation"]["number_weight"] == settings["index"]["number_weight"] > 0
     with Index.open(base) as bx:
         ids = {r["id"] for q in ev.queries for r in q["results"]["ablation"]}
         canonical = {row["id"] for row in bx.export()}

@@ -1,9 +1,10 @@
 """``evaluate``: run a golden set three ways, with the same metrics, and keep every result.
 
 * ``baseline``: the baseline index (no stripping, no dedup), no safety net, every version, ranked on
-  chunk text alone: retrieval as it is without chunkdedup;
+  chunk text alone (every ranking lever of ``[query]`` off): retrieval as it is without chunkdedup;
 * ``ablation``: the same baseline index and settings, ranked as the index ranks (document context,
-  letter-digit parts, its retriever): ``ablation - baseline`` is what ranking gave;
+  letter-digit parts, identity, specificity, figures, its retriever): ``ablation - baseline`` is what
+  ranking gave;
 * ``index``: the index with its own ``[query]`` config: ``index - ablation`` is what cleaning gave
   (stripping, with the running lines it adds to a document's context; dedup; the safety net; the
   version policy).
@@ -84,14 +85,18 @@ class RunSetting:
         """The setting as report.json's ``meta.settings`` keeps it."""
         c = self.config
         return {"corpus": self.corpus, "versions": self.versions, "safety_net": self.safety_net,
-                "retriever": c.retriever, "context_weight": c.context_weight, "word_parts": c.word_parts}
+                "retriever": c.retriever, "context_weight": c.context_weight, "word_parts": c.word_parts,
+                "identity_weight": c.identity_weight, "context_specificity": c.context_specificity,
+                "context_b": c.context_b, "number_weight": c.number_weight}
 
 
 def run_settings(qcfg: QueryConfig) -> dict[str, RunSetting]:
     """The three runs of an index whose query config is ``qcfg``: the baseline ranks on chunk text
-    alone (no document context, no letter-digit parts); the ablation ranks as the index does, on
-    the baseline's chunks with its options (every version, no safety net)."""
-    plain = replace(qcfg, context_weight=0.0, word_parts=False)
+    alone (every ranking lever off: no document context, no letter-digit parts, identity and
+    specificity off, no figures boost); the ablation ranks as the index does, on the baseline's
+    chunks with its options (every version, no safety net)."""
+    plain = replace(qcfg, context_weight=0.0, word_parts=False, identity_weight=1.0, context_specificity=0.0,
+                    context_b=0.0, number_weight=0.0)
     return {
         "baseline": RunSetting("baseline", plain, "all", False),
         "ablation": RunSetting("baseline", qcfg, "all", False),
