@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from chunkdedup import ingest
-from chunkdedup.store import checkpointer, core
+from chunkdedup.store import checkpointer, connection
 from chunkdedup.store.checkpointer import WalCheckpointer
 from conftest import POLICY, POLICY_MANIFEST
 from test_ingest import snapshot
@@ -68,7 +68,7 @@ def test_an_ingest_checkpointed_beside_the_writer_is_the_same_index(
             made.append(self)
             return super().__enter__()
 
-    monkeypatch.setattr(core, "WalCheckpointer", Counted)
+    monkeypatch.setattr(connection, "WalCheckpointer", Counted)
     index = tmp_path / "i.sqlite"
     ingest([POLICY], index, manifest=POLICY_MANIFEST)
     assert sum(c.checkpoints for c in made) > 0
