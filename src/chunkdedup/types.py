@@ -221,13 +221,15 @@ class KeyedDocument:
 
 @dataclass(frozen=True, slots=True)
 class ContextSource:
-    """What a document's context is made from: its id, file, metadata, title and stripped running lines."""
+    """What a document's context is made from: its id, file, metadata, title, stripped running lines
+    and its first page's text (as parsed: its header fields)."""
 
     doc_id: str
     path: str
     metadata: Mapping[str, MetaValue]
     title: str | None = None
     running: tuple[str, ...] = ()
+    first_page: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -180,6 +180,11 @@ class DocumentTables(BoilerplateTables):
                 part,
             ):
                 running.setdefault(doc_id, []).append(example)
+            first = dict(
+                self.conn.execute(
+                    f"SELECT doc_id, {RAW_TEXT} FROM pages WHERE page=1 AND doc_id IN ({marks})", part
+                )
+            )
             rows = self.conn.execute(
                 f"SELECT doc_id, file_path, metadata, title FROM documents WHERE doc_id IN ({marks})"
                 " ORDER BY doc_id",
@@ -193,6 +198,7 @@ class DocumentTables(BoilerplateTables):
                     {} if meta == "{}" else json.loads(meta),
                     title,
                     running_lines(running.get(d, ())),
+                    first.get(d) or "",
                 )
                 for d, path, meta, title in rows
             )
