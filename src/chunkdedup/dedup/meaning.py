@@ -68,11 +68,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from itertools import compress
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import Indel, Levenshtein
 
 from chunkdedup.config import MEANING_REASONS
 from chunkdedup.dedup.guard import numeric_tokens
@@ -241,8 +242,8 @@ class _Span:
         if all(every):  # no mark alone (the common case): word k is chunk k
             self.chunks, self.norms, self._at = words, every, None
         else:  # a mark alone (a bullet, a heading's #) is no word; the space around it still counts
-            at = [k for k, norm in enumerate(every) if norm]
-            self.chunks, self.norms, self._at = [words[k] for k in at], [every[k] for k in at], at
+            at = list(compress(range(len(every)), every))
+            self.chunks, self.norms, self._at = list(compress(words, every)), list(filter(None, every)), at
 
     def _sep(self, i: int) -> str:
         """What stands before word ``i`` (marks alone included); ``i == len(chunks)``: after the last."""
@@ -351,7 +352,11 @@ def _equivalent(a: Sequence[_Word], b: Sequence[_Word]) -> bool:
         # a misspelling: one or two letters of a long word (Polices/Policies, insure/ensure); closer
         # still for capitalised words, so two names a letter apart (Kress/Krebs) stay two names
         close = _NAME_TYPO_RATIO if wa[0].raw[:1].isupper() or wb[0].raw[:1].isupper() else _TYPO_RATIO
-        return len(short) >= 5 and SequenceMatcher(None, short, long_).ratio() >= close
+        # difflib's ratio counts at most the longest common subsequence that Indel's similarity counts:
+        # below the bar there, below it here
+        if len(short) < 5 or Indel.normalized_similarity(short, long_) < close:
+            return False
+        return SequenceMatcher(None, short, long_).ratio() >= close
     return False
 
 
@@ -393,7 +398,7 @@ def _may_matter(a: str, b: str, norms: _Norms) -> bool:
     for w, n in changed.items():
         if not net[n]:
             continue
-        refers = "(" in w or n in _REFERRING or len(n) == 1 or (len(n) <= 4 and not n.strip("ivx"))
+        refers = "(" in w or len(n) == 1 or n in _REFERRING or (0 < len(n) <= 4 and not n.strip("ivx"))
         if refers and not referred:
             referred = True
             if _referred(_references(a), _references(b)):
@@ -489,7 +494,7 @@ def _reason(
             ob = Counter(w.norm for w in sb if w.norm in _ORDINAL)
             if oa and ob and oa != ob:
                 return "ordinal"
-    if "reference" in reasons and _referred(*refs()):
+    if "reference" in reasons and any(map(_may_refer, (*left, *right))) and _referred(*refs()):
         return "reference"
     if "qualifier" in reasons and (norms & _QUALIFIER or _version_scope(changes)):
         return "qualifier"
@@ -531,6 +536,13 @@ def _references(text: str) -> Counter[str]:
     if any(word in folded for word in _REFERRING):
         found.update("".join(m.group().casefold().split()) for m in _NAMED_PART.finditer(text))
     return found
+
+
+def _may_refer(w: _Word) -> bool:
+    """Whether a changed word may make or unmake a lettered reference: a bracket, one letter, a short
+    roman numeral, a part's name (only then are the stretches' references counted)."""
+    n = w.norm
+    return "(" in w.raw or len(n) == 1 or n in _REFERRING or (0 < len(n) <= 4 and not n.strip("ivx"))
 
 
 def _referred(a: Counter[str], b: Counter[str]) -> bool:
