@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +110,21 @@ def clean_pages(index: Path) -> list[tuple[str, int, str]]:
 def chunk_texts(index: Path) -> list[str]:
     with Index.open(index) as ix:
         return [r["text"] for r in ix.export()]
+
+
+@pytest.fixture(scope="session")
+def real_candidate_pairs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Any, dict[str, list[Any]]]]:
+    """``benchmarks/real_pairs.py`` and every candidate near pair of sec-10q, site-policy and ntsb
+    (ingested once, the number/date guard alone), by corpus."""
+    benchmarks = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    sys.path.insert(0, benchmarks)
+    try:
+        import real_pairs
+
+        work = tmp_path_factory.mktemp("real-pairs")
+        rp = real_pairs
+        yield rp, {c: rp.corpus_pairs(c, rp.index_for(c, rp.DATA, work)) for c in rp.CORPORA}
+    finally:
+        sys.path.remove(benchmarks)

@@ -3,7 +3,6 @@ figures on the labelled real pairs of the reference corpora."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -173,25 +172,12 @@ def test_an_ingest_keeps_meaning_apart_and_says_why(tmp_path: Path) -> None:
         assert len(list(ix.records())) == 1  # without the guard, all three are one canonical
 
 
-@pytest.fixture(scope="module")
-def real_pairs_module():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import real_pairs
-
-        yield real_pairs
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-
-
-def test_the_labelled_real_pairs_meet_the_targets(  # type: ignore[no-untyped-def]
-    real_pairs_module, tmp_path: Path
-) -> None:
+def test_the_labelled_real_pairs_meet_the_targets(real_candidate_pairs) -> None:  # type: ignore[no-untyped-def]
     """Every labelled pair of sec-10q, site-policy and ntsb is still a candidate pair, and the default
     guards keep >= 85% of the meaning-changing ones apart while merging >= 90% of the same-meaning
     ones."""
-    rp = real_pairs_module
-    pairs = [p for c in rp.CORPORA for p in rp.corpus_pairs(c, rp.index_for(c, rp.DATA, tmp_path))]
+    rp, by_corpus = real_candidate_pairs
+    pairs = [p for c in rp.CORPORA for p in by_corpus[c]]
     labels = list(rp.read_jsonl(rp.LABELS))
     assert len(labels) >= 150
     result = rp.evaluate(pairs, labels)

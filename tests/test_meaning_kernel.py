@@ -5,7 +5,6 @@ corpora."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -119,26 +118,11 @@ def test_a_settled_pair_is_one_the_python_reading_merges(
         assert _counts_matter(a, b, _Norms())
 
 
-@pytest.fixture(scope="module")
-def real_pairs_module():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import real_pairs
-
-        yield real_pairs
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-
-
-def test_the_kernel_gives_the_same_verdicts_on_every_real_pair(  # type: ignore[no-untyped-def]
-    real_pairs_module, tmp_path: Path
-) -> None:
+def test_the_kernel_gives_the_same_verdicts_on_every_real_pair(real_candidate_pairs) -> None:  # type: ignore[no-untyped-def]
     """Every candidate pair of sec-10q and site-policy (merges and variants): the same verdicts and
     reasons with the kernel as without, and the kernel settles most of them."""
-    rp = real_pairs_module
-    pairs = [
-        p for c in ("sec-10q", "site-policy") for p in rp.corpus_pairs(c, rp.index_for(c, rp.DATA, tmp_path))
-    ]
+    _, by_corpus = real_candidate_pairs
+    pairs = [p for c in ("sec-10q", "site-policy") for p in by_corpus[c]]
     texts = [t for p in pairs for t in (p["leader_text"], p["member_text"])]
     edges = np.arange(len(texts), dtype=np.int64).reshape(-1, 2)
     order = np.arange(len(texts), dtype=np.int64)
