@@ -46,7 +46,6 @@ __all__ = ["READ", "SETTLED", "UNKNOWN", "norm_hashes", "settled"]
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
-#: new words on one side that make a statement (``meaning.CONTENT_WORDS``, passed in by the caller)
 
 
 @kernel
