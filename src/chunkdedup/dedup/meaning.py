@@ -398,8 +398,7 @@ def _may_matter(a: str, b: str, norms: _Norms) -> bool:
     for w, n in changed.items():
         if not net[n]:
             continue
-        refers = "(" in w or len(n) == 1 or n in _REFERRING or (0 < len(n) <= 4 and not n.strip("ivx"))
-        if refers and not referred:
+        if not referred and _may_refer(w, n):
             referred = True
             if _referred(_references(a), _references(b)):
                 return True
@@ -494,7 +493,8 @@ def _reason(
             ob = Counter(w.norm for w in sb if w.norm in _ORDINAL)
             if oa and ob and oa != ob:
                 return "ordinal"
-    if "reference" in reasons and any(map(_may_refer, (*left, *right))) and _referred(*refs()):
+    may_refer = any(_may_refer(w.raw, w.norm) for w in (*left, *right))
+    if "reference" in reasons and may_refer and _referred(*refs()):
         return "reference"
     if "qualifier" in reasons and (norms & _QUALIFIER or _version_scope(changes)):
         return "qualifier"
@@ -538,11 +538,11 @@ def _references(text: str) -> Counter[str]:
     return found
 
 
-def _may_refer(w: _Word) -> bool:
-    """Whether a changed word may make or unmake a lettered reference: a bracket, one letter, a short
-    roman numeral, a part's name (only then are the stretches' references counted)."""
-    n = w.norm
-    return "(" in w.raw or len(n) == 1 or n in _REFERRING or (0 < len(n) <= 4 and not n.strip("ivx"))
+def _may_refer(raw: str, n: str) -> bool:
+    """Whether a changed word (as written, and its normal form ``n``) may make or unmake a lettered
+    reference: a bracket, one letter, a short roman numeral, a part's name (only then are the
+    stretches' references counted)."""
+    return "(" in raw or len(n) == 1 or n in _REFERRING or (0 < len(n) <= 4 and not n.strip("ivx"))
 
 
 def _referred(a: Counter[str], b: Counter[str]) -> bool:
