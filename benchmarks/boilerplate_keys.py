@@ -31,9 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from chunkdedup import boilerplate
 from chunkdedup.config import BoilerplateConfig, Config
 from chunkdedup.parse import discover, parse_file
+from chunkdedup.text import boilerplate
 from chunkdedup.types import Document, FileStatus, Page
 
 REPO = Path(__file__).resolve().parents[1]

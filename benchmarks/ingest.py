@@ -30,10 +30,10 @@ from rich.console import Console
 from rich.table import Table
 
 from chunkdedup import Config, ingest
-from chunkdedup.boilerplate import candidate_keys, is_chrome, key_id, strip
-from chunkdedup.chunk import chunk_document
 from chunkdedup.dedup.exact import dedup_exact, key_chunk
 from chunkdedup.parse import discover, parse_file
+from chunkdedup.text.boilerplate import candidate_keys, is_chrome, key_id, strip
+from chunkdedup.text.chunk import chunk_document
 from chunkdedup.types import Chunk, Document, FileStatus, Page
 
 REPO = Path(__file__).resolve().parents[1]

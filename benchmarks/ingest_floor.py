@@ -24,7 +24,7 @@ stage table, no reads of text the process holds):
 7. candidate pairs: groups sharing a band key (band keys carry their band index), from one sort of
    the band key array, as neighbour lists (what ``store.chunks.band_neighbours`` reads);
 8. verification: ``dedup.near.connect`` over those lists, shingle Jaccard of ``MinHasher.shingles``
-   (cached per group), as :mod:`chunkdedup.clusters` runs it;
+   (cached per group), as :mod:`chunkdedup.ingestion.clusters` runs it;
 9. clustering: ``dedup.near.decide`` (leader clustering with the number/date guard);
 10. page text: ``store.pagetext.PageCodec`` trained on the first pages and encoding every raw page
     (and each clean page that stripping changed), as the store keeps them;
@@ -175,18 +175,18 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
     stage seconds and the counts."""
     import numpy as np
 
-    from chunkdedup import boilerplate
-    from chunkdedup.chunk import chunk_document
     from chunkdedup.config import Config
-    from chunkdedup.context import ContextSource, document_contexts, running_lines
     from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument
     from chunkdedup.dedup.minhash import MinHasher, jaccard
     from chunkdedup.dedup.near import connect, decide, sign_keys
+    from chunkdedup.ingestion.context import ContextSource, document_contexts, running_lines
+    from chunkdedup.ingestion.stages import chunk_pages
     from chunkdedup.normalize import key_hash
     from chunkdedup.parse import discover, parse_file
-    from chunkdedup.stages import chunk_pages
     from chunkdedup.store.core import document_row
     from chunkdedup.store.pagetext import PageCodec
+    from chunkdedup.text import boilerplate
+    from chunkdedup.text.chunk import chunk_document
     from chunkdedup.types import Document, FileStatus, GroupRow, Page
 
     cfg = Config()

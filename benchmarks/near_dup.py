@@ -78,7 +78,7 @@ from chunkdedup.dedup.meaning import judge_edges, numbering_only
 from chunkdedup.dedup.minhash import MinHasher
 from chunkdedup.normalize import exact_key
 
-# the library's kernels are built on first call (chunkdedup.dedup.jit); this module's own njit
+# the library's kernels are built on first call (chunkdedup.jit); this module's own njit
 # functions call fmix64 as a global, so they take its dispatcher (numba types that one from the start)
 fmix64 = minhash.fmix64.dispatcher()  # type: ignore[attr-defined]
 

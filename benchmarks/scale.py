@@ -224,7 +224,7 @@ def run_engine(engine: str, corpus: Path, index: Path) -> dict[str, Any]:
     else:
         import ray
 
-        from chunkdedup.distributed import ingest_ray
+        from chunkdedup.ingestion.distributed import ingest_ray
 
         n = int(engine.split("-")[1])
         ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False, configure_logging=False)

@@ -125,10 +125,10 @@ def test_a_first_ingest_writes_from_memory_the_bands_the_stage_writes(
     band neighbours a scan of the bands gives; a group gone since, or named twice, changes nothing."""
     import numpy as np
 
-    from chunkdedup.clusters import _table_neighbours
     from chunkdedup.config import Config
     from chunkdedup.dedup.minhash import MinHasher
     from chunkdedup.dedup.near import sign_keys
+    from chunkdedup.ingestion.clusters import _table_neighbours
     from chunkdedup.normalize import exact_key
 
     near = Config().near
@@ -170,10 +170,10 @@ def test_a_first_ingests_edges_from_its_band_table_are_the_walks(policy_index: P
     """The near edges a first ingest verifies in one pass over its band table (every candidate pair of
     the table) are those the walk from every dirty group verifies over the store's band neighbours,
     with the same similarities; a table with a group that is not dirty is not taken for the walk."""
-    from chunkdedup.clusters import _components, _covers, _table_edges
     from chunkdedup.config import Config
     from chunkdedup.dedup.minhash import MinHasher
     from chunkdedup.dedup.near import sign_keys
+    from chunkdedup.ingestion.clusters import _components, _covers, _table_edges
     from chunkdedup.normalize import exact_key
 
     near = Config().near
@@ -221,7 +221,7 @@ def test_a_first_ingest_stopped_before_its_cluster_pass_is_completed_by_the_next
     stopped between the two, the index holds signed groups and no band row, and the next run (with
     documents left to chunk, or none) writes the rows from those keys: the same bands, neighbours,
     clusters and export as an ingest never stopped."""
-    import chunkdedup.pipeline as pipeline
+    import chunkdedup.ingestion.sequence as pipeline
     from test_ingest import snapshot
 
     index = tmp_path / "stopped.sqlite"

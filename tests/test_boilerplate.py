@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chunkdedup import BoilerplateConfig, Index, Page, boilerplate_key, candidate_keys, running_keys, strip
-from chunkdedup.boilerplate import document_keys, is_chrome, key_id
 from chunkdedup.store.schema import CLEAN_TEXT, RAW_TEXT
+from chunkdedup.text.boilerplate import document_keys, is_chrome, key_id
 from conftest import chunk_texts, clean_pages
 
 CFG = BoilerplateConfig()

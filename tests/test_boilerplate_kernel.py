@@ -1,4 +1,4 @@
-"""The compiled boilerplate layout (:mod:`chunkdedup.boilerplate_kernel`) must make the str path's
+"""The compiled boilerplate layout (:mod:`chunkdedup.text.boilerplate_kernel`) must make the str path's
 blocks, byte for byte: the same lines, edge flags, keys and counts, so the same candidate keys, the same
 chrome decisions and the same cleaned pages. Checked on every page of the project's real documents, on
 strings aimed at the keys' edges, on generated text, and against the str definition of the key."""
@@ -14,12 +14,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from chunkdedup import boilerplate, boilerplate_kernel, pipeline
-from chunkdedup.boilerplate import _page_blocks, key_id
-from chunkdedup.boilerplate_kernel import PageKeys, page_blocks
 from chunkdedup.config import BoilerplateConfig
+from chunkdedup.ingestion import sequence as pipeline
 from chunkdedup.normalize import _boilerplate_key
-from chunkdedup.textlines import Block
+from chunkdedup.text import boilerplate, boilerplate_kernel
+from chunkdedup.text.boilerplate import _page_blocks, key_id
+from chunkdedup.text.boilerplate_kernel import PageKeys, page_blocks
+from chunkdedup.text.lines import Block
 from chunkdedup.types import Page
 from export_reference import REFERENCE, corpora, digests
 from test_boilerplate_keys import _chrome

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkdedup import boilerplate
-from chunkdedup.boilerplate import DocumentKeys, StripResult, _layout, _page_blocks, key_id
 from chunkdedup.config import BoilerplateConfig, Config
 from chunkdedup.normalize import boilerplate_key, has_letters
-from chunkdedup.textlines import Block
+from chunkdedup.text import boilerplate
+from chunkdedup.text.boilerplate import DocumentKeys, StripResult, _layout, _page_blocks, key_id
+from chunkdedup.text.lines import Block
 from chunkdedup.types import Document, Page, StrippedLine
 from test_chunk_kernel import DATA, _documents
 from test_text_fast_paths import texts

@@ -1,4 +1,4 @@
-"""The compiled chunker (:mod:`chunkdedup.chunk_kernel`) must make the regex chunker's chunks, byte for
+"""The compiled chunker (:mod:`chunkdedup.text.chunk_kernel`) must make the regex chunker's chunks, byte for
 byte: on the project's real documents (parsed and stripped as the ingest does), on generated text full
 of the rules' edge cases, and against the plain chunker the fast paths were first checked against."""
 
@@ -12,10 +12,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from chunkdedup import boilerplate, pipeline
-from chunkdedup.chunk import chunk_document, chunk_page
 from chunkdedup.config import ChunkConfig, Config
+from chunkdedup.ingestion import sequence as pipeline
 from chunkdedup.parse import discover, parse_file
+from chunkdedup.text import boilerplate
+from chunkdedup.text.chunk import chunk_document, chunk_page
 from chunkdedup.types import Document, FileStatus, Page
 from export_reference import REFERENCE, corpora, digests
 from test_text_fast_paths import _TRICKY, _plain_chunk_page, texts

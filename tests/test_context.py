@@ -12,7 +12,7 @@ import pytest
 
 from chunkdedup import Index, ingest
 from chunkdedup.config import ChunkConfig, Config, QueryConfig, RetrievalConfig
-from chunkdedup.context import ContextSource, document_context, document_contexts, filename_words
+from chunkdedup.ingestion.context import ContextSource, document_context, document_contexts, filename_words
 from chunkdedup.normalize import with_word_parts, word_parts
 from chunkdedup.parse.markdown import title as markdown_title
 from chunkdedup.query import search
@@ -218,7 +218,7 @@ def test_contexts_follow_documents_through_changes_and_removal(tmp_path: Path) -
     rows[0]["company"] = "Northwind Traders"
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     ingest([corpus], index, manifest=manifest)
-    from chunkdedup.pipeline import remove_documents
+    from chunkdedup.ingestion.remove import remove_documents
 
     remove_documents(index, ["r3.txt"])
     with Index.open(index) as ix:

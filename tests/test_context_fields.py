@@ -8,7 +8,7 @@ from pathlib import Path
 
 from chunkdedup import ingest
 from chunkdedup.config import RetrievalConfig
-from chunkdedup.context import document_context, document_contexts, header_fields
+from chunkdedup.ingestion.context import document_context, document_contexts, header_fields
 from chunkdedup.types import ContextSource
 
 FORM = """Page 1 of 4

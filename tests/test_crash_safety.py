@@ -17,7 +17,7 @@ from test_ingest import snapshot
 
 # Two documents a transaction (a real run writes up to 1,024), so the kill lands between commits of a phase.
 SCRIPT = (
-    "import sys; import chunkdedup.pipeline as p; p.STORE_BATCH = 2; from chunkdedup import ingest;"
+    "import sys; import chunkdedup.ingestion.sequence as p; p.STORE_BATCH = 2; from chunkdedup import ingest;"
     " ingest([sys.argv[1]], sys.argv[2])"
 )
 

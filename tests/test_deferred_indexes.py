@@ -70,7 +70,7 @@ def test_a_run_killed_before_they_are_made_is_completed_by_the_next(
         raise KeyboardInterrupt
 
     # after the chunk phase's batches are committed, before the indexes are made
-    monkeypatch.setattr("chunkdedup.pipeline.refresh_contexts", killed)
+    monkeypatch.setattr("chunkdedup.ingestion.sequence.refresh_contexts", killed)
     with pytest.raises(KeyboardInterrupt):
         ingest([POLICY / "current"], index)
     monkeypatch.undo()

@@ -45,7 +45,7 @@ def _same(a: Path, b: Path) -> None:
 
 
 def test_site_policy_on_ray_equals_local(local_ray: ModuleType, tmp_path: Path) -> None:
-    from chunkdedup.distributed import ingest_ray
+    from chunkdedup.ingestion.distributed import ingest_ray
 
     local, distributed = tmp_path / "local.sqlite", tmp_path / "ray.sqlite"
     ingest([POLICY], local, manifest=POLICY_MANIFEST)
@@ -67,7 +67,7 @@ def _ran_near_on_ray(totals: dict[str, Any]) -> None:
 
 def test_synthetic_corpus_on_ray_equals_local(local_ray: ModuleType, tmp_path: Path) -> None:
     from chunkdedup import Index
-    from chunkdedup.distributed import ingest_ray
+    from chunkdedup.ingestion.distributed import ingest_ray
 
     corpus = tmp_path / "corpus"
     _scale().write_corpus(corpus, SYNTHETIC_CHUNKS)
@@ -90,7 +90,7 @@ def test_incremental_ray_runs_equal_a_fresh_local_ingest(local_ray: ModuleType, 
     """Add shards, drop records from a shard, edit a document: each Ray run re-clusters only what
     the change touched, from edges computed on Ray, and ends where a fresh local ingest does."""
     from chunkdedup import Index
-    from chunkdedup.distributed import ingest_ray
+    from chunkdedup.ingestion.distributed import ingest_ray
 
     full, corpus = tmp_path / "full", tmp_path / "corpus"
     _scale().write_corpus(full, 12_000, seed=7)
@@ -134,7 +134,7 @@ def test_prune_dry_run_and_text_index_on_ray(local_ray: ModuleType, tmp_path: Pa
     """The local options work with --engine ray: a dry run writes nothing, --prune drops the files
     that are gone, and --text-index tantivy builds and then keeps the folder in step."""
     from chunkdedup import Index
-    from chunkdedup.distributed import ingest_ray
+    from chunkdedup.ingestion.distributed import ingest_ray
     from chunkdedup.store import textindex
 
     corpus = tmp_path / "corpus"
@@ -190,8 +190,8 @@ def test_near_edges_on_ray_equal_the_store_verification(local_ray: ModuleType, t
     """Every band-neighbour pair the local pass verifies above the threshold, with the same Jaccard;
     kept in the index, so a second pass with nothing new verifies nothing."""
     from chunkdedup import Config
-    from chunkdedup.distributed.edges import near_edges_on_ray
-    from chunkdedup.execute import StageClock
+    from chunkdedup.ingestion.distributed.edges import near_edges_on_ray
+    from chunkdedup.ingestion.executors import StageClock
     from chunkdedup.store import Store
 
     corpus = tmp_path / "corpus"
@@ -212,7 +212,7 @@ def test_near_edges_on_ray_equal_the_store_verification(local_ray: ModuleType, t
 def test_one_ray_executor_serves_runs_in_turn(local_ray: ModuleType, tmp_path: Path) -> None:
     """An entered RayExecutor keeps its session over several runs; each report has its own near pass."""
     from chunkdedup import IngestOptions, ingest_with
-    from chunkdedup.distributed import RayExecutor
+    from chunkdedup.ingestion.distributed import RayExecutor
 
     corpus = tmp_path / "corpus"
     _scale().write_corpus(corpus, 2_000, seed=4)
@@ -227,7 +227,7 @@ def test_one_ray_executor_serves_runs_in_turn(local_ray: ModuleType, tmp_path: P
 
 
 def test_missing_extra_names_the_pip_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from chunkdedup.distributed import ingest_ray
+    from chunkdedup.ingestion.distributed import ingest_ray
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
     with pytest.raises(MissingExtraError, match=r"pip install 'chunkdedup\[ray\]'"):

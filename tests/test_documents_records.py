@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from chunkdedup import ConfigError, FileStatus, Index, IngestOptions, InputError, ingest
-from chunkdedup.ingest_memory import InputRecord, ingest_records
+from chunkdedup.ingestion.memory import InputRecord, ingest_records
 from documents_corpus import policy_documents
 
 

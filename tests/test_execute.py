@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from chunkdedup import ConfigError, IngestOptions, LocalExecutor, ingest, ingest_with
-from chunkdedup.execute import IN_FLIGHT_PER_WORKER
+from chunkdedup.ingestion.executors import IN_FLIGHT_PER_WORKER
 from conftest import NTSB, POLICY, POLICY_MANIFEST, SEC
 from test_ingest import snapshot
 
@@ -80,7 +80,7 @@ def test_workers_must_be_positive() -> None:
 
 _DRIVER = """
 import fcntl, os, sys, threading, time
-from chunkdedup.execute import LocalExecutor
+from chunkdedup.ingestion.executors import LocalExecutor
 
 if __name__ == "__main__":
     fd = os.open(sys.argv[1], os.O_RDONLY)
@@ -136,7 +136,7 @@ def _state(pid: int) -> str:
 
 def test_the_default_leaves_the_writer_a_core(monkeypatch: pytest.MonkeyPatch) -> None:
     """The driver writes the index: by default the workers take the other cores (none on two)."""
-    from chunkdedup import execute
+    from chunkdedup.ingestion import executors as execute
 
     for cores, workers in ((1, 1), (2, 1), (4, 3), (16, 8), (None, 1)):
         monkeypatch.setattr(execute.os, "cpu_count", lambda c=cores: c)
@@ -183,7 +183,7 @@ def test_each_written_batch_frees_its_cycles(
 ) -> None:
     """With the collector paused, a PDF reader's cycles (its pages point back to it) would stay until
     the run ends; each written batch collects them. Without that (the control) they are still there."""
-    from chunkdedup import pipeline
+    from chunkdedup.ingestion import sequence as pipeline
 
     monkeypatch.setattr(pipeline, "STORE_BATCH", 1)
     if not collect:
@@ -218,7 +218,7 @@ def test_parse_jobs_are_cut_by_bytes_and_the_index_is_the_same(
 ) -> None:
     """A parse job holds at most ``PARSE_JOB_BYTES`` of input (a larger file alone), so one job of a
     few large files does not hold back the in-order writer; where jobs are cut changes nothing."""
-    from chunkdedup import pipeline
+    from chunkdedup.ingestion import sequence as pipeline
 
     pdfs = sorted(NTSB.glob("*.pdf"))
     whole = _Recording()

@@ -62,7 +62,7 @@ def test_a_killed_deferred_run_is_completed_by_the_next(
     def killed(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("chunkdedup.pipeline.update_clusters", killed)
+    monkeypatch.setattr("chunkdedup.ingestion.sequence.update_clusters", killed)
     with pytest.raises(KeyboardInterrupt):
         ingest([POLICY / "current"], index)
     conn = sqlite3.connect(index)

@@ -132,12 +132,12 @@ def test_folder_that_cannot_be_listed_is_one_failed_entry(
 
 def test_a_run_that_dies_is_not_left_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "a.txt").write_text(TEXT)
-    import chunkdedup.pipeline as pipeline
+    import chunkdedup.ingestion.sequence as pipeline
 
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("simulated crash in the chunk phase")
 
-    monkeypatch.setattr(pipeline, "_chunk_phase", boom)
+    monkeypatch.setattr(pipeline, "chunk_phase", boom)
     with pytest.raises(RuntimeError):
         ingest([tmp_path / "a.txt"], tmp_path / "i.sqlite")
     assert _runs(tmp_path / "i.sqlite") == ["failed"]
@@ -528,7 +528,7 @@ def test_help_of_a_command_loads_no_compiled_stack() -> None:
         "import sys\n"
         "from chunkdedup.cli import main, EVALUATION_COMMANDS\n"
         "main(['ingest', '--help'], standalone_mode=False)\n"
-        "print(sorted(m for m in ('numba', 'numpy', 'chunkdedup.pipeline') if m in sys.modules))\n"
+        "print(sorted(m for m in ('numba', 'numpy', 'chunkdedup.ingestion.sequence') if m in sys.modules))\n"
         "from chunkdedup.cli_eval import COMMANDS\n"
         "print(sorted(c.name for c in COMMANDS) == sorted(EVALUATION_COMMANDS))\n"
     )

@@ -51,7 +51,8 @@ def test_a_run_killed_while_rechunking_under_another_config_is_undone_by_the_nex
 ) -> None:
     corpus, index = _corpus(tmp_path / "c"), tmp_path / "i.sqlite"
     ingest([corpus], index)
-    monkeypatch.setattr("chunkdedup.pipeline.STORE_BATCH", 4)  # batches of 1 document (a job is a quarter)
+    # batches of 1 document (a job is a quarter)
+    monkeypatch.setattr("chunkdedup.ingestion.sequence.STORE_BATCH", 4)
     stop_at_chunk_write(monkeypatch, 3)
     with pytest.raises(KeyboardInterrupt):
         ingest([corpus], index, config=OTHER)

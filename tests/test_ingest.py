@@ -363,7 +363,7 @@ def test_documents_written_one_per_batch_or_many_give_the_same_index(
     tmp_path: Path, policy_index: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Groups and canonicals are re-derived once per batch of documents; per document gives the same."""
-    monkeypatch.setattr("chunkdedup.pipeline.STORE_BATCH", 1)
+    monkeypatch.setattr("chunkdedup.ingestion.sequence.STORE_BATCH", 1)
     one = tmp_path / "one.sqlite"
     ingest([POLICY], one, manifest=POLICY_MANIFEST)
     assert snapshot(one) == snapshot(policy_index)
@@ -374,7 +374,7 @@ def test_rewriting_a_documents_unchanged_chunks_keeps_its_groups_and_canonicals(
 ) -> None:
     """A re-chunk that yields the same chunks (e.g. a config change that does not move them) keeps each
     group's bands and cluster and every canonical's last-change run: nothing to re-sign or re-send."""
-    from chunkdedup.stages import chunk_pages
+    from chunkdedup.ingestion.stages import chunk_pages
 
     index = tmp_path / "i.sqlite"
     shutil.copy(policy_index, index)
@@ -724,7 +724,7 @@ def test_the_chunk_phase_takes_the_parsed_pages_at_hand(
 ) -> None:
     """A fresh ingest chunks the pages its parse phase stored without reading them back (all of them
     fit in AT_HAND_CHARS here); with no room, each is read back. The index is the same either way."""
-    from chunkdedup import pipeline
+    from chunkdedup.ingestion import sequence as pipeline
 
     if room is not None:
         monkeypatch.setattr(pipeline, "AT_HAND_CHARS", room)

@@ -127,7 +127,7 @@ def test_batches_and_threads_change_nothing(monkeypatch: pytest.MonkeyPatch) -> 
 def test_import_does_not_compile() -> None:
     code = (
         "import sys\n"
-        "import chunkdedup.dedup.minhash as m, chunkdedup.dedup.lsh, chunkdedup.pipeline\n"
+        "import chunkdedup.dedup.minhash as m, chunkdedup.dedup.lsh, chunkdedup.ingestion.sequence\n"
         "kernels = [m._signature_kernel, m._key_shingles, m.intersection_size, m._shingle_sets_kernel,\n"
         "    m._min_hashes, m._signature_hash_kernel]\n"
         "assert not any(k.compiled for k in kernels), kernels\n"

@@ -11,12 +11,12 @@ import pytest
 import zstandard
 
 from chunkdedup import Index, ingest
-from chunkdedup.boilerplate import DocumentKeys
 from chunkdedup.config import ParseConfig
 from chunkdedup.parse import InputFile, parse_file
 from chunkdedup.store import Store
 from chunkdedup.store.core import NEW_FILE_PAGE_BYTES
 from chunkdedup.store.pagetext import PageCodec
+from chunkdedup.text.boilerplate import DocumentKeys
 from chunkdedup.types import Document, Page
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

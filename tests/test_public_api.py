@@ -39,7 +39,7 @@ def test_every_public_name_resolves_and_nothing_else_is_public() -> None:
 
 def test_in_memory_documents_are_ingested_through_the_public_names(tmp_path: Path) -> None:
     """``ingest_records`` and ``InputRecord`` are public: the in-memory twin of ``ingest``."""
-    from chunkdedup.ingest_memory import ingest_records
+    from chunkdedup.ingestion.memory import ingest_records
     from chunkdedup.parse.memory import InputRecord
 
     assert {"InputRecord", "ingest_records"} <= set(chunkdedup.__all__)

@@ -11,8 +11,8 @@ import pytest
 
 from chunkdedup import Index, ingest, search
 from chunkdedup.config import QueryConfig
-from chunkdedup.context import filename_words
 from chunkdedup.errors import ConfigError
+from chunkdedup.ingestion.context import filename_words
 from chunkdedup.query.numbers import asks_amount, number_density
 
 #: the ranking before the levers: context scored by IDF alone, every term counted fully, no figures

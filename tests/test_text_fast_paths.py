@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from chunkdedup import chunk, normalize
-from chunkdedup.boilerplate import _page_blocks
+from chunkdedup import normalize
 from chunkdedup.config import BoilerplateConfig, ChunkConfig
+from chunkdedup.text import chunk
+from chunkdedup.text.boilerplate import _page_blocks
 from chunkdedup.types import Chunk, Page
 
 # Pieces that sit on the edges of the fast paths: whitespace str.split sees and bytes.split does not

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from chunkdedup import Index, ingest
-from chunkdedup.boilerplate import strip
 from chunkdedup.config import BoilerplateConfig
+from chunkdedup.text.boilerplate import strip
 from chunkdedup.types import Page
 
 CLAUSES = [

@@ -12,8 +12,6 @@ import typing as _typing
 from importlib import import_module as _import_module
 
 if _typing.TYPE_CHECKING:
-    from chunkdedup.boilerplate import StripResult, candidate_keys, running_keys, strip
-    from chunkdedup.chunk import chunk_document, chunk_page, sentence_spans
     from chunkdedup.config import (
         BoilerplateConfig,
         ChunkConfig,
@@ -42,7 +40,6 @@ if _typing.TYPE_CHECKING:
         SchemaError,
         SyncError,
     )
-    from chunkdedup.execute import Executor, LocalExecutor
     from chunkdedup.index import (
         DocumentRow,
         FamilyCounts,
@@ -52,11 +49,16 @@ if _typing.TYPE_CHECKING:
         TextEngine,
         VariantRow,
     )
-    from chunkdedup.ingest_memory import ingest_records
+    from chunkdedup.ingestion.executors import Executor, LocalExecutor
+    from chunkdedup.ingestion.memory import ingest_records
+    from chunkdedup.ingestion.remove import remove_documents
+    from chunkdedup.ingestion.report import IngestReport
+    from chunkdedup.ingestion.sequence import IngestOptions, ingest, ingest_with
     from chunkdedup.normalize import boilerplate_key, exact_key
     from chunkdedup.parse.memory import InputRecord
-    from chunkdedup.pipeline import IngestOptions, IngestReport, ingest, ingest_with, remove_documents
     from chunkdedup.query import Citation, ExportRecord, Hit, QueryResult, dedup_chunks, search
+    from chunkdedup.text.boilerplate import StripResult, candidate_keys, running_keys, strip
+    from chunkdedup.text.chunk import chunk_document, chunk_page, sentence_spans
     from chunkdedup.types import (
         BoilerplateKey,
         CanonicalChunk,
@@ -71,8 +73,8 @@ if _typing.TYPE_CHECKING:
     )
 
 _MODULES = {
-    "chunkdedup.boilerplate": "StripResult candidate_keys running_keys strip",
-    "chunkdedup.chunk": "chunk_document chunk_page sentence_spans",
+    "chunkdedup.text.boilerplate": "StripResult candidate_keys running_keys strip",
+    "chunkdedup.text.chunk": "chunk_document chunk_page sentence_spans",
     "chunkdedup.config": "BoilerplateConfig ChunkConfig Config DedupConfig NearConfig ParseConfig "
     "QueryConfig RetrievalConfig SemanticConfig",
     "chunkdedup.dedup.exact": "dedup_exact",
@@ -80,11 +82,13 @@ _MODULES = {
     "IndexDamagedError IndexError_ IndexFullError IndexIOError InputError MissingExtraError ParseError "
     "QuestionError SchemaError SyncError",
     "chunkdedup.index": "DocumentRow FamilyCounts Index IndexStats MergeRow TextEngine VariantRow",
-    "chunkdedup.ingest_memory": "ingest_records",
+    "chunkdedup.ingestion.memory": "ingest_records",
     "chunkdedup.parse.memory": "InputRecord",
     "chunkdedup.normalize": "boilerplate_key exact_key",
-    "chunkdedup.execute": "Executor LocalExecutor",
-    "chunkdedup.pipeline": "IngestOptions IngestReport ingest ingest_with remove_documents",
+    "chunkdedup.ingestion.executors": "Executor LocalExecutor",
+    "chunkdedup.ingestion.remove": "remove_documents",
+    "chunkdedup.ingestion.report": "IngestReport",
+    "chunkdedup.ingestion.sequence": "IngestOptions ingest ingest_with",
     "chunkdedup.query": "Citation ExportRecord Hit QueryResult dedup_chunks search",
     "chunkdedup.types": "BoilerplateKey CanonicalChunk Chunk ChunkRef Document "
     "FileResult FileStatus Page ParsedFile StrippedLine",

@@ -31,7 +31,7 @@ from chunkdedup.visible import safe_block, safe_text
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from chunkdedup.pipeline import IngestReport
+    from chunkdedup.ingestion.report import IngestReport
     from chunkdedup.types import VersionPolicy, Words
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -176,8 +176,8 @@ def ingest_cmd(
         chunkdedup ingest shards/ --index corpus.sqlite --engine ray --address auto
         chunkdedup ingest docs/ --index corpus.sqlite --text-index tantivy   # BM25 for millions of chunks
     """
-    from chunkdedup.execute import Executor, LocalExecutor
-    from chunkdedup.pipeline import IngestOptions, ingest_with
+    from chunkdedup.ingestion.executors import Executor, LocalExecutor
+    from chunkdedup.ingestion.sequence import IngestOptions, ingest_with
 
     with cli_errors(index_path):
         cfg = Config.load(config_path) if config_path else Config()
@@ -187,7 +187,7 @@ def ingest_cmd(
             cfg = replace(cfg, parse=replace(cfg.parse, follow_symlinks=True))
         executor: Executor
         if engine == "ray":
-            from chunkdedup.distributed import RayExecutor
+            from chunkdedup.ingestion.distributed import RayExecutor
 
             executor = RayExecutor(address, parallelism)
         else:
@@ -209,22 +209,22 @@ def ingest_cmd(
 def _print_report(report: IngestReport, index_path: Path, given: Sequence[Path] = ()) -> None:
     """The human summary of an ingest; each file named as its input was given (``given``)."""
     out = _stdout()
-    t = report.totals
-    files = t["files"]
+    totals = report.totals
+    t = totals.stats
     title = "Dry run (nothing written)" if report.dry_run else f"Ingested into {_markup(str(index_path))}"
     out.print(f"[bold]{title}[/bold]")
+    files = totals.files.to_json()
     out.print("files: " + (", ".join(f"{n} {s}" for s, n in files.items() if n) or "none found"))
-    out.print(f"documents: {t['documents']}  pages: {t['pages']}  (without text: {t['pages_without_text']})")
-    ls = t["lines_stripped"]
+    out.print(f"documents: {t.documents}  pages: {t.pages}  (without text: {t.pages_without_text})")
     out.print(
-        f"boilerplate: {ls['running']} running header/footer lines, {ls['chrome']} chrome lines stripped "
-        f"({t['boilerplate_keys']} keys)"
+        f"boilerplate: {t.lines_running} running header/footer lines, {t.lines_chrome} chrome lines stripped "
+        f"({t.boilerplate_keys} keys)"
     )
     out.print(
-        f"chunks: {t['raw_chunks']} raw -> {t['after_exact']} after exact "
-        f"-> {t['canonical_chunks']} canonical "
-        f"(exact removed {t['exact_share_removed']:.1%}, near {t['near_share_removed']:.1%}; "
-        f"{t['variant_pairs']} version pairs kept apart by the number/date and meaning guards)"
+        f"chunks: {t.raw_chunks} raw -> {t.after_exact} after exact "
+        f"-> {t.canonical_chunks} canonical "
+        f"(exact removed {t.exact_share_removed:.1%}, near {t.near_share_removed:.1%}; "
+        f"{t.variant_pairs} version pairs kept apart by the number/date and meaning guards)"
     )
     if report.top_stripped:
         table = _table(
@@ -233,10 +233,10 @@ def _print_report(report: IngestReport, index_path: Path, given: Sequence[Path] 
         for b in report.top_stripped[:5]:
             table.add_row(str(b.doc_count), str(b.page_count), b.scope, markup_escape(_trim(b.example, 70)))
         out.print(table)
-    if "text_index" in t:
-        ti = t["text_index"]
-        what = "built from all" if ti["rebuilt"] else "updated"
-        out.print(f"text index: {ti['engine']} ({what} {ti['groups']} texts)")
+    ti = totals.text_index
+    if ti is not None:
+        what = "built from all" if ti.rebuilt else "updated"
+        out.print(f"text index: {ti.engine} ({what} {ti.groups} texts)")
     bad = [f for f in report.files if f.status in ("skipped", "failed")]
     for f in bad:
         named = _markup(as_given(f.path, given))
@@ -464,13 +464,13 @@ def remove_cmd(doc_ids: tuple[str, ...], index_path: Path) -> None:
     \b
         chunkdedup remove current/privacy/github-privacy-statement.md --index policies.sqlite
     """
-    from chunkdedup.pipeline import remove_documents
+    from chunkdedup.ingestion.remove import remove_documents
 
     with cli_errors(index_path):
         summary = remove_documents(index_path, list(doc_ids))
     click.echo(
-        f"removed {len(doc_ids)} document(s); {summary['canonicals_touched']} canonical chunk(s) touched, "
-        f"{summary['documents_rechunked']} document(s) re-chunked"
+        f"removed {len(doc_ids)} document(s); {summary.canonicals_touched} canonical chunk(s) touched, "
+        f"{summary.documents_rechunked} document(s) re-chunked"
     )
 
 
@@ -525,7 +525,7 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
         chunkdedup demo /tmp/chunkdedup-demo
     """
     from chunkdedup.demo import write_demo_corpus
-    from chunkdedup.pipeline import ingest
+    from chunkdedup.ingestion.sequence import ingest
 
     with cli_errors():
         corpus = write_demo_corpus(folder / "corpus")

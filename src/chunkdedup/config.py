@@ -254,7 +254,7 @@ class SemanticConfig:
             raise ConfigError("semantic.embedder must name an embedder, e.g. 'minilm' or 'hash'")
 
 
-#: The parts a document's context text is made of (see :mod:`chunkdedup.context`).
+#: The parts a document's context text is made of (see :mod:`chunkdedup.ingestion.context`).
 CONTEXT_PARTS = ("metadata", "title", "filename", "running")
 
 

@@ -130,7 +130,7 @@ class StrippedLine:
 @dataclass(frozen=True, slots=True)
 class DocumentKeys:
     """A document's boilerplate keys: those it counts, and every key
-    :func:`~chunkdedup.boilerplate.strip` could remove in it.
+    :func:`~chunkdedup.text.boilerplate.strip` could remove in it.
 
     ``candidates`` enter the corpus document frequency. ``strippable`` (a superset) are the keys of
     its counted blocks and of every line on a page edge: a line that sits on one edge only is not

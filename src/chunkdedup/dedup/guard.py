@@ -66,8 +66,8 @@ from decimal import Decimal, InvalidOperation
 import numpy as np
 import numpy.typing as npt
 
-from chunkdedup.dedup.jit import kernel
 from chunkdedup.dedup.minhash import fmix64  # one 64-bit finaliser for every compiled hash
+from chunkdedup.jit import kernel
 
 __all__ = ["guard_diff", "guard_fingerprints", "numeric_tokens", "token_diff"]
 

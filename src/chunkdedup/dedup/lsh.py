@@ -57,8 +57,8 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkdedup.dedup.guard import guard_fingerprints, numeric_tokens, token_diff
-from chunkdedup.dedup.jit import kernel, python
 from chunkdedup.dedup.minhash import intersection_size
+from chunkdedup.jit import kernel, python
 
 __all__ = [
     "LINKAGES",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from chunkdedup.dedup.jit import kernel
+from chunkdedup.jit import kernel
 
 U8Array = npt.NDArray[np.uint8]
 I64Array = npt.NDArray[np.int64]

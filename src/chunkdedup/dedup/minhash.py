@@ -20,7 +20,7 @@ methods), and the kernel is integer arithmetic only, so the same ``(num_perm, sh
 give identical signatures on every run and machine. Parameters are drawn in pairs, so the first
 ``m`` slots of a ``num_perm=n`` signature equal a ``num_perm=m`` signature with the same seed.
 
-Nothing compiles at import, and numba is not even imported (:mod:`chunkdedup.dedup.jit`): numba
+Nothing compiles at import, and numba is not even imported (:mod:`chunkdedup.jit`): numba
 compiles the kernels on first call and caches them on disk (``cache=True``). The kernels release the
 GIL; ``signatures`` spreads batches over ``numba.config.NUMBA_NUM_THREADS`` threads (set the
 ``NUMBA_NUM_THREADS`` environment variable to change it; ``1`` keeps everything on the calling thread).
@@ -42,9 +42,9 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkdedup.config import NearConfig
-from chunkdedup.dedup.jit import kernel
 from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS
 from chunkdedup.errors import ConfigError
+from chunkdedup.jit import kernel
 
 __all__ = ["NUMPY_CHARS", "NUMPY_KEYS", "MinHasher", "jaccard"]
 

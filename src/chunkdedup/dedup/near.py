@@ -10,7 +10,8 @@ Incremental equals fresh: a group's cluster depends only on the groups connected
 edges (shingle Jaccard >= threshold) and on their order (smallest (doc_id, page, start)), and leader
 clustering is a rule on exactly those (see :mod:`chunkdedup.dedup.lsh`). So re-clustering the
 components that hold a dirty group (new, removed, or whose order moved) gives what a fresh ingest
-would: the same canonicals, sources, merges and variants. :mod:`chunkdedup.clusters` runs these steps
+would: the same canonicals, sources, merges and variants.
+:mod:`chunkdedup.ingestion.clusters` runs these steps
 on an index.
 """
 

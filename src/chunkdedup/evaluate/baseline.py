@@ -13,8 +13,8 @@ from pathlib import Path
 
 from chunkdedup.config import Config, DedupConfig
 from chunkdedup.errors import InputError, SchemaError
+from chunkdedup.ingestion.sequence import Progress, config_fingerprint, ingest
 from chunkdedup.normalize import key_hash
-from chunkdedup.pipeline import Progress, config_fingerprint, ingest
 from chunkdedup.store import Store, evaluation
 
 

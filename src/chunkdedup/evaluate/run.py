@@ -32,7 +32,7 @@ from chunkdedup.evaluate.coverage import gap_warning, identity_gaps
 from chunkdedup.evaluate.golden import DocResolver, Question, load_golden
 from chunkdedup.evaluate.metrics import PairSimilarity, Result, Scores, aggregate, score_question
 from chunkdedup.index import Index
-from chunkdedup.pipeline import Progress
+from chunkdedup.ingestion.sequence import Progress
 from chunkdedup.query.run import search
 from chunkdedup.store import evaluation
 

@@ -1,7 +1,7 @@
 """From a framework's in-memory Documents to deduplicated, cited ones: what the three ``Deduplicator``\\ s
 share (the frameworks' classes only convert their Documents to :class:`Given` and back).
 
-A call's Documents are one in-memory source of the index (:func:`chunkdedup.ingest_memory.ingest_records`):
+A call's Documents are one in-memory source of the index (:func:`chunkdedup.ingestion.memory.ingest_records`):
 the new and changed ones are ingested, the unchanged ones left as they are, and those of the source
 the call no longer gives are removed. The result is every canonical chunk a given Document cites,
 with all its sources (those of other sources and files of the index too).
@@ -17,10 +17,11 @@ from typing import Any
 from chunkdedup.config import Config
 from chunkdedup.errors import ConfigError, InputError
 from chunkdedup.index import Index
-from chunkdedup.ingest_memory import ingest_records
+from chunkdedup.ingestion.memory import ingest_records
+from chunkdedup.ingestion.report import IngestReport
+from chunkdedup.ingestion.sequence import IngestOptions
 from chunkdedup.integrations._core import sources_json
 from chunkdedup.parse.memory import InputRecord, source_path
-from chunkdedup.pipeline import IngestOptions, IngestReport
 from chunkdedup.query.records import Citation, ExportRecord
 
 #: Metadata keys that number a framework Document's page (LangChain's PDF loaders: ``page``, from 0;

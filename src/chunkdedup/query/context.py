@@ -1,7 +1,7 @@
 """Context-aware ranking: a chunk's score adds the context score of the documents it cites.
 
 A question names the company and the year; the chunk that answers (a cash-flow table) names neither,
-its document's context does (:mod:`chunkdedup.context`). Each document's context is searchable on
+its document's context does (:mod:`chunkdedup.ingestion.context`). Each document's context is searchable on
 its own (``contexts_fts``, scored by the IDF of the question terms it holds). For one question,
 :class:`DocumentContexts` scores the contexts of the documents **the caller may see** (the filter
 is applied before any context is scored), and :class:`ContextRanked` wraps a retriever:

@@ -200,7 +200,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "0007_document_context",
         # Each document's context (metadata values, title, file name, stripped running lines: see
-        # chunkdedup.context), searchable on its own: retrieval adds the context score of a chunk's
+        # chunkdedup.ingestion.context), searchable on its own: retrieval adds the context score of a chunk's
         # cited documents to the chunk's own. An older index gets a first context made here from
         # what it holds (metadata, id, running lines); its next ingest recomputes every context.
         """

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from chunkdedup.boilerplate import key_id
 from chunkdedup.normalize import boilerplate_key
+from chunkdedup.text.boilerplate import key_id
 
 Role = Literal["text", "stripped"]
 

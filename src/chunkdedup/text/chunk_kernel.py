@@ -1,8 +1,8 @@
-"""The compiled chunker: :func:`chunkdedup.chunk.chunk_page`'s sentences and packing in one pass.
+"""The compiled chunker: :func:`chunkdedup.text.chunk.chunk_page`'s sentences and packing in one pass.
 
 :func:`chunk_spans` gives the (start, end) of a page's chunks as ``chunk_page`` makes them, from one
 compiled walk over the page's characters: per page, not per sentence, in Python. The regex path of
-:mod:`chunkdedup.chunk` stays the definition (tests compare the two on real and generated text).
+:mod:`chunkdedup.text.chunk` stays the definition (tests compare the two on real and generated text).
 
 Both paths see a text as words (maximal runs of non-whitespace, ``str.split``'s) and the whitespace
 runs between them. A sentence ends at a run when one of the chunker's rules cuts inside it (every
@@ -31,8 +31,8 @@ import re
 import numpy as np
 import numpy.typing as npt
 
-from chunkdedup.dedup.jit import kernel
-from chunkdedup.textlines import ABBREVIATIONS
+from chunkdedup.jit import kernel
+from chunkdedup.text.lines import ABBREVIATIONS
 
 U8Array = npt.NDArray[np.uint8]
 I64Array = npt.NDArray[np.int64]

@@ -28,7 +28,7 @@ from itertools import pairwise
 from chunkdedup.config import BoilerplateConfig
 from chunkdedup.normalize import boilerplate_key, has_letters, has_words
 from chunkdedup.normalize import key_id as key_id
-from chunkdedup.textlines import Block, Line
+from chunkdedup.text.lines import Block, Line
 from chunkdedup.types import DocumentKeys as DocumentKeys
 from chunkdedup.types import Page, StrippedLine
 
@@ -105,10 +105,12 @@ def _layout(
     lines: bool = True,
     compiled: bool = False,
 ) -> list[list[Block]]:
-    """Each page's blocks (``compiled``: from the compiled walk of :mod:`chunkdedup.boilerplate_kernel`,
+    """Each page's blocks (``compiled``: from the compiled walk of :mod:`chunkdedup.text.boilerplate_kernel`,
     the same blocks)."""
     if compiled:
-        from chunkdedup.boilerplate_kernel import page_blocks  # numpy and the kernel: only when asked for
+        from chunkdedup.text.boilerplate_kernel import (
+            page_blocks,  # numpy and the kernel: only when asked for
+        )
 
         return [page_blocks(page, config, edges=edges, lines=lines) for page in pages]
     return [_page_blocks(page, config, edges=edges, lines=lines) for page in pages]
@@ -163,7 +165,7 @@ def document_keys(
     of the document's pages (every page of a one-page document). A heading that happens to open a
     few pages of a long filing ("Three Months Ended") is not a page-edge line of that filing; a
     footer on every page is, and so is the last line of a one-page policy. ``compiled``: lay the pages
-    out with the compiled walk (the same keys; see :mod:`chunkdedup.boilerplate_kernel`).
+    out with the compiled walk (the same keys; see :mod:`chunkdedup.text.boilerplate_kernel`).
     """
     if len(pages) == 1 and "\n" not in pages[0].text:
         return _one_line_keys(pages[0].text, config)
@@ -197,7 +199,7 @@ def _one_line_keys(text: str, config: BoilerplateConfig) -> DocumentKeys:
 def _compiled_keys(pages: Sequence[Page], config: BoilerplateConfig) -> tuple[int, dict[str, int], set[str]]:
     """``document_keys``' three counts from the compiled walk: the pages with text, on how many of them
     each lettered edge-line key stands, and the keys of the counted blocks."""
-    from chunkdedup.boilerplate_kernel import page_keys  # numpy and the kernel: only when asked for
+    from chunkdedup.text.boilerplate_kernel import page_keys  # numpy and the kernel: only when asked for
 
     seen: dict[str, int] = {}
     counted: set[str] = set()
@@ -343,7 +345,7 @@ def _compiled_strip(
 ) -> StripResult:
     """:func:`strip` with nothing forced, from the compiled walk: only counted blocks (when there is
     chrome) and lettered edge lines are looked at, the only ones that rule can remove."""
-    from chunkdedup.boilerplate_kernel import page_keys  # numpy and the kernel: only when asked for
+    from chunkdedup.text.boilerplate_kernel import page_keys  # numpy and the kernel: only when asked for
 
     layout = [page_keys(page, config, edges=not chrome_ids) for page in pages]
     n = 0

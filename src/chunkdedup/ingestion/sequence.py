@@ -9,8 +9,8 @@
 5. write the documents' contexts; re-decide the near clusters of every group a change touched (the
    executor may compute the verified near edges); build the text index.
 
-The per-document stages are pure functions (:mod:`chunkdedup.stages`) whose results are written in
-input order, so every :class:`~chunkdedup.execute.Executor` (this process, a process pool, Ray)
+The per-document stages are pure functions (:mod:`chunkdedup.ingestion.stages`) whose results are written in
+input order, so every :class:`~chunkdedup.ingestion.executors.Executor` (this process, a process pool, Ray)
 writes the same index. Because every decision is a rule on the stored data (never on arrival
 order), ingesting a corpus in batches, removing documents, or ingesting it at once give the same
 index too.
@@ -18,7 +18,6 @@ index too.
 
 from __future__ import annotations
 
-import gc
 import json
 import tempfile
 import time
@@ -26,21 +25,26 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from chunkdedup import boilerplate
-from chunkdedup.clusters import HeldBands, NearStats, start_hashing, update_clusters
 from chunkdedup.config import Config
-from chunkdedup.context import CONTEXT_FORMAT, document_contexts
 from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
-from chunkdedup.errors import InputError
-from chunkdedup.execute import Executor, LocalExecutor, StageClock
 from chunkdedup.index import Index
-from chunkdedup.normalize import key_hash
-from chunkdedup.parse import InputFile
-from chunkdedup.parse.discover import survey
-from chunkdedup.parse.memory import MEMORY_PREFIX
-from chunkdedup.stages import (
+from chunkdedup.ingestion.clusters import HeldBands, start_hashing, update_clusters
+from chunkdedup.ingestion.collector import collect_young, collector_paused
+from chunkdedup.ingestion.context import CONTEXT_FORMAT, document_contexts
+from chunkdedup.ingestion.executors import Executor, LocalExecutor, StageClock
+from chunkdedup.ingestion.files import StoreQueue, prune_missing, store_file
+from chunkdedup.ingestion.report import (
+    ClusterPass,
+    FileCounts,
+    IngestReport,
+    RunTotals,
+    TextIndexTotals,
+    emptied_notes,
+    manifest_notes,
+)
+from chunkdedup.ingestion.stages import (
     ChunkedBatch,
     ChunkJob,
     ParsedInput,
@@ -50,16 +54,20 @@ from chunkdedup.stages import (
     is_unchanged,
     parse_inputs,
 )
+from chunkdedup.normalize import key_hash
+from chunkdedup.parse import InputFile
+from chunkdedup.parse.discover import survey
 from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
-from chunkdedup.types import BoilerplateKey, Document, FileResult, FileStatus, KnownFile, Page, ParsedFile
+from chunkdedup.text import boilerplate
+from chunkdedup.types import FileResult, FileStatus, KnownFile, Page
 
 if TYPE_CHECKING:
     from chunkdedup.embed import Embedder
 
 #: progress(stage, done, total)
 Progress = Callable[[str, int, int], None]
-#: documents given otherwise than as files (:func:`chunkdedup.ingest_memory.ingest_records`), stored in
+#: documents given otherwise than as files (:func:`chunkdedup.ingestion.memory.ingest_records`), stored in
 #: the parse phase: (store, config, run id, progress, pages at hand by doc id) -> their results
 SourcePhase = Callable[[Store, Config, int, Progress, dict[str, tuple[Page, ...]]], list[FileResult]]
 
@@ -86,45 +94,6 @@ PARSE_JOB_FILES = 8
 #: for it (ten 6.7 MB JSONL shards in jobs of eight: the parse phase took 7.1 s on two workers
 #: against 5.0 s in one process)
 PARSE_JOB_BYTES = 4 * 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class IngestReport:
-    """What one ingest run did: every input file's outcome, totals, and the top stripped keys."""
-
-    run_id: int | None
-    files: tuple[FileResult, ...]
-    totals: dict[str, Any]
-    top_stripped: tuple[BoilerplateKey, ...] = ()
-    dry_run: bool = False
-    notes: tuple[str, ...] = field(default=())
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "dry_run": self.dry_run,
-            "files": [
-                {
-                    "path": f.path,
-                    "doc": f.doc_ids[0] if len(f.doc_ids) == 1 else list(f.doc_ids),
-                    "status": str(f.status),
-                    "reason": f.reason,
-                }
-                for f in self.files
-            ],
-            "totals": self.totals,
-            "boilerplate": [
-                {
-                    "key": b.key,
-                    "example": b.example,
-                    "scope": b.scope,
-                    "documents": b.doc_count,
-                    "pages": b.page_count,
-                }
-                for b in self.top_stripped
-            ],
-            "notes": list(self.notes),
-        }
 
 
 def config_fingerprint(config: Config) -> str:
@@ -180,7 +149,7 @@ def ingest(
 
     The keywords are those of :class:`IngestOptions`; ``workers`` > 1 (``None``: one per core but the
     writer's) runs the per-document stages in that many processes
-    (:class:`~chunkdedup.execute.LocalExecutor`), with the same result.
+    (:class:`~chunkdedup.ingestion.executors.LocalExecutor`), with the same result.
 
     Example:
         >>> report = ingest(["docs/"], "index.sqlite", manifest="docs/manifest.jsonl")  # doctest: +SKIP
@@ -204,7 +173,7 @@ def ingest_with(
     caller has not entered it): parse and key -> store -> chrome from the stored unit counts ->
     strip, chunk, key and sign -> store -> contexts -> near edges and clusters -> text index.
     ``source`` stores documents given in memory before the files
-    (:func:`chunkdedup.ingest_memory.ingest_records`).
+    (:func:`chunkdedup.ingestion.memory.ingest_records`).
 
     Example:
         >>> from chunkdedup import IngestOptions, LocalExecutor, ingest_with
@@ -212,7 +181,7 @@ def ingest_with(
     """
     found = survey(paths, options.manifest, options.config.parse)
     textindex.require(options.text_engine)  # a bad name or a missing extra fails before the index is touched
-    notes = _manifest_notes(found.unlisted, options.manifest)
+    notes = manifest_notes(found.unlisted, options.manifest)
     run = _Run(found.inputs, paths, options, found.unread, notes, source)
     try:
         with executor, collector_paused():
@@ -223,68 +192,6 @@ def ingest_with(
                 return replace(report, run_id=None, dry_run=True)
     except SQLITE_FAILURES as e:  # a damaged index, a full disk, an I/O error: each named, with the way out
         raise index_error(index, e) from e
-
-
-def _a_few(names: Sequence[str]) -> str:
-    """The first three names, and how many more."""
-    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-
-
-def _manifest_notes(unlisted: Sequence[str], manifest: str | Path | None) -> tuple[str, ...]:
-    """What a person should know of the inputs the manifest does not list: read, with no metadata (no
-    family, department or date, so they are no version of anything and no department filter finds
-    them). Named, a few of them."""
-    if not unlisted:
-        return ()
-    shown, n = _a_few(unlisted), len(unlisted)
-    return (
-        f"{n} input file{'s are' if n > 1 else ' is'} not in the manifest {manifest} and carr"
-        f"{'y' if n > 1 else 'ies'} no metadata (no family, department or date): {shown}; add "
-        f"{'them' if n > 1 else 'it'} to the manifest, or leave {'them' if n > 1 else 'it'} out of the paths",
-    )
-
-
-def _emptied_notes(emptied: Sequence[str]) -> tuple[str, ...]:
-    """What a person should know of documents boilerplate stripping emptied: nothing of them is
-    indexed (a document that is only a shared notice, or a template whose lines all count as chrome)."""
-    if not emptied:
-        return ()
-    shown, n = _a_few(emptied), len(emptied)
-    return (
-        f"{n} document{'s' if n > 1 else ''} lost every line to boilerplate stripping and "
-        f"{'have' if n > 1 else 'has'} no chunk: {shown}; `chunkdedup boilerplate` lists what was "
-        "stripped ([boilerplate] always_keep keeps a line)",
-    )
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block (as it was after it).
-
-    An ingest holds millions of live objects (rows, keys, held band ids), and makes few cycles: a
-    50k-record run left 910 cyclic objects for one collection at its end. With the collector on, its
-    3,352 passes (20 of them full) took 2.0-2.3 s of the 20.7-23.8 s of CPU such a run used (process
-    time between ``gc.callbacks``, two runs); at 1M chunks 23,821 passes took 11.8 s of 170.8 s.
-    Off, the 50k run's peak memory did not grow (597 MB). Reference counting frees everything else as
-    it goes, and each written batch frees its own cycles (:func:`collect_young`). It is the
-    process's collector: other threads of the caller run without it for as long as the block lasts.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-def collect_young() -> None:
-    """Free the cycles a written batch left (its parsers' and results'): one collection of what was
-    made since the last one, while :func:`collector_paused` holds the collector off. What is still
-    alive moves to an older generation and is not looked at again; the cost is one look at each new
-    object. A run of the 20 SEC filings left 6,912 cyclic objects (a PDF reader's pages point back
-    to it) for the end of the run without these; 10,000 PDFs would have held them all."""
-    gc.collect(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,16 +218,6 @@ def scratch_copy(index: str | Path) -> Iterator[Path]:
         if Path(index).exists():
             Store.copy(Path(index), scratch)
         yield scratch
-
-
-def prune_missing(store: Store, inputs: Sequence[InputFile], run_id: int) -> None:
-    """Remove every indexed file that is not among ``inputs`` (``--prune``), one transaction each;
-    documents given in memory (``memory:NAME``) are no file and stay."""
-    keep = {str(i.path) for i in inputs}
-    for path in store.file_paths():
-        if path not in keep and not path.startswith(MEMORY_PREFIX):
-            with store.transaction():
-                store.remove_file(path, run_id)
 
 
 def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
@@ -353,7 +250,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         held = HeldBands(near_hashing(cfg.near)) if cfg.near.enabled else None
         emptied: list[str] = []
         with clock("chunk"):
-            chunked, signed = _chunk_phase(
+            chunked, signed = chunk_phase(
                 store, fingerprint, cfg, run_id, tick, keys, executor, held, at_hand, emptied
             )
             at_hand.clear()  # those of documents not chunked (unchanged records of a changed file)
@@ -386,17 +283,23 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
                 text = textindex.sync(store, tick, prebuilt=fts) if not opts.dry_run else None
         store.reclaim()
         view = Index(store)
-        summary = run_totals(results, view.stats().to_json(), chunked, near, text, signed=signed)
         # where the near tier's edges came from: the executor's pass, the store's band neighbours,
         # or nowhere (nothing to re-cluster)
-        engine = executor.engine_totals()
-        engine["near_edges"] = (executor.name if edges[0] else "store") if edges else None
-        engine["seconds"] = clock.rounded()
-        summary["engine"] = engine
+        came_from = (executor.name if edges[0] else "store") if edges else None
+        engine = replace(executor.engine_totals(), near_edges=came_from, seconds=clock.rounded())
+        derived = text is not None and text.engine != "fts5"  # tantivy: a folder beside the file
+        summary = RunTotals(
+            FileCounts.of(results),
+            chunked,
+            view.stats(),
+            ClusterPass(near.signed + signed, near.reclustered, near.merged, near.variants),
+            engine,
+            TextIndexTotals(text.engine, text.rebuilt, text.groups) if text is not None and derived else None,
+        )
         top = tuple(view.boilerplate(limit=10))
-        notes = run.notes + _emptied_notes(sorted(emptied))
+        notes = run.notes + emptied_notes(sorted(emptied))
         report = IngestReport(run_id, tuple(results), summary, top, opts.dry_run, notes)
-        store.finish_run(run_id, summary)
+        store.finish_run(run_id, summary.to_json())
     return report
 
 
@@ -501,78 +404,6 @@ def _parse_phase(
     return results
 
 
-@dataclass(slots=True)
-class StoreQueue:
-    """The documents of one transaction's files, stored together once every file is decided
-    (:func:`store_file`): a statement set for the batch, not for each file (10k one-page files paid
-    ~15 statements each). ``owners``: the file of each queued file's documents, so a later file of
-    the same transaction is told one of its ids is taken as if the earlier file were stored."""
-
-    documents: list[tuple[Document, boilerplate.DocumentKeys]] = field(default_factory=list)
-    owners: dict[str, str] = field(default_factory=dict)
-
-
-def store_file(
-    store: Store,
-    inp: InputFile,
-    h: str | None,
-    pf: ParsedFile | None,
-    cfg: Config,
-    run_id: int,
-    keys: Sequence[boilerplate.DocumentKeys | None] = (),
-    keep_unchanged: bool = True,
-    stored: Sequence[str] | None = None,
-    queue: StoreQueue | None = None,
-) -> FileResult:
-    """Write one file's outcome; its new and changed documents go in pending chunking, with their
-    boilerplate candidate keys (``keys[i]`` for ``pf.documents[i]`` when the parse stage computed them,
-    else computed here). ``stored``: the file's stored doc ids (``Store.docs_of_file``), when the caller
-    has them. ``queue``: the documents are added to it, for the caller to store with those of the other
-    files of its transaction (``Store.put_documents``), instead of being stored here."""
-    path = str(inp.path)
-    if pf is None:
-        return FileResult(path, FileStatus.UNCHANGED, tuple(store.docs_of_file(path)))
-    if pf.status != FileStatus.INGESTED:
-        kept = store.docs_of_file(path)
-        reason: str = pf.reason or "unknown reason"
-        if kept:
-            reason += "; the previous version stays in the index"
-        store.put_file(path, None, str(pf.status), reason, run_id)
-        return FileResult(path, pf.status, tuple(kept), reason)
-    owners = store.doc_owners([d.doc_id for d in pf.documents])
-    claimed = queue.owners if queue is not None else {}
-    for doc in pf.documents:
-        # the file queued before it that holds the id, else the index's
-        owner = claimed.get(doc.doc_id, owners.get(doc.doc_id))
-        if owner is not None and owner != path:
-            taken = (
-                f"document id {doc.doc_id!r} is already taken by {owner}: rename one of them, "
-                f"or remove the other with `chunkdedup remove` / --prune"
-            )
-            store.put_file(path, None, str(FileStatus.FAILED), taken, run_id)
-            return FileResult(path, FileStatus.FAILED, (), taken)
-    new_ids = {d.doc_id for d in pf.documents} | set(pf.kept)
-    was = stored if stored is not None else store.docs_of_file(path)
-    store.remove_documents([old for old in was if old not in new_ids], run_id)
-    # a record stored exactly as it is parsed now (of a JSONL or Parquet file changed elsewhere) is
-    # left as it is, with its pages, keys and chunks (unless ``keep_unchanged`` is off: the parse
-    # settings changed); the ``kept`` ones were known by their bytes and place before being built
-    changed = store.changed_documents(pf.documents) if keep_unchanged else {d.doc_id for d in pf.documents}
-    items = [
-        (doc, (keys[i] if keys else None) or boilerplate.document_keys(doc.pages, cfg.boilerplate))
-        for i, doc in enumerate(pf.documents)
-        if doc.doc_id in changed
-    ]
-    if queue is None:
-        store.put_documents(items, run_id)
-    else:
-        queue.documents.extend(items)
-        claimed.update((doc.doc_id, path) for doc in pf.documents)
-    notes = "; ".join(pf.notes) or None
-    store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
-    return FileResult(path, FileStatus.INGESTED, pf.doc_ids, notes)
-
-
 def job_parts(items: Sequence[int], sizes: Sequence[int]) -> Iterator[list[int]]:
     """``items`` (indexes into ``sizes``) in consecutive parts of at most ``PARSE_JOB_FILES`` files
     and ``PARSE_JOB_BYTES`` bytes, each part holding one file at least.
@@ -638,7 +469,7 @@ def decide_chrome(store: Store, cfg: Config) -> None:
         store.set_chrome(chrome, settings)
 
 
-def _chunk_phase(
+def chunk_phase(
     store: Store,
     fingerprint: str,
     cfg: Config,
@@ -764,93 +595,20 @@ def refresh_contexts(store: Store, cfg: Config, run_id: int, chunked: Sequence[s
     return len(todo)
 
 
-def run_totals(
-    results: list[FileResult],
-    stats: dict[str, Any],
-    chunked: int,
-    near: NearStats,
-    text: textindex.SyncStats | None,
-    *,
-    signed: int = 0,
-) -> dict[str, Any]:
-    """A run's report totals (``signed``: groups signed in the chunk phase, before the cluster pass)."""
-    by_status = {str(s): 0 for s in FileStatus}
-    for r in results:
-        by_status[str(r.status)] += 1
-    totals: dict[str, Any] = {"files": by_status, "documents_chunked": chunked, **stats}
-    totals["cluster_pass"] = {
-        "signed": near.signed + signed,
-        "reclustered": near.reclustered,
-        "merged": near.merged,
-        "variants": near.variants,
-    }
-    if text is not None and text.engine != "fts5":
-        totals["text_index"] = {"engine": text.engine, "rebuilt": text.rebuilt, "groups": text.groups}
-    return totals
-
-
-def remove_documents(
-    index: str | Path, doc_ids: Sequence[str], *, lock_timeout: float = 30.0
-) -> dict[str, Any]:
-    """Remove documents (only their sources) and re-decide boilerplate for the rest.
-
-    The config of the index's last ingest run is used, so the other documents keep their chunking.
-    """
-    with Store.open(index) as store, store.writer(lock_timeout):
-        cfg = store.last_config() or Config()
-        owners = store.doc_owners(doc_ids)
-        missing = [d for d in doc_ids if d not in owners]
-        if missing:
-            raise InputError(
-                f"no such document(s) in {index}: {missing}; "
-                "the `doc` fields of `chunkdedup export` name them"
-            )
-        run_id = store.begin_run([], None, cfg.to_dict())
-        with store.transaction():
-            touched = store.remove_documents(doc_ids, run_id)
-            files = sorted(set(owners.values()))
-            kept = store.files_with_documents(files)
-            for path in files:
-                if path in kept:  # a JSONL/Parquet file keeps other records: re-read it next time
-                    store.reread_file(path)
-                else:
-                    store.forget_file(path)
-        fingerprint = config_fingerprint(cfg)
-        decide_chrome(store, cfg)
-        keys: dict[str, str] = {}
-        rechunked, _ = _chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None, keys, LocalExecutor())
-        recorded = store.meta("embedder_name")
-        embedder = None
-        if cfg.semantic.enabled and recorded:
-            from chunkdedup.embed import get_embedder
-
-            embedder = get_embedder(recorded)
-        update_clusters(store, cfg, run_id, embedder=embedder, known=keys)
-        textindex.sync(store)
-        store.reclaim()
-        summary = {"removed": list(doc_ids), "canonicals_touched": touched, "documents_rechunked": rechunked}
-        store.finish_run(run_id, summary)
-    return summary
-
-
 __all__ = [
     "PARSE_JOB_BYTES",
     "PARSE_JOB_FILES",
     "STORE_BATCH",
     "STORE_BATCH_CHARS",
     "IngestOptions",
-    "IngestReport",
     "Progress",
-    "StoreQueue",
+    "chunk_phase",
     "config_fingerprint",
     "decide_chrome",
     "ingest",
     "ingest_with",
-    "prune_missing",
+    "job_parts",
     "refresh_contexts",
     "refresh_stale_keys",
-    "remove_documents",
-    "run_totals",
     "scratch_copy",
-    "store_file",
 ]

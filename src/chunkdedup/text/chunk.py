@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from chunkdedup.config import ChunkConfig
 from chunkdedup.normalize import fits_words
-from chunkdedup.textlines import ABBREVIATIONS
+from chunkdedup.text.lines import ABBREVIATIONS
 from chunkdedup.types import Chunk, Page
 
 # Brackets and quotes that may open the word before a period (not part of the abbreviation).
@@ -188,7 +188,7 @@ def _pieces(text: str, config: ChunkConfig) -> Iterator[tuple[int, int, int]]:
 def chunk_page(doc_id: str, page: Page, config: ChunkConfig, *, compiled: bool = False) -> list[Chunk]:
     """Pack a page's sentences into chunks of about ``target_words`` words.
 
-    ``compiled``: find the chunks with the compiled walk of :mod:`chunkdedup.chunk_kernel` (the same
+    ``compiled``: find the chunks with the compiled walk of :mod:`chunkdedup.text.chunk_kernel` (the same
     chunks; worth numba's start-up only over many pages).
     """
     text = page.text
@@ -224,7 +224,7 @@ def chunk_page(doc_id: str, page: Page, config: ChunkConfig, *, compiled: bool =
 
 
 def _compiled_chunks(doc_id: str, page: Page, config: ChunkConfig) -> list[Chunk]:
-    from chunkdedup.chunk_kernel import chunk_spans  # numpy and the kernel: only when asked for
+    from chunkdedup.text.chunk_kernel import chunk_spans  # numpy and the kernel: only when asked for
 
     text = page.text
     spans = chunk_spans(text, config.target_words, config.max_words, config.paragraph_words)

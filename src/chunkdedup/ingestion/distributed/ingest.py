@@ -1,11 +1,12 @@
 """The ingest on Ray: :class:`RayExecutor` runs the one ingest sequence's jobs as Ray tasks.
 
-Ray runs the same pure jobs the local ingest runs (:mod:`chunkdedup.stages`: hash, parse and key a
-few files; strip, chunk, exact-key and sign a batch of documents), results taken in submission
-order, and the near tier's banding (shuffle by band key) and candidate verification (shuffles by
-group, texts travelling with the pairs) as Ray Data shuffles, see :mod:`chunkdedup.distributed.edges`.
-The driver is the index's single writer and runs the sequence of :func:`chunkdedup.pipeline.ingest_with`
-itself, so the index is the one local ingest writes, field for field.
+Ray runs the same pure jobs the local ingest runs (:mod:`chunkdedup.ingestion.stages`: hash, parse
+and key a few files; strip, chunk, exact-key and sign a batch of documents), results taken in
+submission order, and the near tier's banding (shuffle by band key) and candidate verification
+(shuffles by group, texts travelling with the pairs) as Ray Data shuffles, see
+:mod:`chunkdedup.ingestion.distributed.edges`. The driver is the index's single writer and runs the
+sequence of :func:`chunkdedup.ingestion.sequence.ingest_with` itself, so the index is the one local
+ingest writes, field for field.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chunkdedup.config import Config, NearConfig
-from chunkdedup.distributed.edges import NearPass, near_edges_on_ray
-from chunkdedup.distributed.session import cluster_cpus, import_ray, ray_session
 from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
-from chunkdedup.execute import Executor, in_order
-from chunkdedup.pipeline import IngestOptions, IngestReport, Progress, ingest_with
+from chunkdedup.ingestion.distributed.edges import NearPass, near_edges_on_ray
+from chunkdedup.ingestion.distributed.session import cluster_cpus, import_ray, ray_session
+from chunkdedup.ingestion.executors import Executor, in_order
+from chunkdedup.ingestion.report import EngineTotals, IngestReport, NearPassTotals
+from chunkdedup.ingestion.sequence import IngestOptions, Progress, ingest_with
 
 if TYPE_CHECKING:
     from chunkdedup.store import Store
@@ -43,7 +45,7 @@ class RayExecutor(Executor):
 
     Example:
         >>> from chunkdedup import IngestOptions, ingest_with
-        >>> from chunkdedup.distributed import RayExecutor
+        >>> from chunkdedup.ingestion.distributed import RayExecutor
         >>> with RayExecutor(address="auto") as ray:  # doctest: +SKIP
         ...     report = ingest_with(["docs/"], "index.sqlite", IngestOptions(), ray)
     """
@@ -97,14 +99,14 @@ class RayExecutor(Executor):
         self._passes.append(found)
         return found.edges if found is not None else None
 
-    def engine_totals(self) -> dict[str, Any]:
+    def engine_totals(self) -> EngineTotals:
         """The engine, its workers, and this run's near pass on Ray: group texts shipped, candidate
         pairs verified (those with a group not edged yet; the edges of the others are kept in the
         index); ``None`` when there was none."""
         last = self._passes[-1] if self._passes else None
         self._passes.clear()
-        near_pass = {"groups_shipped": last.shipped, "pairs_verified": last.verified} if last else None
-        return {"name": self.name, "workers": self.workers, "near_pass": near_pass}
+        near_pass = NearPassTotals(last.shipped, last.verified) if last else None
+        return EngineTotals(self.name, self.workers, near_pass)
 
 
 def ingest_ray(

@@ -1,7 +1,8 @@
-"""The ingest's per-item stages: pure functions that an :class:`~chunkdedup.execute.Executor` maps.
+"""The ingest's per-item stages: pure functions that an
+:class:`~chunkdedup.ingestion.executors.Executor` maps.
 
 Each takes plain records and returns plain records (picklable, so a process pool or a Ray task can
-run it) and touches no index: the ingest sequence (:mod:`chunkdedup.pipeline`) reads what they need
+run it) and touches no index: the ingest sequence (:mod:`chunkdedup.ingestion.sequence`) reads what they need
 from the store and writes what they return.
 
 * :func:`parse_inputs`: hash, parse and key a few files (unchanged ones are only hashed);
@@ -15,8 +16,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from chunkdedup import boilerplate
-from chunkdedup.chunk import chunk_document
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument, key_chunk
 from chunkdedup.normalize import canonical_id
@@ -24,6 +23,8 @@ from chunkdedup.parse import InputFile, input_fingerprint, parse_file
 from chunkdedup.parse.base import Keep
 from chunkdedup.parse.jsonl import NUMBER_MARK, line_numbered
 from chunkdedup.parse.registry import input_context, record_prefix
+from chunkdedup.text import boilerplate
+from chunkdedup.text.chunk import chunk_document
 from chunkdedup.types import FileStatus, KnownFile, Page, ParsedFile
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 class ParseJob:
     """Files to parse, each with what the index knows of it; ``compiled``: lay pages out for their
     boilerplate keys with the compiled walk (else the str path, the same keys: a small run never loads
-    numba; see :mod:`chunkdedup.boilerplate_kernel`)."""
+    numba; see :mod:`chunkdedup.text.boilerplate_kernel`)."""
 
     files: tuple[tuple[InputFile, KnownFile], ...]
     config: Config
@@ -59,7 +60,7 @@ class ParsedInput:
 @dataclass(frozen=True, slots=True)
 class ChunkJob:
     """Documents to chunk, ``(doc_id, pages)``, each with the corpus chrome keys it holds (its
-    strippable keys that are chrome: the only ones :func:`~chunkdedup.boilerplate.strip` can match in
+    strippable keys that are chrome: the only ones :func:`~chunkdedup.text.boilerplate.strip` can match in
     it, so a document holding none is stripped of running lines alone, or left as it is); ``compiled``:
     chunk and sign with the numba kernels (else the regex chunker and the NumPy paths, the same chunks
     and band keys: a small run never loads numba; see :class:`~chunkdedup.dedup.minhash.MinHasher`)."""

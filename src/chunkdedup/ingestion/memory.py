@@ -3,7 +3,8 @@
 The records of one call are one *source* (``memory:NAME`` in the index), as the records of a JSONL
 file are one file: a call stores the documents that are new or changed, leaves the unchanged ones as
 they are, and removes the source's documents it no longer gives. Everything after storing (chrome,
-chunks, clusters, the text index) is the ingest's own sequence (:func:`chunkdedup.pipeline.ingest_with`).
+chunks, clusters, the text index) is the ingest's own sequence
+(:func:`chunkdedup.ingestion.sequence.ingest_with`).
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from chunkdedup import boilerplate
 from chunkdedup.config import Config
 from chunkdedup.errors import ConfigError
-from chunkdedup.execute import LocalExecutor
+from chunkdedup.ingestion.executors import LocalExecutor
+from chunkdedup.ingestion.files import StoreQueue, store_file
+from chunkdedup.ingestion.report import IngestReport
+from chunkdedup.ingestion.sequence import IngestOptions, Progress, ingest_with
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.memory import InputRecord, memory_documents, source_fingerprint, source_path
-from chunkdedup.pipeline import IngestOptions, IngestReport, Progress, StoreQueue, ingest_with, store_file
 from chunkdedup.store import Store
+from chunkdedup.text import boilerplate
 from chunkdedup.types import Document, FileResult, FileStatus, Page, ParsedFile
 
 __all__ = ["InputRecord", "ingest_records"]
@@ -39,7 +42,7 @@ def ingest_records(
     :func:`chunkdedup.ingest` (``manifest`` and ``prune`` do not apply and are refused).
 
     Example:
-        >>> from chunkdedup.ingest_memory import InputRecord, ingest_records
+        >>> from chunkdedup.ingestion.memory import InputRecord, ingest_records
         >>> docs = [InputRecord.of("refunds.md", "Refunds within 30 days.", {"family": "refunds"})]
         >>> ingest_records(docs, "policies.sqlite", source="crm").totals["documents"]  # doctest: +SKIP
     """

@@ -1,11 +1,11 @@
 """Where the ingest's per-item stages run: the :class:`Executor` of the one ingest sequence.
 
-The sequence (:func:`chunkdedup.pipeline.ingest_with`) is the same whatever runs the stages: it
-reads from the store, hands pure jobs (:mod:`chunkdedup.stages`) to ``executor.map``, and writes
+The sequence (:func:`chunkdedup.ingestion.sequence.ingest_with`) is the same whatever runs the stages: it
+reads from the store, hands pure jobs (:mod:`chunkdedup.ingestion.stages`) to ``executor.map``, and writes
 their results in order, so every executor writes the same index, field for field.
 
 * :class:`LocalExecutor`: in this process (``workers=1``), or in a pool of worker processes;
-* :class:`chunkdedup.distributed.RayExecutor`: Ray tasks, and the near tier's banding and
+* :class:`chunkdedup.ingestion.distributed.RayExecutor`: Ray tasks, and the near tier's banding and
   verification as Ray shuffles.
 
 Example:
@@ -26,9 +26,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from chunkdedup.errors import ConfigError
+from chunkdedup.ingestion.report import EngineTotals
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -92,7 +93,7 @@ def in_order(
 
 class Executor(ABC):
     """Runs the ingest's pure per-item jobs. Enter it (``with``) to start its workers; a run of
-    :func:`~chunkdedup.pipeline.ingest_with` enters it when it is not entered yet.
+    :func:`~chunkdedup.ingestion.sequence.ingest_with` enters it when it is not entered yet.
 
     One method to implement, :meth:`map`; :meth:`near_edges` and :meth:`engine_totals` have defaults
     (the store verifies the near candidates; nothing to report)."""
@@ -112,9 +113,9 @@ class Executor(ABC):
         cluster pass verifies the store's band neighbours itself)."""
         return None
 
-    def engine_totals(self) -> dict[str, Any]:
-        """What the report says of the engine (``totals["engine"]``)."""
-        return {"name": self.name}
+    def engine_totals(self) -> EngineTotals:
+        """What the report says of the engine (``totals.engine``)."""
+        return EngineTotals(self.name)
 
     def __enter__(self) -> Executor:
         return self
@@ -170,7 +171,7 @@ class LocalExecutor(Executor):
     Workers are forked from a fork server (POSIX; spawned elsewhere), so they hold none of the
     driver's descriptors (the index's writer lock above all), and each ends when its parent does. A
     script that ingests with workers needs the usual ``if __name__ == "__main__":`` guard, as any
-    script that starts processes this way. They run only the pure jobs of :mod:`chunkdedup.stages`,
+    script that starts processes this way. They run only the pure jobs of :mod:`chunkdedup.ingestion.stages`,
     never an embedder or Ray."""
 
     def __init__(self, workers: int | None = 1) -> None:
@@ -223,8 +224,8 @@ class LocalExecutor(Executor):
             self.workers,
         )
 
-    def engine_totals(self) -> dict[str, Any]:
-        return {"name": self.name, "workers": self.workers}
+    def engine_totals(self) -> EngineTotals:
+        return EngineTotals(self.name, self.workers)
 
 
 __all__ = [

@@ -1,13 +1,13 @@
-"""The compiled boilerplate layout: :func:`chunkdedup.boilerplate._page_blocks`'s blocks in one walk.
+"""The compiled boilerplate layout: :func:`chunkdedup.text.boilerplate._page_blocks`'s blocks in one walk.
 
 :func:`page_blocks` gives the blocks of a page as ``_page_blocks`` makes them (the same lines, edge
 flags, keys and counts), from one compiled walk over the page's characters: it splits the page into
 lines, finds the non-blank ones, the edge band and the blocks, and writes the boilerplate key of every
 line and block it keys into one buffer. Python then only slices the page and the buffer. The str path
-of :mod:`chunkdedup.boilerplate` stays the definition (tests compare the two on real and generated
+of :mod:`chunkdedup.text.boilerplate` stays the definition (tests compare the two on real and generated
 text).
 
-The walk reads one byte per character (:func:`chunkdedup.chunk_kernel.proxy`: ASCII as itself, any
+The walk reads one byte per character (:func:`chunkdedup.text.chunk_kernel.proxy`: ASCII as itself, any
 other character as a class byte that keeps whether it is whitespace), so the lines, blank lines, word
 counts and lengths are exact on any page. A key is written by the walk when its text is ASCII: there
 ``boilerplate_key`` is casefold (ASCII lowering), whitespace runs (str's, with \\x1c-\\x1f) made one
@@ -23,11 +23,11 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from chunkdedup.chunk_kernel import proxy
 from chunkdedup.config import BoilerplateConfig
-from chunkdedup.dedup.jit import kernel
+from chunkdedup.jit import kernel
 from chunkdedup.normalize import boilerplate_key, has_letters, has_words
-from chunkdedup.textlines import Block, Line
+from chunkdedup.text.chunk_kernel import proxy
+from chunkdedup.text.lines import Block, Line
 from chunkdedup.types import Page
 
 U8Array = npt.NDArray[np.uint8]
@@ -122,9 +122,10 @@ def page_blocks(
 
 
 class PageKeys(NamedTuple):
-    """What :func:`~chunkdedup.boilerplate.document_keys` and a :func:`~chunkdedup.boilerplate.strip`
-    without ``always_strip`` read of a page: its counted blocks and the edge lines whose key holds a
-    letter (every other line is never looked at, so no object is made for it)."""
+    """What :func:`~chunkdedup.text.boilerplate.document_keys` and a
+    :func:`~chunkdedup.text.boilerplate.strip` without ``always_strip`` read of a page: its counted
+    blocks and the edge lines whose key holds a letter (every other line is never looked at, so no
+    object is made for it)."""
 
     text: str
     #: the non-blank lines, ``(at, start, end, ...)`` rows (see :func:`_layout`)
