@@ -112,10 +112,10 @@ def test_semantic_calibration_is_computed_from_the_stored_data(embedded: Path) -
                   and frozenset((canonical[gi], canonical[gj])) not in apart]
         brute.append(max(others))
     with Index.open(embedded) as ix:
-        nearest, n = nearest_unmerged(ix.store)
+        nearest, n = nearest_unmerged(ix.evaluation)
         assert n == len(ids) == 7
         np.testing.assert_allclose(np.sort(nearest), np.sort(brute), atol=1e-5)
-        few, _ = nearest_unmerged(ix.store, sample=3)  # evenly spaced rows 0, 3 and 6
+        few, _ = nearest_unmerged(ix.evaluation, sample=3)  # evenly spaced rows 0, 3 and 6
         np.testing.assert_allclose(few, [brute[0], brute[3], brute[6]], atol=1e-5)
 
     result = audit(embedded, QUERIES, k=3)

@@ -71,7 +71,7 @@ def test_metrics_at_every_k_equal_a_search_at_each_k(policy_eval: Run) -> None:
     assert ks == [1, 3, 5, 10]
     similarity = PairSimilarity()
     with Index.open(index) as ix, Index.open(base) as bx:
-        settings = run_settings(recorded_run(ix.store).config.query)
+        settings = run_settings(recorded_run(ix).config.query)
         questions = DocResolver(d["doc"] for d in ix.documents()).questions(load_golden(POLICY_GOLDEN))
         views = {"index": ix, "baseline": bx}
         for q, entry in zip(questions, ev.queries, strict=True):
@@ -160,7 +160,7 @@ def test_a_cutoff_beyond_the_pool_is_searched_on_its_own(tmp_path: Path) -> None
     ev = evaluate(golden, index, baseline=base_path, k=5)
     similarity = PairSimilarity()
     with Index.open(index) as ix, Index.open(base_path) as bx:
-        settings = run_settings(recorded_run(ix.store).config.query)
+        settings = run_settings(recorded_run(ix).config.query)
         s = settings["index"]
         opts = {"versions": s.versions, "safety_net": s.safety_net}
         five = [r.id for r in retrieve_results(ix, "refunds paid travel", 5, s.config, opts)]

@@ -66,7 +66,7 @@ def test_evaluate_builds_then_reuses_then_rebuilds_the_baseline(corpus: Path, go
     with Index.open(base) as bx, Index.open(index) as ix:
         assert bx.stats()["raw_chunks"] == bx.stats()["canonical_chunks"]  # no dedup in the baseline
         assert ix.stats()["canonical_chunks"] < bx.stats()["canonical_chunks"]  # SHARED merged
-        assert corpus_fingerprint(bx.store) == corpus_fingerprint(ix.store)
+        assert corpus_fingerprint(bx) == corpus_fingerprint(ix)
     assert ensure_baseline(index, base).rebuilt is False
     (corpus / "travel.md").write_text("# Travel policy\n\nTravel is booked 21 days ahead.\n")
     ingest([corpus], index)

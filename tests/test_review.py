@@ -14,7 +14,8 @@ from starlette.testclient import TestClient
 
 from chunkdedup import Config, Index, ingest
 from chunkdedup.cli import main
-from chunkdedup.store import Store, review
+from chunkdedup.store import Store
+from chunkdedup.store.review import ReviewQueue
 from chunkdedup.web import create_app
 
 CLAUSE = (
@@ -58,9 +59,9 @@ def test_the_queue_lists_merges_and_versions_with_their_reasons(corpus: Path, tm
     ingest([corpus], index)
     g = _groups(index)
     with Store.open(index, readonly=True) as store:
-        merges = review.pairs(store, "merges")
-        variants = review.pairs(store, "variants", reason="ordinal")
-        assert review.pairs(store, "variants", reason="name").total == 0
+        merges = ReviewQueue(store).pairs("merges")
+        variants = ReviewQueue(store).pairs("variants", reason="ordinal")
+        assert ReviewQueue(store).pairs("variants", reason="name").total == 0
     assert [(p.a, p.b, p.relation) for p in merges.items] == [(g["a.txt"], g["c.txt"], "near")]
     assert merges.items[0].a_text.startswith("The customer") and "retains" in merges.items[0].b_text
     assert merges.items[0].cluster_groups == 2 and merges.items[0].decision is None
@@ -74,9 +75,9 @@ def test_decisions_are_honoured_by_the_next_ingest_and_can_be_cleared(corpus: Pa
     g = _groups(index)
     assert _canonicals(index) == [["a.txt", "c.txt"], ["b.txt"]]
     with Store.open(index) as store:
-        review.decide(store, g["c.txt"], g["a.txt"], "apart")
-        review.decide(store, g["a.txt"], g["b.txt"], "merge")
-        assert [(o.a, o.b, o.decision) for o in review.overrides(store)] == sorted(
+        ReviewQueue(store).decide(g["c.txt"], g["a.txt"], "apart")
+        ReviewQueue(store).decide(g["a.txt"], g["b.txt"], "merge")
+        assert [(o.a, o.b, o.decision) for o in ReviewQueue(store).overrides()] == sorted(
             [(*sorted((g["a.txt"], g["c.txt"])), "apart"), (*sorted((g["a.txt"], g["b.txt"])), "merge")]
         )
     ingest([corpus], index)  # no file changed: the decided groups are re-decided all the same
@@ -95,8 +96,8 @@ def test_decisions_are_honoured_by_the_next_ingest_and_can_be_cleared(corpus: Pa
     as_json = json.loads(CliRunner().invoke(main, ["review", "--index", str(index), "--json"]).output)
     assert sorted(d["decision"] for d in as_json) == ["apart", "merge"]
     with Store.open(index) as store:
-        for o in review.overrides(store):
-            review.forget(store, o.a, o.b)
+        for o in ReviewQueue(store).overrides():
+            ReviewQueue(store).forget(o.a, o.b)
     ingest([corpus], index)
     assert _canonicals(index) == [["a.txt", "c.txt"], ["b.txt"]]
 
@@ -119,7 +120,7 @@ def test_serve_lists_pairs_and_keeps_a_decision_posted_with_its_own_form(
         refused = client.post("/review/decide", data={**form, "token": "forged"}, follow_redirects=False)
         assert refused.status_code == 403
         with Store.open(index, readonly=True) as store:
-            assert review.overrides(store) == ()
+            assert ReviewQueue(store).overrides() == ()
         kept = client.post("/review/decide", data={**form, "token": token.group(1)}, follow_redirects=False)
         assert kept.status_code == 303 and kept.headers["location"] == "/review?kind=merges"
         assert "decided: apart" in client.get("/review?kind=merges").text

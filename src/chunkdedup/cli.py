@@ -333,10 +333,8 @@ def review_cmd(index_path: Path, as_json: bool) -> None:
     \b
         chunkdedup review --index policies.sqlite >> chunkdedup.toml
     """
-    from chunkdedup.store import review
-
     with cli_errors(index_path), Index.open(index_path) as ix:
-        decided = review.overrides(ix.store)
+        decided = ix.review.overrides()
     if as_json:
         click.echo(json.dumps([{"a": o.a, "b": o.b, "decision": o.decision} for o in decided], indent=2))
         return

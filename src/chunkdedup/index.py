@@ -6,9 +6,13 @@ query package (which reads an index through its ``Searchable`` protocol), so nei
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from chunkdedup.store import Store
+from chunkdedup.store.evaluation import EvaluationReads, FinishedRun
 from chunkdedup.store.index import IndexReader
+from chunkdedup.store.review import Decision, Kind, Order, Override, PairRow, ReviewQueue
 from chunkdedup.store.rows import (
     CanonicalRow,
     DocumentRow,
@@ -29,11 +33,13 @@ from chunkdedup.store.rows import (
 )
 from chunkdedup.types import Hit
 
-#: The rows an index is read as (:mod:`chunkdedup.store.rows`), named here for the faces that read them.
+#: The rows an index is read as (:mod:`chunkdedup.store.rows`), the review queue's and the evaluation's
+#: reads, named here for the faces that read them.
 __all__ = [
-    "CanonicalRow", "DocumentRow", "FamilyCounts", "FileProblem", "Index", "IndexStats", "KeySummary",
-    "MergeRow", "PageText", "RunRow", "Slice", "SlowTextEngine", "SourceRow", "StatusCount", "StrippedRow",
-    "TextEngine", "VariantRow",
+    "CanonicalRow", "Decision", "DocumentRow", "EvaluationReads", "FamilyCounts", "FileProblem",
+    "FinishedRun", "Index", "IndexStats", "KeySummary", "Kind", "MergeRow", "Order", "Override", "PageText",
+    "PairRow", "RunRow", "Slice", "SlowTextEngine", "SourceRow", "StatusCount", "StrippedRow", "TextEngine",
+    "VariantRow", "keep_decision",
 ]
 
 
@@ -54,3 +60,18 @@ class Index(IndexReader):
         from chunkdedup.query import query  # on first use: the query stack loads numpy
 
         return query(self, text, **options)
+
+
+def keep_decision(path: str | Path, a: str, b: str, decision: Decision | None) -> None:
+    """Keep a reviewer's ``decision`` on the pair of groups ``a``, ``b`` in the index at ``path``
+    (``None``: drop the one kept); the next ingest re-decides both groups' clusters.
+
+    Example:
+        >>> keep_decision("policies.sqlite", "3f2a...", "9c1b...", "apart")  # doctest: +SKIP
+    """
+    with Store.open(path) as store:
+        queue = ReviewQueue(store)
+        if decision is None:
+            queue.forget(a, b)
+        else:
+            queue.decide(a, b, decision)

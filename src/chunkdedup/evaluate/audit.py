@@ -42,10 +42,8 @@ from chunkdedup.dedup.semantic import Calibration, calibration
 from chunkdedup.errors import InputError
 from chunkdedup.evaluate.baseline import recorded_run
 from chunkdedup.evaluate.metrics import DUPLICATE_JACCARD, PairSimilarity
-from chunkdedup.index import Index
+from chunkdedup.index import EvaluationReads, Index
 from chunkdedup.query.run import search
-from chunkdedup.store import Store, evaluation
-from chunkdedup.store import vectors as store_vectors
 
 _MAX_NEIGHBOURS = 5000
 #: groups sampled for the nearest unmerged neighbour cosines
@@ -136,13 +134,13 @@ def audit(index: str | Path, queries: str | Path | Sequence[str], *, k: int = 10
     out: list[dict[str, Any]] = []
     dup = total = by_jaccard = by_cosine = 0
     with Index.open(index) as ix:
-        cfg = recorded_run(ix.store).config
-        embedded = _has_embeddings(ix.store)
-        threshold = _cosine_threshold(ix.store, cfg.semantic.threshold) if embedded else None
+        cfg = recorded_run(ix).config
+        embedded = ix.evaluation.has_embeddings()
+        threshold = _cosine_threshold(ix.evaluation, cfg.semantic.threshold) if embedded else None
         for qid, text in items:
             # the canonicals' words: the vectors compared beside them are the canonicals' too
             hits = search(ix, text, k=k, config=cfg.query, words="canonical").hits
-            vectors = _vectors(ix.store, [h.id for h in hits]) if embedded else {}
+            vectors = _vectors(ix.evaluation, [h.id for h in hits]) if embedded else {}
             pairs = []
             for i in range(len(hits)):
                 for j in range(i + 1, len(hits)):
@@ -161,7 +159,7 @@ def audit(index: str | Path, queries: str | Path | Sequence[str], *, k: int = 10
                 {"rank": h.rank, "id": h.id, "score": h.score, "text": h.text,
                  "citations": [[c.doc, c.page] for c in h.citations]} for h in hits]})
         near_view = _calibration(ix, similarity, cfg.near.threshold)
-        semantic = _semantic_calibration(ix.store, threshold, sample) if threshold is not None else None
+        semantic = _semantic_calibration(ix.evaluation, threshold, sample) if threshold is not None else None
     return Audit(k, out, dup, total, near_view, by_jaccard, by_cosine if embedded else None, semantic)
 
 
@@ -174,12 +172,12 @@ def histogram(values: Sequence[float], bins: int = BINS) -> list[int]:
 
 
 def _calibration(ix: Index, similarity: PairSimilarity, threshold: float) -> dict[str, Any]:
-    store = ix.store
+    reads = ix.evaluation
     # near merges only: a semantic merge's similarity is a cosine (it has its own view)
-    merged = list(evaluation.merge_similarities(store, "near"))
+    merged = list(reads.merge_similarities("near"))
     # recomputed from the texts: a variant found over a semantic edge records a cosine
-    guarded = [similarity(a, b) for a, b in evaluation.variant_texts(store, _MAX_NEIGHBOURS)]
-    neighbours = [similarity(a, b) for a, b in evaluation.band_neighbour_texts(store, _MAX_NEIGHBOURS)]
+    guarded = [similarity(a, b) for a, b in reads.variant_texts(_MAX_NEIGHBOURS)]
+    neighbours = [similarity(a, b) for a, b in reads.band_neighbour_texts(_MAX_NEIGHBOURS)]
     return {
         "threshold": threshold,
         "measure": "5-word-shingle Jaccard (merged: similarity to the cluster leader)",
@@ -194,17 +192,10 @@ def _calibration(ix: Index, similarity: PairSimilarity, threshold: float) -> dic
 
 # -- the cosine view -----------------------------------------------------------------------------
 
-def _has_embeddings(store: Store) -> bool:
-    return store_vectors.has_embeddings(store)
-
-
-def _cosine_threshold(store: Store, configured: float) -> float:
+def _cosine_threshold(reads: EvaluationReads, configured: float) -> float:
     """The threshold the index's semantic edges were computed at, else the recorded config's."""
-    recorded = store.meta("semantic_edges_for")
-    try:
-        return float(recorded) if recorded is not None else configured
-    except ValueError:
-        return configured
+    recorded = reads.semantic_edges_for()
+    return recorded if recorded is not None else configured
 
 
 def _unit(blob: bytes) -> F32Array:
@@ -212,9 +203,9 @@ def _unit(blob: bytes) -> F32Array:
     return v
 
 
-def _vectors(store: Store, ids: Sequence[str]) -> dict[str, F32Array]:
+def _vectors(reads: EvaluationReads, ids: Sequence[str]) -> dict[str, F32Array]:
     out: dict[str, F32Array] = {}
-    for batch in store_vectors.vectors_of(store, sorted(set(ids))):
+    for batch in reads.vectors_of(sorted(set(ids))):
         for gid, blob in zip(batch.keys, batch.vectors, strict=True):
             out[gid] = _unit(blob)
     return out
@@ -231,14 +222,14 @@ def _cosine(a: F32Array | None, b: F32Array | None) -> float | None:
     return round(min(1.0, max(-1.0, float(x @ y) / norm)), 9)
 
 
-def _guard_cosines(store: Store) -> list[float]:
+def _guard_cosines(reads: EvaluationReads) -> list[float]:
     out: list[float] = []
-    for rows in store_vectors.variant_vector_pairs(store, _BLOCK):
+    for rows in reads.variant_vector_pairs(_BLOCK):
         out.extend(c for a, b in rows if (c := _cosine(_unit(a), _unit(b))) is not None)
     return out
 
 
-def nearest_unmerged(store: Store, sample: int = NEIGHBOUR_SAMPLE) -> tuple[F64Array, int]:
+def nearest_unmerged(reads: EvaluationReads, sample: int = NEIGHBOUR_SAMPLE) -> tuple[F64Array, int]:
     """For up to ``sample`` embedded groups (evenly spaced in id order), the best cosine to a group of
     another canonical, canonicals the guard kept apart from the group's own excluded (a ``variants``
     pair between any of their groups); and how many groups are embedded.
@@ -246,7 +237,7 @@ def nearest_unmerged(store: Store, sample: int = NEIGHBOUR_SAMPLE) -> tuple[F64A
     Two streamed passes over the vectors, ``_BLOCK`` at a time: memory is ``sample x block`` float32.
     A group with no such other group (every vector in its canonical) gives no value.
     """
-    n = store_vectors.embedded_group_count(store)
+    n = reads.embedded_group_count()
     if n == 0:
         return np.empty(0, dtype=np.float64), 0
     picks = np.unique(np.linspace(0, n - 1, min(sample, n)).round().astype(np.int64))
@@ -255,19 +246,19 @@ def nearest_unmerged(store: Store, sample: int = NEIGHBOUR_SAMPLE) -> tuple[F64A
     codes = np.empty(n, dtype=np.int64)
     rows_s: list[F32Array] = []
     at = 0
-    for batch in store_vectors.canonical_vector_blocks(store, _BLOCK):
+    for batch in reads.canonical_vector_blocks(_BLOCK):
         for cid, blob in zip(batch.keys, batch.vectors, strict=True):
             codes[at] = canon_code.setdefault(cid, len(canon_code))
             if at in wanted:
                 rows_s.append(_unit(blob))
             at += 1
     if len({v.shape for v in rows_s}) != 1:
-        raise InputError(f"index {store.path}: stored vectors differ in length; re-embed with --reembed")
+        raise InputError(f"index {reads.path}: stored vectors differ in length; re-embed with --reembed")
     left = np.stack(rows_s)
     mine = codes[picks]
     # canonicals the guard kept apart (a variant pair between any of their groups): masked out
     kept_apart: dict[int, set[int]] = {}
-    for ca, cb in evaluation.variant_canonicals(store):
+    for ca, cb in reads.variant_canonicals():
         if ca in canon_code and cb in canon_code and ca != cb:
             kept_apart.setdefault(canon_code[ca], set()).add(canon_code[cb])
             kept_apart.setdefault(canon_code[cb], set()).add(canon_code[ca])
@@ -275,7 +266,7 @@ def nearest_unmerged(store: Store, sample: int = NEIGHBOUR_SAMPLE) -> tuple[F64A
                     for r, c in enumerate(mine) if int(c) in kept_apart]
     best = np.full(picks.size, -np.inf, dtype=np.float32)
     lo = 0
-    for rows in store_vectors.vector_blocks(store, _BLOCK):
+    for rows in reads.vector_blocks(_BLOCK):
         block = np.frombuffer(b"".join(rows), dtype="<f4").reshape(len(rows), -1)
         hi = lo + len(rows)
         sims = left @ block.T
@@ -305,16 +296,17 @@ def _series(n: int, hist: npt.NDArray[np.int64], above: npt.NDArray[np.int64]) -
             "share_at_or_above": [round(int(a) / n, 6) if n else None for a in above]}
 
 
-def _semantic_calibration(store: Store, threshold: float, sample: int) -> dict[str, Any]:
-    merged = [float(s) for s in evaluation.merge_similarities(store, "semantic")]
-    guarded = _guard_cosines(store)
-    nearest, embedded = nearest_unmerged(store, sample)
+def _semantic_calibration(reads: EvaluationReads, threshold: float, sample: int) -> dict[str, Any]:
+    merged = [float(s) for s in reads.merge_similarities("semantic")]
+    guarded = _guard_cosines(reads)
+    nearest, embedded = nearest_unmerged(reads, sample)
     low, bins = threshold_edges([*merged, *guarded, *nearest.tolist(), threshold])
     main: Calibration = calibration(merged, nearest, bins=bins, low=low)
     guard: Calibration = calibration(guarded, [], bins=bins, low=low)
+    made_by = reads.stored_embedder()
     return {
-        "embedder": store.meta("embedder_name"),
-        "dim": int(store.meta("embedder_dim") or 0),
+        "embedder": made_by.name if made_by is not None else None,
+        "dim": made_by.dim if made_by is not None else 0,
         "threshold": threshold,
         "measure": "cosine of the stored embeddings",
         "edges": [round(float(e), 6) for e in main.edges],

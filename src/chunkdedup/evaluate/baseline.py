@@ -13,9 +13,9 @@ from pathlib import Path
 
 from chunkdedup.config import Config, DedupConfig
 from chunkdedup.errors import InputError, SchemaError
+from chunkdedup.index import Index
 from chunkdedup.ingestion.sequence import Progress, config_fingerprint, ingest
 from chunkdedup.normalize import key_hash
-from chunkdedup.store import Store, evaluation
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,16 +40,16 @@ class Baseline:
     warning: str | None = None
 
 
-def recorded_run(store: Store) -> RecordedRun:
-    run = evaluation.last_ingest_run(store)
+def recorded_run(ix: Index) -> RecordedRun:
+    run = ix.evaluation.last_ingest_run()
     if run is None:
-        raise InputError(f"index {store.path} records no finished ingest run: run `chunkdedup ingest` first")
+        raise InputError(f"index {ix.path} records no finished ingest run: run `chunkdedup ingest` first")
     return RecordedRun(run.paths, run.manifest, run.config)
 
 
-def corpus_fingerprint(store: Store) -> str:
+def corpus_fingerprint(ix: Index) -> str:
     """A hash of the content hashes of the input files the index holds (its ``files`` table)."""
-    return key_hash("\n".join(evaluation.file_hashes(store)))
+    return key_hash("\n".join(ix.evaluation.file_hashes()))
 
 
 def baseline_config(config: Config) -> Config:
@@ -67,8 +67,8 @@ def _state(path: Path) -> tuple[str, str] | None:
     if not path.exists():
         return None
     try:
-        with Store.open(path, readonly=True) as store:
-            return corpus_fingerprint(store), config_fingerprint(recorded_run(store).config)
+        with Index.open(path, migrate=False) as ix:
+            return corpus_fingerprint(ix), config_fingerprint(recorded_run(ix).config)
     except (SchemaError, InputError) as e:
         raise InputError(f"baseline {path} is not a usable chunkdedup index ({e}): give another --baseline "
                          "path or delete the file") from None
@@ -90,9 +90,9 @@ def ensure_baseline(
     target = Path(baseline)
     if target.resolve() == Path(index).resolve():
         raise InputError(f"--baseline {target} is the index itself: give another path")
-    with Store.open(index, readonly=True) as store:
-        run = recorded_run(store)
-        wanted = corpus_fingerprint(store)
+    with Index.open(index, migrate=False) as ix:
+        run = recorded_run(ix)
+        wanted = corpus_fingerprint(ix)
     config = baseline_config(run.config)
     have = _state(target)
     if have == (wanted, config_fingerprint(config)):
@@ -126,8 +126,8 @@ def ensure_baseline(
     if progress is not None:
         tick = lambda stage, done, total: progress(f"baseline {stage}", done, total)  # noqa: E731
     ingest(list(run.paths), target, manifest=run.manifest, config=config, progress=tick)
-    with Store.open(target, readonly=True) as store:
-        built = corpus_fingerprint(store)
+    with Index.open(target, migrate=False) as bx:
+        built = corpus_fingerprint(bx)
     warning = None
     if built != wanted:
         warning = (f"the input files of index {index} changed since it was built, so the baseline and the "

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chunkdedup.evaluate.golden import Question
+from chunkdedup.index import EvaluationReads
 from chunkdedup.query.retrieve import STOP_WORDS, quote_terms
-from chunkdedup.store import Store, fulltext
 
 _WORD = re.compile(r"[^\W_]+")
 _YEAR_IN = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
@@ -49,9 +49,9 @@ def identity_terms(question: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def identity_gaps(store: Store, questions: Sequence[Question]) -> list[Gap]:
+def identity_gaps(reads: EvaluationReads, questions: Sequence[Question]) -> list[Gap]:
     """Names and years of the questions found in neither text nor context, most asked first."""
-    tables = fulltext.fts_tables(store)
+    tables = reads.fts_tables()
     counts: dict[str, int] = {}
     known: dict[str, bool] = {}
     for q in questions:
@@ -60,7 +60,7 @@ def identity_gaps(store: Store, questions: Sequence[Question]) -> list[Gap]:
             if key not in known:
                 match = quote_terms([key])
                 known[key] = any(
-                    fulltext.fts_matches(store, t, match)
+                    reads.fts_matches(t, match)
                     for t in ("groups_fts", "contexts_fts")
                     if t in tables
                 )

@@ -34,7 +34,6 @@ from chunkdedup.evaluate.metrics import PairSimilarity, Result, Scores, aggregat
 from chunkdedup.index import Index
 from chunkdedup.ingestion.sequence import Progress
 from chunkdedup.query.run import search
-from chunkdedup.store import evaluation
 
 #: the cut-offs reported besides the requested k
 EXTRA_KS = (1, 3, 10)
@@ -152,8 +151,8 @@ def evaluate(
     similarity = PairSimilarity()
     with Index.open(index) as ix, Index.open(base.path) as bx:
         resolved = DocResolver(d.doc_id for d in ix.documents()).questions(questions)
-        settings = run_settings(recorded_run(ix.store).config.query)
-        gaps = identity_gaps(ix.store, resolved)
+        settings = run_settings(recorded_run(ix).config.query)
+        gaps = identity_gaps(ix.evaluation, resolved)
         views = {"baseline": bx, "index": ix}
         scores: dict[str, list[Scores]] = {name: [] for name in RUNS}
         queries: list[dict[str, Any]] = []
@@ -213,14 +212,14 @@ def _log_row(r: Result) -> dict[str, Any]:
 
 
 def _words(view: Index, *, clean: bool) -> int:
-    return sum(len(text.split()) for text in evaluation.page_texts(view.store, clean=clean))
+    return sum(len(text.split()) for text in view.evaluation.page_texts(clean=clean))
 
 
 def _figures(ix: Index, bx: Index) -> dict[str, Any]:
     """Index figures and the funnel: raw chunks (the baseline's), after boilerplate, exact, near,
     semantic; plus words before and after stripping, the top stripped blocks and cluster sizes."""
     st, bs = ix.stats(), bx.stats()
-    merged = dict(evaluation.relation_counts(ix.store))
+    merged = dict(ix.evaluation.relation_counts())
     after_near = st.after_exact - int(merged.get("near", 0))
     funnel: list[dict[str, Any]] = [
         {"stage": "raw chunks", "chunks": bs.raw_chunks},
@@ -233,7 +232,7 @@ def _figures(ix: Index, bx: Index) -> dict[str, Any]:
     for i, step in enumerate(funnel):
         step["share_of_raw"] = step["chunks"] / raw
         step["removed_share"] = (funnel[i - 1]["chunks"] - step["chunks"]) / raw if i else 0.0
-    sizes = dict(evaluation.cluster_sizes(ix.store))
+    sizes = dict(ix.evaluation.cluster_sizes())
     clusters = []
     for lo, hi in _CLUSTER_BINS:
         n = sum(c for s, c in sizes.items() if s >= lo and (hi is None or s <= hi))

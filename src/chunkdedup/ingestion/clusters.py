@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from chunkdedup.config import Config, NearConfig, SemanticConfig
 from chunkdedup.dedup.settings import NUMPY_KEYS, near_edge_settings, near_fingerprints
 from chunkdedup.errors import ConfigError
-from chunkdedup.store import Store, review
+from chunkdedup.store import Store
+from chunkdedup.store.review import ReviewQueue
 from chunkdedup.types import GroupRow
 
 # The array stack (NumPy, the MinHash and LSH steps, embedders) is imported where a pass has groups
@@ -172,7 +173,8 @@ def update_clusters(
     from chunkdedup.dedup.near import decide
 
     texts: dict[str, str] = {}
-    decided = review.overrides(store)  # a person's decisions from the review queue, beside the config's
+    # a person's decisions from the review queue, beside the config's
+    decided = ReviewQueue(store).overrides()
     always_merge = (*near.always_merge, *((o.a, o.b) for o in decided if o.decision == "merge"))
     keep_apart = (*near.keep_apart, *((o.a, o.b) for o in decided if o.decision == "apart"))
     judged = bool(near.meaning) or near.numbering or bool(always_merge) or bool(keep_apart)

@@ -15,6 +15,8 @@ from typing import Any, Self
 
 from chunkdedup.errors import ChunkdedupError, IndexError_, MigrationPendingError
 from chunkdedup.store import Store, counts, reads, vectors, writer_active
+from chunkdedup.store.evaluation import EvaluationReads
+from chunkdedup.store.review import ReviewQueue
 from chunkdedup.store.rows import (
     DocumentRow,
     FamilyCounts,
@@ -69,12 +71,15 @@ class IndexReader:
         return self._text_handle
 
     @classmethod
-    def open(cls, path: str | Path) -> Self:
+    def open(cls, path: str | Path, *, migrate: bool = True) -> Self:
         """Open an index to read. An index from an older chunkdedup gets its new schema laid out
-        once (under the writer lock, as an ingest would), then is opened read-only."""
+        once (under the writer lock, as an ingest would), then is opened read-only; with
+        ``migrate=False`` (a read-only server) that is an error saying how to upgrade it."""
         try:
             return cls(Store.open(path, readonly=True))
         except MigrationPendingError:
+            if not migrate:
+                raise
             Store.open(path).close()
             return cls(Store.open(path, readonly=True))
 
@@ -95,6 +100,21 @@ class IndexReader:
         """The paginated reads of this index (the web view's): a page of documents, of a canonical's
         sources or groups, a document's pages and chunks, a boilerplate key's documents, the overview."""
         return IndexViews(self.store)
+
+    @property
+    def path(self) -> Path:
+        """The index file."""
+        return self.store.path
+
+    @property
+    def evaluation(self) -> EvaluationReads:
+        """The reads an evaluation makes (the last ingest run, the funnel, calibration pairs, vectors)."""
+        return EvaluationReads(self.store)
+
+    @property
+    def review(self) -> ReviewQueue:
+        """The review queue: merges and version pairs to review, and the decisions kept."""
+        return ReviewQueue(self.store)
 
     def stats(self) -> IndexStats:
         """Counts a person can act on: documents, pages, stripped lines, chunks before and after dedup.

@@ -21,7 +21,7 @@ Kind = Literal["merges", "variants"]
 #: merges nearest the threshold first, or the largest clusters first
 Order = Literal["threshold", "size"]
 
-__all__ = ["Decision", "Kind", "Order", "Override", "PairRow", "decide", "forget", "overrides", "pairs"]
+__all__ = ["Decision", "Kind", "Order", "Override", "PairRow", "ReviewQueue"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,31 +62,6 @@ def _pair(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a < b else (b, a)
 
 
-def decide(store: Store, a: str, b: str, decision: Decision) -> None:
-    """Keep ``decision`` for the pair of groups ``a`` and ``b`` and mark both dirty (the next ingest
-    re-decides their components)."""
-    if decision not in ("merge", "apart"):
-        raise ValueError(f"a decision is 'merge' or 'apart', got {decision!r}")
-    lo, hi = _pair(a, b)
-    with store.writer(), store.transaction() as c:
-        c.execute("INSERT OR REPLACE INTO overrides(a, b, decision) VALUES (?, ?, ?)", (lo, hi, decision))
-        store.chunks.mark_dirty((lo, hi))
-
-
-def forget(store: Store, a: str, b: str) -> None:
-    """Drop the decision on the pair ``a``, ``b`` (the guards decide it again at the next ingest)."""
-    lo, hi = _pair(a, b)
-    with store.writer(), store.transaction() as c:
-        c.execute("DELETE FROM overrides WHERE a=? AND b=?", (lo, hi))
-        store.chunks.mark_dirty((lo, hi))
-
-
-def overrides(store: Store) -> tuple[Override, ...]:
-    """Every decision kept in the index, by pair."""
-    rows = store.conn.execute("SELECT a, b, decision FROM overrides ORDER BY a, b")
-    return tuple(Override(a, b, d) for a, b, d in rows)
-
-
 _MERGES = """
     SELECT l.id, m.id, l.text, m.text, m.relation, m.similarity, m.differing,
            (SELECT COUNT(*) FROM groups g WHERE g.canonical_id = m.canonical_id), o.decision
@@ -102,23 +77,54 @@ _VARIANTS = """
 """
 
 
-def pairs(
-    store: Store, kind: Kind, *, order: Order = "threshold", reason: str | None = None,
-    limit: int = 50, offset: int = 0,
-) -> Slice[PairRow]:
-    """One page of the queue: ``merges`` (near and semantic copies with the leader they joined) or
-    ``variants`` (pairs a guard kept apart; ``reason`` keeps one reason), nearest the threshold first
-    (``order="threshold"``: the lowest similarity) or the largest clusters first (``"size"``)."""
-    if kind not in ("merges", "variants"):
-        raise ValueError(f"kind is 'merges' or 'variants', got {kind!r}")
-    sql, args = (_MERGES, []) if kind == "merges" else (_VARIANTS, [])
-    if reason:
-        sql += " AND m.relation = ?" if kind == "merges" else " WHERE v.reason = ?"
-        args.append(reason)
-    total = store.conn.execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()[0]
-    by = "6 ASC, 1, 2" if order == "threshold" else "8 DESC, 6 ASC, 1, 2"
-    rows = store.conn.execute(f"{sql} ORDER BY {by} LIMIT ? OFFSET ?", [*args, limit, offset])
-    items = tuple(
-        PairRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], r[8]) for r in rows
-    )
-    return Slice(items, total, limit, offset)
+class ReviewQueue:
+    """The review queue and its decisions (``Index.review``): the merges and version pairs a person
+    reviews, and the overrides they keep."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def decide(self, a: str, b: str, decision: Decision) -> None:
+        """Keep ``decision`` for the pair of groups ``a`` and ``b`` and mark both dirty (the next ingest
+        re-decides their components)."""
+        if decision not in ("merge", "apart"):
+            raise ValueError(f"a decision is 'merge' or 'apart', got {decision!r}")
+        lo, hi = _pair(a, b)
+        with self.store.writer(), self.store.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO overrides(a, b, decision) VALUES (?, ?, ?)", (lo, hi, decision))
+            self.store.chunks.mark_dirty((lo, hi))
+
+    def forget(self, a: str, b: str) -> None:
+        """Drop the decision on the pair ``a``, ``b`` (the guards decide it again at the next ingest)."""
+        lo, hi = _pair(a, b)
+        with self.store.writer(), self.store.transaction() as c:
+            c.execute("DELETE FROM overrides WHERE a=? AND b=?", (lo, hi))
+            self.store.chunks.mark_dirty((lo, hi))
+
+    def overrides(self) -> tuple[Override, ...]:
+        """Every decision kept in the index, by pair."""
+        rows = self.store.conn.execute("SELECT a, b, decision FROM overrides ORDER BY a, b")
+        return tuple(Override(a, b, d) for a, b, d in rows)
+
+    def pairs(
+        self, kind: Kind, *, order: Order = "threshold", reason: str | None = None,
+        limit: int = 50, offset: int = 0,
+    ) -> Slice[PairRow]:
+        """One page of the queue: ``merges`` (near and semantic copies with the leader they joined) or
+        ``variants`` (pairs a guard kept apart; ``reason`` keeps one reason), nearest the threshold first
+        (``order="threshold"``: the lowest similarity) or the largest clusters first (``"size"``)."""
+        if kind not in ("merges", "variants"):
+            raise ValueError(f"kind is 'merges' or 'variants', got {kind!r}")
+        sql, args = (_MERGES, []) if kind == "merges" else (_VARIANTS, [])
+        if reason:
+            sql += " AND m.relation = ?" if kind == "merges" else " WHERE v.reason = ?"
+            args.append(reason)
+        total = self.store.conn.execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()[0]
+        by = "6 ASC, 1, 2" if order == "threshold" else "8 DESC, 6 ASC, 1, 2"
+        rows = self.store.conn.execute(f"{sql} ORDER BY {by} LIMIT ? OFFSET ?", [*args, limit, offset])
+        items = tuple(
+            PairRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], r[8]) for r in rows
+        )
+        return Slice(items, total, limit, offset)

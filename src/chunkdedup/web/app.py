@@ -29,10 +29,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chunkdedup.errors import ChunkdedupError, IndexError_
-from chunkdedup.index import Index
-from chunkdedup.store import Store, review
+from chunkdedup.index import Decision, Index, keep_decision
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
-from chunkdedup.store.views import IndexViews
 from chunkdedup.visible import safe_block
 from chunkdedup.web import pages
 from chunkdedup.web.hosts import LOOPBACK_NAMES
@@ -242,11 +240,11 @@ class _View:
         """``build(index)`` on the index opened read-only; a missing, damaged or foreign file
         answers with an error page that says what is wrong and how to fix it."""
         try:
-            store = Store.open(self.index_path, readonly=True)
+            ix = Index.open(self.index_path, migrate=False)
         except ChunkdedupError as e:
             return self.error(request, 503, "The index cannot be opened", str(e))
         try:
-            return build(Index(store))
+            return build(ix)
         except _NotFound as e:
             return self.error(request, 404, f"No {e.what} {e.ident!r}", f"{e}: {_NOT_FOUND_HINT[e.what]}")
         except IndexError_ as e:
@@ -254,7 +252,7 @@ class _View:
         except SQLITE_FAILURES as e:
             return self.error(request, 503, "The index cannot be read", str(index_error(self.index_path, e)))
         finally:
-            store.close()
+            ix.close()
 
     def page(self, request: Request, template: str, build: Callable[[Index], Any], **extra: Any) -> Response:
         record = self.with_index(request, build)
@@ -307,7 +305,7 @@ class _View:
         limit, offset = _paging(request)
 
         def build(ix: Index) -> pages.BoilerplatePage:
-            keys = self.memo.get("boilerplate", IndexViews(ix.store).boilerplate)
+            keys = self.memo.get("boilerplate", ix.views.boilerplate)
             return pages.boilerplate_page(ix, limit=limit, offset=offset, keys=keys)
 
         return self.page(request, "boilerplate.html", build)
@@ -378,12 +376,10 @@ class _View:
             return self.error(request, 400, "Not a decision",
                               "decision is merge, apart or clear on two group ids")
 
+        decision: Decision | None = None if fields["decision"] == "clear" else fields["decision"]  # type: ignore[assignment]
+
         def write() -> None:
-            with Store.open(self.index_path) as store:
-                if fields["decision"] == "clear":
-                    review.forget(store, fields["a"], fields["b"])
-                else:
-                    review.decide(store, fields["a"], fields["b"], fields["decision"])  # type: ignore[arg-type]
+            keep_decision(self.index_path, fields["a"], fields["b"], decision)
 
         try:
             await run_in_threadpool(write)

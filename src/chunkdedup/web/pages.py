@@ -20,7 +20,10 @@ from chunkdedup.index import (
     Index,
     IndexStats,
     KeySummary,
+    Kind,
     MergeRow,
+    Order,
+    PairRow,
     RunRow,
     Slice,
     SourceRow,
@@ -30,8 +33,6 @@ from chunkdedup.index import (
 )
 from chunkdedup.query import QueryResult, search
 from chunkdedup.query.records import Dropped
-from chunkdedup.store import review
-from chunkdedup.store.review import Kind, Order, PairRow
 from chunkdedup.types import VersionPolicy
 from chunkdedup.web.text import ContextLine, Segment, Span, Word, key_lines, layout, word_diff
 
@@ -424,7 +425,7 @@ class ReviewPage:
 def review_page(
     ix: Index, *, kind: Kind, order: Order, reason: str | None, limit: int, offset: int
 ) -> ReviewPage:
-    found = review.pairs(ix.store, kind, order=order, reason=reason, limit=limit, offset=offset)
+    found = ix.review.pairs(kind, order=order, reason=reason, limit=limit, offset=offset)
     items = []
     for p in found.items:
         a_words, b_words = word_diff(p.a_text, p.b_text)
