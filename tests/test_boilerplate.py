@@ -6,12 +6,13 @@ import re
 import unicodedata
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from chunkdedup import BoilerplateConfig, Index, Page, boilerplate_key, candidate_keys, running_keys, strip
 from chunkdedup.store.schema import CLEAN_TEXT, RAW_TEXT
-from chunkdedup.text.boilerplate import document_keys, is_chrome, key_id
+from chunkdedup.text.boilerplate import _is_structure, document_keys, is_chrome, key_id
 from conftest import chunk_texts, clean_pages
 
 CFG = BoilerplateConfig()
@@ -103,6 +104,63 @@ def test_always_keep_and_always_strip_override_statistics() -> None:
     assert all("more text" not in p.text for p in result.pages)
     chrome = {key_id(boilerplate_key("Letterhead of the company"))}
     assert all("Letterhead" in p.text for p in strip(pages, chrome, cfg).pages)
+
+
+_POLICY = "\n".join([
+    "# Remote Work Policy",
+    "",
+    "## 1. Purpose and scope",  # a house style's heading: in every policy, over this one's own text
+    "",
+    "Staff of the Oslo office may work from home two days a week after their probation ends.",
+    "",
+    "To complete the process, the responsible manager must:",  # a lead-in over this policy's list
+    "",
+    "- confirm the home desk meets the Oslo ergonomics checklist",
+    "- record the agreed days in the Oslo rota",
+    "",
+    "## 2. Compliance",  # a heading over chrome: nothing of its own under it
+    "",
+    "CONFIDENTIAL - internal use only. Do not distribute outside the company.",
+])
+_HOUSE_STYLE = (
+    "## 1. Purpose and scope",
+    "To complete the process, the responsible manager must:",
+    "## 2. Compliance",
+    "CONFIDENTIAL - internal use only. Do not distribute outside the company.",
+)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_heading_or_lead_in_over_its_documents_own_text_stays_though_chrome(compiled: bool) -> None:
+    """Corpus chrome is what surrounds a document; a heading or a lead-in that every policy of a house
+    style repeats opens this one's own text, so it stays (the demo corpus lost its section headings
+    and list lead-ins). A heading over chrome, or at a page's end, is not the body's: it goes."""
+    chrome = {key_id(boilerplate_key(line)) for line in _HOUSE_STYLE}
+    result = strip([Page(1, _POLICY)], chrome, CFG, compiled=compiled)
+    text = result.pages[0].text
+    assert "## 1. Purpose and scope\n\nStaff of the Oslo office" in text
+    assert "To complete the process, the responsible manager must:\n\n- confirm" in text
+    assert [s.line for s in result.stripped] == list(_HOUSE_STYLE[2:])
+    # a heading that ends its page has no body under it
+    last = strip([Page(1, "Body of the page.\n\n## 1. Purpose and scope")], chrome, CFG, compiled=compiled)
+    assert [s.line for s in last.stripped] == ["## 1. Purpose and scope"]
+    # a running header goes although it reads as a heading over the page's text
+    pages = [Page(i, f"Section 2 Travel rules\nBody text {w} of the page.\nMore {w}.") for i, w in
+             enumerate(WORDS[:4], 1)]
+    ran = strip(pages, {key_id(boilerplate_key("Section 2 Travel rules"))}, CFG, compiled=compiled)
+    assert len(ran.stripped) == 4 and all("Section" not in p.text for p in ran.pages)
+    # a line the config strips always goes, heading or not
+    forced = BoilerplateConfig(always_strip=("## 1. Purpose and scope",))
+    assert "Purpose" not in strip([Page(1, _POLICY)], chrome, forced, compiled=compiled).pages[0].text
+
+
+def test_only_headings_and_lead_ins_read_as_the_documents_structure() -> None:
+    heads = ["## Scope", "1. Purpose and scope", "2.3 Retention periods", "IV. Terms", "B. Fees",
+             "Section 4 Definitions", "ARTICLE II", "The manager must:"]
+    chrome = ["Table of Contents", "Page 1 of 4", "2022 Annual Report", "Apple Inc. | Q3 2023 Form 10-Q | 7",
+              "Confidential: internal use only.", "#hashtag", "e.g. this one", "2022: a year in review"]
+    assert [h for h in heads if not _is_structure(h)] == []
+    assert [c for c in chrome if _is_structure(c)] == []
 
 
 def test_ntsb_page_footers_are_gone_from_every_chunk(ntsb_index: Path) -> None:

@@ -106,7 +106,10 @@ def test_a_line_is_keyed_as_the_str_definition(text: str) -> None:
 
 _lines = st.lists(
     st.one_of(
-        st.sampled_from([*_TRICKY, "Page 1 of 9", "ACME Corp | 10-Q | 17", "word " * 8, "", " ", "\t"]),
+        st.sampled_from([
+            *_TRICKY, "Page 1 of 9", "ACME Corp | 10-Q | 17", "word " * 8, "", " ", "\t",
+            "## 1. Purpose and scope", "To complete the process, the manager must:",  # structure
+        ]),
         texts,
     ),
     max_size=30,

@@ -318,3 +318,26 @@ def test_a_file_is_refused(tmp_path: Path) -> None:
     target.write_text("x", encoding="utf-8")
     with pytest.raises(InputError, match="is a file"):
         write_demo_corpus(target)
+
+
+def test_the_demo_keeps_its_headings_and_lead_ins_and_strips_its_chrome(
+    corpus: DemoCorpus, tmp_path: Path
+) -> None:
+    """Every policy repeats the house style's section headings and some list lead-ins: chrome by
+    document frequency, but each opens the policy's own text, so it stays; the footer still goes."""
+    from chunkdedup import Index, ingest
+
+    index = tmp_path / "demo.sqlite"
+    ingest([corpus.folder], index, manifest=corpus.manifest)
+    with Index.open(index) as ix:
+        examples = {b.example for b in ix.boilerplate(limit=None) if b.scope == "chrome"}
+        docs = [d["doc"] for d in ix.documents()]
+        pages = {doc: [p.text for p in ix.store.load_pages(doc, clean=True)] for doc in docs}
+    assert any(FOOTER.startswith(e.split("\n")[0][:40]) for e in examples)
+    assert not [e for e in examples if "Purpose and scope" in e or e.rstrip().endswith(":")], examples
+    for doc, texts in pages.items():
+        text = "\n".join(texts)
+        assert FOOTER not in " ".join(text.split()), doc
+        assert re.search(r"^(## )?1\. Purpose and scope$", text, re.M | re.I), doc
+    lead_in = "To complete the process, the responsible manager must:"
+    assert sum(lead_in in "\n".join(t) for t in pages.values()) >= 5

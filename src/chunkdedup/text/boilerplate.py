@@ -1,6 +1,7 @@
 """Statistical boilerplate detection: running headers/footers and corpus chrome.
 
-No hand-written patterns. Two detectors work on boilerplate keys (digits masked):
+No hand-written patterns of boilerplate. Two detectors work on boilerplate keys (digits masked); the
+only pattern read is a heading's syntax, and it keeps a line (the structure rule of 2.):
 
 1. **Running lines** (per document): a line in a page's edge band (its first or last
    ``edge_lines`` non-blank lines) whose key recurs on at least ``running_share`` of the
@@ -10,7 +11,11 @@ No hand-written patterns. Two detectors work on boilerplate keys (digits masked)
    ``min_block_words`` words and every page-edge line yields a key; a key found in strictly more
    than ``share`` of the units (families when documents carry one, else documents), and in at
    least ``min_units`` of them, is chrome. Short body lines are not counted: table headers such
-   as "Three Months Ended" are content. A key with no letters is never chrome.
+   as "Three Months Ended" are content. A key with no letters is never chrome. A line of the
+   document's own structure stays although its key is chrome: a heading (Markdown ``#``, a numbered
+   section such as "1. Purpose and scope") or a lead-in ending in a colon, when the next non-blank
+   line of its page is text that stays (:func:`_keep_structure`). The section headings every
+   policy of a house style repeats are chrome by frequency, but they open the body under them.
 
 The corpus statistics are kept by the caller (the store keeps them so incremental ingest can
 re-decide them); this module gives the pure parts: :func:`document_keys` (what a document
@@ -42,6 +47,15 @@ UNPAGED_PLAIN_WORDS = 4
 UNPAGED_MIN_GAP = 15
 #: the fewest copies whose gaps can be seen to be regular
 UNPAGED_MIN_COPIES = 3
+
+#: a line that opens a part of the document's own body: a Markdown heading, a numbered section
+#: ("1. Purpose and scope", "2.3 Scope", "IV. Terms", "B. Fees") or a named one ("Section 4",
+#: "Article IV"); a lead-in is a line ending in a colon (see :func:`_is_structure`)
+_HEADING = re.compile(
+    r"\s*(?:#{1,6}\s+\S"
+    r"|(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVXLC]{1,6}\.|[A-Z]\.)\s+[^\W\d]"
+    r"|(?i:section|article|chapter|part|appendix|annex|schedule)\s+(?:\d{1,3}|[IVXLC]{1,6})\b)"
+)
 
 
 def _page_blocks(
@@ -282,16 +296,28 @@ def _strip_pages(
     stripped: list[StrippedLine] = []
     for page, blocks in zip(pages, layout, strict=True):
         drop: dict[int, StrippedLine] = {}
+        lines: list[int] = []  # the chrome lines that may be the document's structure
         for block in blocks:
-            if (block.counted and is_chrome_key(block.key)) or block.key in forced:
+            if block.key in forced:
                 for ln in block.lines:
                     drop[ln.at] = StrippedLine(page.number, ln.text, block.key, "chrome")
                 continue
+            if block.counted and is_chrome_key(block.key):
+                for ln in block.lines:
+                    drop[ln.at] = StrippedLine(page.number, ln.text, block.key, "chrome")
+                if len(block.lines) == 1 and not (block.lines[0].edge and block.key in running):
+                    lines.append(block.lines[0].at)
+                continue
             for ln in block.lines:
-                if ln.key in forced or (ln.edge and has_letters(ln.key) and is_chrome_key(ln.key)):
+                if ln.key in forced:
                     drop[ln.at] = StrippedLine(page.number, ln.text, ln.key, "chrome")
+                elif ln.edge and has_letters(ln.key) and is_chrome_key(ln.key):
+                    drop[ln.at] = StrippedLine(page.number, ln.text, ln.key, "chrome")
+                    if ln.key not in running:
+                        lines.append(ln.at)
                 elif ln.edge and ln.key in running:
                     drop[ln.at] = StrippedLine(page.number, ln.text, ln.key, "running")
+        _keep_structure(page.text, drop, lines)
         out_pages.append(_dropped(page, drop, stripped))
     return StripResult(tuple(out_pages), tuple(stripped))
 
@@ -328,6 +354,39 @@ def _unpaged_running(
     return drop
 
 
+def _is_structure(line: str) -> bool:
+    """Whether ``line`` reads as a heading or a lead-in of the body (see ``_HEADING``)."""
+    return line.rstrip().endswith(":") or _HEADING.match(line) is not None
+
+
+def _keep_structure(text: str, drop: dict[int, StrippedLine], chrome: Sequence[int]) -> None:
+    """Take out of ``drop`` each line of ``chrome`` (lines the corpus-chrome rule dropped: one-line
+    blocks and edge lines, none of them a running line; a block of several lines is not a heading)
+    that is the document's own structure: it reads as a heading or a lead-in (:func:`_is_structure`)
+    and the next non-blank line of its page stays (a kept heading counts, so a section's heading over
+    its subsection's stays too).
+
+    Chrome is text that surrounds a document; a heading opens the body under it, however many
+    documents of a house style repeat it. A heading whose next line goes too (a page-edge line over a
+    running header or a footer) or that ends its page stays chrome; running lines are never given
+    back, and neither is a line of ``always_strip``."""
+    heads = {at for at in chrome if _is_structure(drop[at].line)}
+    if not heads:
+        return
+    lines = text.split("\n")
+    below = False  # the next non-blank line stays
+    for at in range(len(lines) - 1, min(heads) - 1, -1):
+        line = lines[at]
+        if not line or line.isspace():
+            continue
+        if at not in drop:
+            below = True
+        elif at in heads and below:
+            del drop[at]
+        else:
+            below = False
+
+
 def _dropped(page: Page, drop: dict[int, StrippedLine], stripped: list[StrippedLine]) -> Page:
     """``page`` without the lines ``drop`` holds (by index), whose records join ``stripped`` in order."""
     if not drop:
@@ -360,19 +419,26 @@ def _compiled_strip(
     stripped: list[StrippedLine] = []
     for page, pk in zip(pages, layout, strict=True):
         drop: dict[int, StrippedLine] = {}
+        lines: list[int] = []  # the chrome lines that may be the document's structure
         text = pk.text
         if chrome_ids:
             for key, (first, last) in zip(pk.counted, pk.where.tolist(), strict=True):
                 if key_id(key) in chrome_ids:
                     for at, s, e in pk.lines[first:last, :3].tolist():
                         drop[at] = StrippedLine(page.number, text[s:e], key, "chrome")
+                    at, edge = pk.lines[first, [0, 3]].tolist()
+                    if last - first == 1 and not (edge == 1 and key in running):
+                        lines.append(at)
         for key, r in pk.edges:
             at, s, e = pk.lines[r, :3].tolist()
             if at in drop:  # its block is chrome
                 continue
             if chrome_ids and key_id(key) in chrome_ids:
                 drop[at] = StrippedLine(page.number, text[s:e], key, "chrome")
+                if key not in running:
+                    lines.append(at)
             elif key in running:
                 drop[at] = StrippedLine(page.number, text[s:e], key, "running")
+        _keep_structure(text, drop, lines)
         out_pages.append(_dropped(page, drop, stripped))
     return StripResult(tuple(out_pages), tuple(stripped))
