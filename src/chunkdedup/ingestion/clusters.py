@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from chunkdedup.config import Config, NearConfig, SemanticConfig
 from chunkdedup.dedup.settings import NUMPY_KEYS, near_edge_settings, near_fingerprints
-from chunkdedup.errors import ConfigError
 from chunkdedup.store import Store
 from chunkdedup.store.review import ReviewQueue
+from chunkdedup.store.vectors import recorded_embedder
 from chunkdedup.types import GroupRow
 
 # The array stack (NumPy, the MinHash and LSH steps, embedders) is imported where a pass has groups
@@ -250,18 +250,16 @@ def _table_edges(store: Store, table: BandTable, config: NearConfig, keys: dict[
 
 
 def _check_embedder(store: Store, model: Embedder, reembed: bool) -> None:
-    name, dim = store.meta("embedder_name"), store.meta("embedder_dim")
-    if reembed and name is not None:
+    recorded = recorded_embedder(store)
+    if reembed and recorded is not None:
         store.chunks.clear_embeddings()
-        name = dim = None
-    if name is None:
+        recorded = None
+    if recorded is None:
         store.set_meta("embedder_name", model.name)
         store.set_meta("embedder_dim", str(model.dim))
-    elif (name, dim) != (model.name, str(model.dim)):
-        raise ConfigError(
-            f"index {store.path} is embedded with {name} (dim {dim}), not {model.name} (dim {model.dim}): "
-            f"use --embedder {name}, or re-embed everything with --embedder {model.name} --reembed"
-        )
+    else:
+        use = f"use --embedder {recorded.name}"
+        recorded.check(model.name, model.dim, index=store.path, spec=model.name, use=use)
 
 
 def _embed(

@@ -18,6 +18,7 @@ from chunkdedup.ingestion.executors import LocalExecutor
 from chunkdedup.ingestion.report import RemovalReport
 from chunkdedup.ingestion.sequence import chunk_phase, config_fingerprint, decide_chrome
 from chunkdedup.store import Store, textindex
+from chunkdedup.store.vectors import recorded_embedder
 
 
 def remove_documents(
@@ -50,12 +51,12 @@ def remove_documents(
         decide_chrome(store, cfg)
         keys: dict[str, str] = {}
         rechunked, _ = chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None, keys, LocalExecutor())
-        recorded = store.meta("embedder_name")
+        recorded = recorded_embedder(store)
         embedder = None
-        if cfg.semantic.enabled and recorded:
+        if cfg.semantic.enabled and recorded is not None:
             from chunkdedup.embed import get_embedder
 
-            embedder = get_embedder(recorded)
+            embedder = get_embedder(recorded.name)
         update_clusters(store, cfg, run_id, embedder=embedder, known=keys)
         textindex.sync(store)
         store.reclaim()

@@ -59,26 +59,22 @@ def index_embedder(store: Store, requested: Embedder | str | None = None) -> Emb
     another model. An index ingested with one whose every chunk was stripped holds no vectors: its
     searches find nothing, as its BM25 searches do.
     """
-    name, dim = store.meta("embedder_name"), store.meta("embedder_dim")
-    if name is None:
+    recorded = store_vectors.recorded_embedder(store)
+    if recorded is None:
         raise ConfigError(
             f"index {store.path} has no embeddings: vector or hybrid retrieval needs an index ingested "
             "with --embedder (e.g. chunkdedup ingest DOCS --index FILE --embedder minilm); "
             "or query with --retriever bm25"
         )
+    name = recorded.name
     if requested is None:
         return _load_embedder(name)
     if isinstance(requested, str):
         other, other_dim, spec = _spec_name(requested), None, requested.strip()
     else:
-        other, other_dim, spec = requested.name, str(requested.dim), requested.name
-    if other != name or (other_dim is not None and other_dim != dim):
-        shown = other if other_dim is None else f"{other} (dim {other_dim})"
-        raise ConfigError(
-            f"index {store.path} is embedded with {name} (dim {dim}), not {shown}: query with "
-            f"--embedder {name} (or without --embedder), or re-embed everything with "
-            f"chunkdedup ingest ... --index {store.path} --embedder {spec} --reembed"
-        )
+        other, other_dim, spec = requested.name, requested.dim, requested.name
+    use = f"query with --embedder {name} (or without --embedder)"
+    recorded.check(other, other_dim, index=store.path, spec=spec, use=use)
     return requested if not isinstance(requested, str) else _load_embedder(name)
 
 

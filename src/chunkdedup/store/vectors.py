@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from chunkdedup.errors import ConfigError
 from chunkdedup.store.core import Store
 
 _BATCH = 500
@@ -36,6 +38,19 @@ class StoredEmbedder:
     name: str
     dim: int
 
+    def check(self, name: str, dim: int | None, *, index: Path, spec: str, use: str) -> None:
+        """The one embedder-identity check: an embedder named ``name`` (of ``dim``, when known) may
+        add to or search this index's vectors only if it is the one that made them; else a
+        ConfigError that says ``use`` (the caller's way to take the index's own) or how to re-embed
+        everything with ``spec``."""
+        if name == self.name and (dim is None or dim == self.dim):
+            return
+        shown = name if dim is None else f"{name} (dim {dim})"
+        raise ConfigError(
+            f"index {index} is embedded with {self.name} (dim {self.dim}), not {shown}: {use}, or re-embed "
+            f"everything with chunkdedup ingest ... --index {index} --embedder {spec} --reembed"
+        )
+
 
 def _batch(rows: list[tuple[str, bytes]]) -> VectorBatch:
     return VectorBatch(tuple(r[0] for r in rows), tuple(r[1] for r in rows))
@@ -51,12 +66,16 @@ def has_embeddings(store: Store) -> bool:
     return name is not None and conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
 
 
-def stored_embedder(store: Store) -> StoredEmbedder | None:
-    """The embedder of the index's stored vectors, or ``None`` when it holds none."""
-    if not has_embeddings(store):
-        return None
+def recorded_embedder(store: Store) -> StoredEmbedder | None:
+    """The embedder the index records (every vector it holds is that model's), whether or not it
+    holds a vector yet; ``None`` for an index ingested without one."""
     name, dim = store.meta("embedder_name"), store.meta("embedder_dim")
     return None if name is None or dim is None else StoredEmbedder(name, int(dim))
+
+
+def stored_embedder(store: Store) -> StoredEmbedder | None:
+    """The embedder of the index's stored vectors, or ``None`` when it holds none."""
+    return recorded_embedder(store) if has_embeddings(store) else None
 
 
 def data_version(store: Store) -> int:
