@@ -26,6 +26,10 @@ OcrMode = Literal["auto", "require", "off"]
 Linkage = Literal["complete", "leader"]
 RetrieverName = Literal["auto", "bm25", "vector", "hybrid"]
 VersionPolicy = Literal["latest", "label", "all"]
+#: Whose words a hit shows: ``source``, those of its first citation (the copy that placed it: the
+#: words the caller's question and filter picked); ``canonical``, the canonical text whenever its
+#: source is cited (else the placing copy's). Either way every cited source whose words differ
+#: carries its own (:attr:`Citation.text`).
 Words = Literal["source", "canonical"]
 
 

@@ -13,16 +13,12 @@ from typing import Any, Literal
 from chunkdedup.types import Citation as Citation
 from chunkdedup.types import ExportRecord as ExportRecord
 from chunkdedup.types import Hit as Hit
+from chunkdedup.types import VersionPolicy as VersionPolicy
+from chunkdedup.types import Words as Words
 
 #: The step that dropped a candidate, in pipeline order (filters drop silently: see ``Dropped``);
 #: ``rank`` is "below the top k" when the safety net is off.
 Step = Literal["versions", "dedup_chunks", "cap", "mmr", "rank"]
-VersionPolicy = Literal["latest", "label", "all"]
-#: Whose words a hit shows: ``source``, those of its first citation (the copy that placed it: the
-#: words the caller's question and filter picked); ``canonical``, the canonical text whenever its
-#: source is cited (else the placing copy's). Either way every cited source whose words differ
-#: carries its own (:attr:`Citation.text`).
-Words = Literal["source", "canonical"]
 
 
 @dataclass(frozen=True, slots=True)
