@@ -17,7 +17,8 @@ from chunkdedup.query.records import Candidate, Citation, Dropped, VersionPolicy
 from chunkdedup.query.retrieve import Scored
 from chunkdedup.query.where import Filter
 from chunkdedup.store import Store, reads
-from chunkdedup.store.reads import DocumentFields, SourceRow
+from chunkdedup.store.reads import DocumentFields
+from chunkdedup.store.rows import SourceRow
 from chunkdedup.types import MetaValue
 
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkdedup.store.core import Store
+from chunkdedup.store.rows import SourceRow
 from chunkdedup.store.schema import CLEAN_TEXT
-from chunkdedup.types import MetaValue, Relation
+from chunkdedup.types import MetaValue
 
 _BATCH = 500
 
@@ -41,26 +42,12 @@ class GroupDocument:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupRow:
+class GroupText:
     """An exact-key group: its id, its cluster (canonical id) and its text."""
 
     id: str
     canonical_id: str
     text: str
-
-
-@dataclass(frozen=True, slots=True)
-class SourceRow:
-    """One source of a canonical, through the exact-key group it belongs to."""
-
-    canonical_id: str
-    group_id: str
-    doc_id: str
-    page: int
-    start: int
-    end: int
-    relation: Relation
-    similarity: float
 
 
 def _marks(part: Sequence[object]) -> str:
@@ -161,14 +148,14 @@ def page_span(store: Store, doc_id: str, page: int, start: int, end: int) -> str
 
 
 # -- clusters ----------------------------------------------------------------------------------------
-def groups(store: Store, ids: Sequence[str]) -> tuple[GroupRow, ...]:
+def groups(store: Store, ids: Sequence[str]) -> tuple[GroupText, ...]:
     """The exact-key groups of these ids still in the index (ids once each, in given order)."""
-    out: list[GroupRow] = []
+    out: list[GroupText] = []
     for part in _batches(list(dict.fromkeys(ids))):
         rows = store.conn.execute(
             f"SELECT id, canonical_id, text FROM groups WHERE id IN ({_marks(part)})", part
         )
-        out.extend(GroupRow(r[0], r[1], r[2]) for r in rows)
+        out.extend(GroupText(r[0], r[1], r[2]) for r in rows)
     return tuple(out)
 
 
@@ -184,7 +171,7 @@ def canonical_sources(store: Store, canonical_ids: Sequence[str]) -> tuple[Sourc
     out: list[SourceRow] = []
     for part in _batches(canonical_ids):
         rows = store.conn.execute(
-            'SELECT canonical_id, group_id, doc_id, page, start, "end", relation, similarity FROM sources'
+            'SELECT doc_id, page, start, "end", group_id, canonical_id, relation, similarity FROM sources'
             f" WHERE canonical_id IN ({_marks(part)}) ORDER BY canonical_id, doc_id, page, start",
             part,
         )
