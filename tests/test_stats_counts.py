@@ -15,7 +15,6 @@ from starlette.testclient import TestClient
 
 from chunkdedup import Index, ingest, remove_documents
 from chunkdedup.store import Store, counts
-from chunkdedup.web import app as web_app
 from chunkdedup.web import create_app
 from conftest import POLICY, POLICY_MANIFEST
 
@@ -196,7 +195,7 @@ def traced(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         store.conn.set_trace_callback(statements.append)
         return store
 
-    monkeypatch.setattr(web_app.Store, "open", open_traced)
+    monkeypatch.setattr(Store, "open", open_traced)
     yield statements
 
 

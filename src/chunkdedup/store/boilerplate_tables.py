@@ -10,6 +10,7 @@ from chunkdedup.normalize import key_id
 from chunkdedup.store import keyunits
 from chunkdedup.store.batches import execute_for_ids, rows_for_ids
 from chunkdedup.store.connection import Connection
+from chunkdedup.store.schema import MetaKey
 from chunkdedup.types import DocumentKeys, KeyedDocument, StrippedLine
 
 #: :meth:`Store.unit_total`: the documents without a family, and the distinct families
@@ -19,8 +20,8 @@ _UNIT_TOTAL = (
 )
 
 #: meta keys: the chrome must be decided again / the boilerplate settings it was decided under
-_CHROME_STALE = "chrome_stale"
-_CHROME_SETTINGS = "chrome_settings"
+_CHROME_STALE: MetaKey = "chrome_stale"
+_CHROME_SETTINGS: MetaKey = "chrome_settings"
 
 
 class BoilerplateTables(Connection):

@@ -30,7 +30,7 @@ from chunkdedup.store.chunk_tables import ChunkTables
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
 from chunkdedup.store.readonly import read_uri
-from chunkdedup.store.schema import MIGRATIONS
+from chunkdedup.store.schema import MIGRATIONS, MetaKey
 
 #: The page cache of each connection, KiB.
 PAGE_CACHE_KIB = 256 * 1024
@@ -53,7 +53,8 @@ WRITER_AUTOCHECKPOINT_BYTES = 256 << 20
 #: canonical, the unsigned and the unverified groups through them). 1M chunks: chunk phase 95 -> 80 s,
 #: cluster phase 52 -> 44 s, the three made in 1.1 s (``benchmarks/README.md``).
 DEFERRED_INDEXES = ("groups_canonical", "groups_unedged", "groups_unsigned")
-_DEFERRED_INDEXES = "deferred_indexes"
+
+_DEFERRED_INDEXES: MetaKey = "deferred_indexes"
 
 #: The format of the doc_keys rows :meth:`Store.set_many_doc_keys` writes: they also hold each document's
 #: strippable keys (migration 0004). An index whose meta records an older one has every document's keys
@@ -296,17 +297,17 @@ class Connection:
             raise
         self.conn.execute("COMMIT")
 
-    def meta(self, key: str) -> str | None:
+    def meta(self, key: MetaKey) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def set_meta(self, key: str, value: str) -> None:
+    def set_meta(self, key: MetaKey, value: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
-    def delete_meta(self, key: str) -> None:
+    def delete_meta(self, key: MetaKey) -> None:
         self.conn.execute("DELETE FROM meta WHERE key=?", (key,))
 
-    def drop_keeping_sql(self, kind: str, names: Sequence[str], key: str) -> None:
+    def drop_keeping_sql(self, kind: str, names: Sequence[str], key: MetaKey) -> None:
         """Drop the schema objects ``names`` of ``kind`` ('index', 'trigger') that exist, their SQL kept
         in meta ``key`` for :meth:`make_again`. Within the caller's transaction."""
         marks = ",".join("?" * len(names))
@@ -318,7 +319,7 @@ class Connection:
             self.conn.execute(f"DROP {kind.upper()} {name}")
         self.set_meta(key, json.dumps(rows))
 
-    def make_again(self, kind: str, key: str) -> None:
+    def make_again(self, kind: str, key: MetaKey) -> None:
         """Make the schema objects :meth:`drop_keeping_sql` dropped under meta ``key``, as they were.
         Within the caller's transaction."""
         for name, sql in json.loads(self.meta(key) or "[]"):

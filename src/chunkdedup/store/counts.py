@@ -23,8 +23,10 @@ import json
 import sqlite3
 from dataclasses import asdict, dataclass, fields
 
+from chunkdedup.store.schema import MetaKey
+
 #: the meta key of the stored counts, and the form of its value (a change to the fields bumps it)
-META_KEY = "counts"
+META_KEY: MetaKey = "counts"
 FORMAT = 1
 
 

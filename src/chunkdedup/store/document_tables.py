@@ -13,7 +13,7 @@ from chunkdedup.normalize import running_lines
 from chunkdedup.store.band_tables import packed_band_keys
 from chunkdedup.store.batches import execute_for_ids, insert_rows, rows_for_ids
 from chunkdedup.store.boilerplate_tables import BoilerplateTables
-from chunkdedup.store.schema import CLEAN_TEXT, RAW_TEXT
+from chunkdedup.store.schema import CLEAN_TEXT, RAW_TEXT, MetaKey
 from chunkdedup.types import ContextSource, Document, DocumentKeys, KeyedDocument, KnownFile, Page
 
 if TYPE_CHECKING:
@@ -392,7 +392,7 @@ _UPSERT_PAGE = (
 _CONTEXT_STAGE = ("context_stage", "doc_id TEXT, text TEXT")
 
 #: meta key: the config hash every indexed document is chunked under, when known (set_chunked_config)
-_CHUNKED_CONFIG = "chunked_config"
+_CHUNKED_CONFIG: MetaKey = "chunked_config"
 
 
 def document_row(doc: Document) -> tuple[Any, ...]:

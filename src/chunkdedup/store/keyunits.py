@@ -23,9 +23,10 @@ import sqlite3
 from collections.abc import Sequence
 
 from chunkdedup.store.chunk_tables import execute_for_ids, rows_for_ids
+from chunkdedup.store.schema import MetaKey
 
 #: meta key: the boilerplate settings the kept counts are of (absent: none kept)
-SETTINGS_KEY = "key_units_settings"
+SETTINGS_KEY: MetaKey = "key_units_settings"
 
 _COUNT_ALL = (
     "SELECT k.khash, COUNT(DISTINCT d.unit) AS n FROM doc_keys k JOIN documents d USING(doc_id)"

@@ -6,6 +6,17 @@ and is refused rather than guessed at.
 
 from __future__ import annotations
 
+from typing import Literal
+
+#: Every key of the ``meta`` table: the settings an index's derived state was made under, and its
+#: watermarks. :meth:`Connection.meta` takes only these, so a misspelt key is a type error, not a
+#: setting read as missing.
+MetaKey = Literal[
+    "chrome_settings", "chrome_stale", "chunked_config", "context_config", "counts", "deferred_indexes",
+    "deferred_triggers", "doc_keys_format", "embedder_dim", "embedder_name", "fts_deferred",
+    "key_units_settings", "logged", "near_edge_settings", "near_hashing", "near_settings",
+    "semantic_edges_for", "semantic_settings", "text_built", "text_engine",
+]
 #: A page's text as parsed: stored as a zstd frame or a plain string (migration 0014), read through
 #: the ``page_text()`` function every connection registers (:mod:`chunkdedup.store.pagetext`).
 RAW_TEXT = "page_text(raw_text)"
