@@ -36,7 +36,7 @@ from chunkdedup.config import Config, ParseConfig
 from chunkdedup.errors import ConfigError
 from chunkdedup.parse import parse_file
 from chunkdedup.parse.discover import InputFile
-from chunkdedup.parse.ocr import OcrText, OcrUnavailable, TesseractReader, garbled, tessdata_dir
+from chunkdedup.parse.ocr import OcrText, OcrUnavailable, TesseractReader, garbled, ocr_ready, tessdata_dir
 from chunkdedup.parse.pdf import PdfParser
 from chunkdedup.store.views import IndexViews
 from chunkdedup.types import FileStatus
@@ -442,3 +442,41 @@ def test_ocr_settings_are_checked(field: str, value: object, message: str) -> No
         ParseConfig(**{field: value})  # type: ignore[arg-type]
     assert ParseConfig(ocr_language="eng+deu").ocr_language == "eng+deu"
     assert Config.from_dict({"parse": {"ocr": "off"}}).parse.ocr == "off"
+
+
+def test_a_pdf_ingested_before_ocr_could_run_is_read_again_once_it_can(
+    scans: dict[str, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PDF with a text page and a scanned one, ingested while the extra is missing, keeps its scanned
+    page empty with a note; the first ingest with OCR ready reads it (the bytes are the same), and the
+    next one finds the file unchanged."""
+    mixed = pdfium.PdfDocument.new()
+    for part in (policy_pdf(), scans["policy-scan-300.pdf"]):
+        mixed.import_pages(pdfium.PdfDocument(part), [0])
+    out = io.BytesIO()
+    mixed.save(out)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "mixed.pdf").write_bytes(out.getvalue())
+    index = tmp_path / "i.sqlite"
+
+    def missing(language: str, tessdata: str = "") -> TesseractReader:
+        raise OcrUnavailable("the ocr extra is not installed (no tesserocr): pip install ...")
+
+    with monkeypatch.context() as m:
+        m.setattr(TesseractReader, "open", staticmethod(missing))
+        before = ingest([folder], index)
+        assert not ocr_ready(ParseConfig())
+    assert [f.status for f in before.files] == [FileStatus.INGESTED]
+    assert "page 2 has no text layer, not read" in (before.files[0].reason or "")
+    with Index.open(index) as ix:
+        (_, _, none), (empty, _, _) = _pages(ix, "mixed.pdf")
+        assert empty == "" and none is None
+    again = ingest([folder], index)
+    assert [f.status for f in again.files] == [FileStatus.INGESTED]
+    assert "not read" not in (again.files[0].reason or "") and "read by OCR" in (again.files[0].reason or "")
+    with Index.open(index) as ix:
+        text, read = _pages(ix, "mixed.pdf")
+        assert read[2] is not None and word_f1(text[0], read[0]) >= 0.9
+        assert ix.views.page_chunks("mixed.pdf", 2), "the OCR'd page is chunked and cited"
+    assert [f.status for f in ingest([folder], index).files] == [FileStatus.UNCHANGED]

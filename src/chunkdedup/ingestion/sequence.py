@@ -57,6 +57,7 @@ from chunkdedup.ingestion.stages import (
 from chunkdedup.normalize import key_hash
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
+from chunkdedup.parse.ocr import AWAITING_OCR, ocr_ready
 from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.text import boilerplate
@@ -327,6 +328,7 @@ def _parse_phase(
     # the stored doc ids of each changed file, from what the parse job was given (a file's documents
     # change only when that file is stored: the same ids at its flush), so they are not read again
     stored: dict[str, tuple[str, ...]] = {}
+    reread: set[str] = set()
 
     def flush() -> None:
         nonlocal room
@@ -335,8 +337,9 @@ def _parse_phase(
             queue = StoreQueue()
             for p in pending:
                 ids = stored.pop(str(p.input.path), None)
+                keep = same_parse and str(p.input.path) not in reread
                 result = store_file(
-                    store, p.input, p.content_hash, p.parsed, cfg, run_id, p.keys, same_parse, ids, queue
+                    store, p.input, p.content_hash, p.parsed, cfg, run_id, p.keys, keep, ids, queue
                 )
                 results.append(result)
                 if at_hand is None or p.parsed is None or result.status != FileStatus.INGESTED:
@@ -366,6 +369,12 @@ def _parse_phase(
         not first and is_unchanged(h, store.known_hash(str(i.path)))
         for i, h in zip(inputs, hashes, strict=True)
     ]
+    # a PDF whose scanned pages OCR could not read when it was ingested is read again once it can:
+    # parsed though its bytes are the same, and its documents stored again though their hash is
+    reread.update(store.files_noting(AWAITING_OCR) if not first and same_parse else ())
+    if reread and not ocr_ready(cfg.parse):
+        reread.clear()
+    unchanged = [same and str(i.path) not in reread for i, same in zip(inputs, unchanged, strict=True)]
     todo = [i for i in range(len(inputs)) if not unchanged[i]]
 
     def known(inp: InputFile) -> KnownFile:
@@ -376,7 +385,7 @@ def _parse_phase(
             return KnownFile()
         held = store.known_file(str(inp.path))
         stored[str(inp.path)] = tuple(row[1] for row in held.documents)
-        return held
+        return replace(held, content_hash=None) if str(inp.path) in reread else held
 
     def jobs() -> Iterator[ParseJob]:
         # a run of a few small files keys its pages on the str path (the same keys, no numba start-up)

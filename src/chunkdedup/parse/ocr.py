@@ -44,6 +44,12 @@ SPECK_CONFIDENCE = 50.0
 GARBLED_MIN_CHARS = 40
 _BAD_CATEGORIES = frozenset({"Cc", "Co", "Cn", "Cs"})
 _WHITE = bytes(range(250, 256))
+#: What the note of an ingested PDF says of pages OCR could not read (the extra or its language
+#: missing): such a file is parsed again by the first ingest that finds OCR ready (:func:`ocr_ready`),
+#: though its bytes are the same.
+NOT_READ = "no text layer, not read: "
+KEPT_GARBLED = "a garbled text layer, kept as it is: "
+AWAITING_OCR = (NOT_READ, KEPT_GARBLED)
 
 
 def install_hint(language: str) -> str:
@@ -333,6 +339,16 @@ class PageOcr:
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def ocr_ready(config: ParseConfig) -> bool:
+    """Whether OCR can read pages now under ``config``: it is not off and Tesseract opens for its
+    language (the engine is opened and closed again)."""
+    try:
+        with PageOcr(config) as ocr:
+            return ocr.engine() is not None
+    except ParseError:  # ocr = "require" and no engine
+        return False
 
 
 def _blank(pixels: bytes) -> bool:

@@ -10,7 +10,7 @@ import pypdfium2 as pdfium
 from chunkdedup.config import ParseConfig
 from chunkdedup.errors import ParseError
 from chunkdedup.parse.base import Extracted, Extraction
-from chunkdedup.parse.ocr import PageOcr, PageReader, garbled
+from chunkdedup.parse.ocr import KEPT_GARBLED, NOT_READ, PageOcr, PageReader, garbled
 from chunkdedup.types import Page
 
 NO_TEXT_LAYER = "no text layer on any page (scanned PDF?)"
@@ -147,10 +147,10 @@ def _notes(read: tuple[_Read, ...], ocr: PageOcr) -> tuple[str, ...]:
     missing = [r.page.number for r in scanned if not r.page.ocr and not r.blank and r.failed is None
                and r.layer == "none"]
     if missing:
-        notes.append(f"{_pages(missing)} {_have(missing)} no text layer, not read: {ocr.unavailable}")
+        notes.append(f"{_pages(missing)} {_have(missing)} {NOT_READ}{ocr.unavailable}")
     kept = [r.page.number for r in scanned if not r.page.ocr and r.failed is None and r.layer == "garbled"]
     if kept:
-        notes.append(f"{_pages(kept)} {_have(kept)} a garbled text layer, kept as it is: {ocr.unavailable}")
+        notes.append(f"{_pages(kept)} {_have(kept)} {KEPT_GARBLED}{ocr.unavailable}")
     return tuple(notes)
 
 

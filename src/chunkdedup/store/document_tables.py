@@ -37,6 +37,17 @@ class DocumentTables(BoilerplateTables):
             (path, content_hash, status, reason, run_id),
         )
 
+    def files_noting(self, phrases: Sequence[str]) -> frozenset[str]:
+        """The ingested files whose note holds one of ``phrases`` (what their parse could not do)."""
+        if not phrases:
+            return frozenset()
+        held = " OR ".join("instr(reason, ?) > 0" for _ in phrases)
+        rows = self.conn.execute(
+            f"SELECT path FROM files WHERE status = 'ingested' AND reason IS NOT NULL AND ({held})",
+            list(phrases),
+        )
+        return frozenset(r[0] for r in rows)
+
     def file_paths(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT path FROM files ORDER BY path")]
 
