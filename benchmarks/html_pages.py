@@ -152,8 +152,9 @@ def write_site(folder: Path, pages: int, seed: int = 0) -> list[Path]:
 
 
 def write_hard(folder: Path, size: int, seed: int = 0) -> dict[str, Path]:
-    """Three pages of ``size`` bytes: ``deep`` (``<div>`` nested about size/11 deep around one text),
-    ``wide`` (``<p>x</p>`` repeated: size/4 tags), and ``pages`` (documentation pages one after another)."""
+    """Four pages of ``size`` bytes: ``deep`` (``<div>`` nested about size/11 deep around one text),
+    ``wide`` (``<p>x</p>`` repeated: size/4 tags), ``attributes`` (``<span>`` of five attributes
+    repeated) and ``pages`` (documentation pages one after another)."""
     folder.mkdir(parents=True, exist_ok=True)
     n = size // 11
     rng = random.Random(seed)
@@ -165,6 +166,10 @@ def write_hard(folder: Path, size: int, seed: int = 0) -> dict[str, Path]:
     texts = {
         "deep": "<div>" * n + "deep text" + "</div>" * n,
         "wide": "<p>x</p>" * (size // 8),
+        "attributes": "".join(
+            f'<span class="c{i % 97}" id="s{i}" data-x="c" title="d" style="color:red">x</span>'
+            for i in range(size // 78)
+        ),
         "pages": "".join(docs),
     }
     out: dict[str, Path] = {}

@@ -42,8 +42,13 @@ _TEXT = "-text"
 #: deepest nesting read: 10x what the former recursive walk read (it ran out of Python's stack at 500
 #: <div>), and an HTML5 parse of a page this deep takes ~0.1 s
 MAX_DEPTH = 5_000
-#: most tags read in one file: the parsed tree of a page of 2M tags (text nodes included) is ~500 MB
-MAX_TAGS = 2_000_000
+#: largest parsed tree read (:attr:`HtmlShape.tree_bytes`): lexbor's tree of 60 MB of documentation
+#: pages (1.95M tags) took 425 MB, of 1M ``<span>`` with 5 attributes each 1.6 GB
+MAX_TREE_BYTES = 400_000_000
+#: bytes of lexbor's tree per tag (an element is two tags, a text node lies between two) and per
+#: attribute, measured (selectolax 1.0: 1M ``<span>x</span>`` took 306 MB; 5 attributes each, 1.62 GB)
+_TAG_BYTES = 155
+_ATTRIBUTE_BYTES = 265
 #: most parser work (each start tag's depth, summed; ~5 ns a step): a page 5,000 deep with 2M tags
 #: under it would take minutes
 MAX_WORK = 500_000_000
@@ -64,6 +69,7 @@ _FLAT = (
 #: the formatting elements an HTML5 parser reopens (less <a> and <nobr>, which do not pile up)
 _FORMATTING = ("b", "big", "code", "em", "font", "i", "s", "small", "strike", "strong", "tt", "u")
 _NAME_BYTES = 8  # names compared on their first 8 bytes (every name above is shorter)
+_TAG_REACH = 1 << 16  # how far past a block a tag begun in it is read for its "=" and ">"
 _SCAN_BLOCK = 1 << 22
 
 
@@ -74,13 +80,20 @@ class HtmlShape:
     Estimates, read without a parse: a ``<`` followed by a letter is a start tag and ``</`` an end tag
     (text in scripts and comments counts too); the names in ``_FLAT`` do not count as nesting, and an
     end tag with nothing open to close is ignored. ``work``: each start tag's depth, summed;
-    ``formatting``: each start tag's count of open formatting elements, summed.
+    ``formatting``: each start tag's count of open formatting elements, summed; ``attributes``: the
+    ``=`` inside start tags.
     """
 
     depth: int
     tags: int
     work: int
     formatting: int
+    attributes: int = 0
+
+    @property
+    def tree_bytes(self) -> int:
+        """About what the parsed tree takes."""
+        return self.tags * _TAG_BYTES + self.attributes * _ATTRIBUTE_BYTES
 
     def refusal(self) -> str | None:
         """Why a page of this shape is not parsed (and what to do about it), or None."""
@@ -89,10 +102,11 @@ class HtmlShape:
                 f"HTML nested about {self.depth:,} elements deep, over the {MAX_DEPTH:,} read (an HTML "
                 "parse's time grows with the square of the depth; unclosed tags nest): fix or split the file"
             )
-        if self.tags > MAX_TAGS:
+        if self.tree_bytes > MAX_TREE_BYTES:
             return (
-                f"HTML with about {self.tags:,} tags, over the {MAX_TAGS:,} read in one file (its tree "
-                "would take gigabytes): split the file"
+                f"HTML with about {self.tags:,} tags and {self.attributes:,} attributes: its parsed tree "
+                f"would take about {self.tree_bytes / 1e6:,.0f} MB, over the {MAX_TREE_BYTES / 1e6:,.0f} MB "
+                "read in one file: split the file"
             )
         if self.work > MAX_WORK:
             return (
@@ -113,17 +127,20 @@ def html_shape(markup: str) -> HtmlShape:
 
     Example:
         >>> html_shape("<div><p>a<br>b</p><div><b>c</b></div></div>")
-        HtmlShape(depth=3, tags=9, work=8, formatting=1)
+        HtmlShape(depth=3, tags=9, work=8, formatting=1, attributes=0)
+        >>> html_shape('<p class="a" id=b>x = 1</p><img src=y alt="z">').attributes
+        4
     """
     data = np.frombuffer(markup.encode("utf-8", "surrogatepass"), dtype=np.uint8)
     flat = np.array([_name_key(name) for name in _FLAT], dtype=np.uint64)
     formatting = np.array([_name_key(name) for name in _FORMATTING], dtype=np.uint64)
-    depth = deepest = tags = work = open_formatting = formatting_work = 0
+    depth = deepest = tags = work = open_formatting = formatting_work = attributes = 0
     for lo in range(0, len(data), _SCAN_BLOCK):
-        keys, closing = _tags(data, lo, min(lo + _SCAN_BLOCK, len(data)))
+        keys, closing, equals = _tags(data, lo, min(lo + _SCAN_BLOCK, len(data)))
         if not keys.size:
             continue
         tags += int(keys.size)
+        attributes += equals
         sign = np.where(closing, -1, 1).astype(np.int64)
         nesting = np.where(np.isin(keys, flat), 0, sign)
         walk = _walk(depth, nesting)
@@ -133,7 +150,7 @@ def html_shape(markup: str) -> HtmlShape:
         open_walk = _walk(open_formatting, np.where(np.isin(keys, formatting), sign, 0))
         formatting_work += int(open_walk[~closing].sum())
         open_formatting = int(open_walk[-1])
-    return HtmlShape(depth=deepest, tags=tags, work=work, formatting=formatting_work)
+    return HtmlShape(deepest, tags, work, formatting_work, attributes)
 
 
 def _walk(start: int, steps: np.ndarray) -> np.ndarray:
@@ -149,10 +166,10 @@ def _name_key(name: str) -> int:
     return int.from_bytes(name.lower().encode()[:_NAME_BYTES].ljust(_NAME_BYTES, b"\0"), "little")
 
 
-def _tags(data: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    """The name keys (:func:`_name_key`) of the tags that begin in ``data[lo:hi]``, and which of them
-    are end tags."""
-    window = data[lo : hi + _NAME_BYTES + 2]
+def _tags(data: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The name keys (:func:`_name_key`) of the tags that begin in ``data[lo:hi]``, which of them are
+    end tags, and the ``=`` inside its start tags (up to each one's ``>``, within ``_TAG_REACH`` bytes)."""
+    window = data[lo : hi + _TAG_REACH]
     at = np.flatnonzero(window[: hi - lo] == 0x3C)  # "<"
     padded = np.concatenate([window, np.zeros(_NAME_BYTES + 2, dtype=np.uint8)])
     closing = padded[at + 1] == 0x2F  # "/"
@@ -167,7 +184,13 @@ def _tags(data: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     in_name = ((name >= 0x61) & (name <= 0x7A)) | ((name >= 0x30) & (name <= 0x39)) | (name == 0x2D)
     in_name = np.logical_and.accumulate(in_name, axis=1)
     keys = (name * in_name).astype(np.uint8).view("<u8").ravel()
-    return keys, closing
+    starts = first[~closing]
+    if not starts.size:
+        return keys, closing, 0
+    ends = np.append(np.flatnonzero(window == 0x3E), window.size)  # each ">", then the window's end
+    stop = ends[np.searchsorted(ends, starts)]
+    equals = np.concatenate([[0], np.cumsum(window == 0x3D, dtype=np.int32)])  # "=" before each byte
+    return keys, closing, int((equals[stop] - equals[starts]).sum())
 
 
 def html_blocks(markup: str) -> tuple[str | None, list[str]]:
