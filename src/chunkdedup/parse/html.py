@@ -68,6 +68,8 @@ _FLAT = (
 )  # fmt: skip
 #: the formatting elements an HTML5 parser reopens (less <a> and <nobr>, which do not pile up)
 _FORMATTING = ("b", "big", "code", "em", "font", "i", "s", "small", "strike", "strong", "tt", "u")
+#: elements whose content is text up to their end tag (what looks like a tag inside is no tag)
+_RAW = ("script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes")
 _NAME_BYTES = 8  # names compared on their first 8 bytes (every name above is shorter)
 _TAG_REACH = 1 << 16  # how far past a block a tag begun in it is read for its "=" and ">"
 _SCAN_BLOCK = 1 << 22
@@ -78,10 +80,10 @@ class HtmlShape:
     """What a scan of the markup's tags finds: how deep the elements nest and how many tags there are.
 
     Estimates, read without a parse: a ``<`` followed by a letter is a start tag and ``</`` an end tag
-    (text in scripts and comments counts too); the names in ``_FLAT`` do not count as nesting, and an
-    end tag with nothing open to close is ignored. ``work``: each start tag's depth, summed;
-    ``formatting``: each start tag's count of open formatting elements, summed; ``attributes``: the
-    ``=`` inside start tags.
+    (in comments too, not inside ``<script>``, ``<style>`` and the other ``_RAW`` elements); the names
+    in ``_FLAT`` do not count as nesting, and an end tag with nothing open to close is ignored.
+    ``work``: each start tag's depth, summed; ``formatting``: each start tag's count of open
+    formatting elements, summed; ``attributes``: the ``=`` inside start tags.
     """
 
     depth: int
@@ -130,17 +132,23 @@ def html_shape(markup: str) -> HtmlShape:
         HtmlShape(depth=3, tags=9, work=8, formatting=1, attributes=0)
         >>> html_shape('<p class="a" id=b>x = 1</p><img src=y alt="z">').attributes
         4
+        >>> html_shape("<script>if (a<b) { s = '<div>' }</script><style>a</style><i>x</i>")
+        HtmlShape(depth=1, tags=6, work=3, formatting=1, attributes=0)
     """
     data = np.frombuffer(markup.encode("utf-8", "surrogatepass"), dtype=np.uint8)
     flat = np.array([_name_key(name) for name in _FLAT], dtype=np.uint64)
     formatting = np.array([_name_key(name) for name in _FORMATTING], dtype=np.uint64)
+    raw = np.array([_name_key(name) for name in _RAW], dtype=np.uint64)
     depth = deepest = tags = work = open_formatting = formatting_work = attributes = 0
+    open_raw: int | None = None
     for lo in range(0, len(data), _SCAN_BLOCK):
         keys, closing, equals = _tags(data, lo, min(lo + _SCAN_BLOCK, len(data)))
+        kept, open_raw = _outside_raw_text(keys, closing, np.isin(keys, raw), open_raw)
+        keys, closing, equals = keys[kept], closing[kept], equals[kept]
         if not keys.size:
             continue
         tags += int(keys.size)
-        attributes += equals
+        attributes += int(equals.sum())
         sign = np.where(closing, -1, 1).astype(np.int64)
         nesting = np.where(np.isin(keys, flat), 0, sign)
         walk = _walk(depth, nesting)
@@ -151,6 +159,28 @@ def html_shape(markup: str) -> HtmlShape:
         formatting_work += int(open_walk[~closing].sum())
         open_formatting = int(open_walk[-1])
     return HtmlShape(deepest, tags, work, formatting_work, attributes)
+
+
+def _outside_raw_text(
+    keys: np.ndarray, closing: np.ndarray, is_raw: np.ndarray, open_raw: int | None
+) -> tuple[np.ndarray, int | None]:
+    """Which tags are tags, not text inside a ``<script>``, ``<style>``... (up to the end tag of the
+    same name), and the raw text element still open after them (``open_raw``: the one open before).
+
+    A loop over the raw text elements' tags only (a page has tens of scripts, not millions)."""
+    inside = np.zeros(keys.size + 1, dtype=np.int32)
+    begin = 0 if open_raw is not None else -1
+    for i in np.flatnonzero(is_raw).tolist():
+        key = int(keys[i])
+        if open_raw is None and not closing[i]:
+            open_raw, begin = key, i + 1
+        elif open_raw == key and closing[i]:
+            inside[begin] += 1
+            inside[i] -= 1
+            open_raw = None
+    if open_raw is not None:
+        inside[begin] += 1
+    return np.cumsum(inside[:-1]) == 0, open_raw
 
 
 def _walk(start: int, steps: np.ndarray) -> np.ndarray:
@@ -166,9 +196,9 @@ def _name_key(name: str) -> int:
     return int.from_bytes(name.lower().encode()[:_NAME_BYTES].ljust(_NAME_BYTES, b"\0"), "little")
 
 
-def _tags(data: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _tags(data: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The name keys (:func:`_name_key`) of the tags that begin in ``data[lo:hi]``, which of them are
-    end tags, and the ``=`` inside its start tags (up to each one's ``>``, within ``_TAG_REACH`` bytes)."""
+    end tags, and the ``=`` in each (up to its ``>``, within ``_TAG_REACH`` bytes; 0 for an end tag)."""
     window = data[lo : hi + _TAG_REACH]
     at = np.flatnonzero(window[: hi - lo] == 0x3C)  # "<"
     padded = np.concatenate([window, np.zeros(_NAME_BYTES + 2, dtype=np.uint8)])
@@ -184,13 +214,14 @@ def _tags(data: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, i
     in_name = ((name >= 0x61) & (name <= 0x7A)) | ((name >= 0x30) & (name <= 0x39)) | (name == 0x2D)
     in_name = np.logical_and.accumulate(in_name, axis=1)
     keys = (name * in_name).astype(np.uint8).view("<u8").ravel()
+    equals = np.zeros(keys.size, dtype=np.int64)
     starts = first[~closing]
-    if not starts.size:
-        return keys, closing, 0
-    ends = np.append(np.flatnonzero(window == 0x3E), window.size)  # each ">", then the window's end
-    stop = ends[np.searchsorted(ends, starts)]
-    equals = np.concatenate([[0], np.cumsum(window == 0x3D, dtype=np.int32)])  # "=" before each byte
-    return keys, closing, int((equals[stop] - equals[starts]).sum())
+    if starts.size:
+        ends = np.append(np.flatnonzero(window == 0x3E), window.size)  # each ">", then the window's end
+        stop = ends[np.searchsorted(ends, starts)]
+        before = np.concatenate([[0], np.cumsum(window == 0x3D, dtype=np.int32)])  # "=" before each byte
+        equals[~closing] = before[stop] - before[starts]
+    return keys, closing, equals
 
 
 def html_blocks(markup: str) -> tuple[str | None, list[str]]:
