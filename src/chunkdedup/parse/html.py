@@ -72,6 +72,8 @@ _FORMATTING = ("b", "big", "code", "em", "font", "i", "s", "small", "strike", "s
 #: elements whose content is text up to their end tag (what looks like a tag inside is no tag)
 _RAW = ("script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes")
 _NAME_BYTES = 8  # names compared on their first 8 bytes (every name above is shorter)
+_FLAT_KIND, _FORMATTING_KIND, _RAW_KIND = 1, 2, 3
+_KIND_SIZES = (len(_FLAT), len(_FORMATTING), len(_RAW))
 _TAG_REACH = 1 << 16  # how far past a block a tag begun in it is read for its "=" and ">"
 _SCAN_BLOCK = 1 << 20  # 1 MB of markup a block: ~25 MB of arrays at one tag every 5 bytes
 
@@ -137,26 +139,29 @@ def html_shape(markup: str) -> HtmlShape:
         HtmlShape(depth=1, tags=6, work=3, formatting=1, attributes=0)
     """
     data = np.frombuffer(markup.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    flat = np.array([_name_key(name) for name in _FLAT], dtype=np.uint64)
-    formatting = np.array([_name_key(name) for name in _FORMATTING], dtype=np.uint64)
-    raw = np.array([_name_key(name) for name in _RAW], dtype=np.uint64)
+    names = np.array([_name_key(name) for name in (*_FLAT, *_FORMATTING, *_RAW)], dtype=np.uint64)
+    kinds = np.repeat(np.array([_FLAT_KIND, _FORMATTING_KIND, _RAW_KIND], dtype=np.int8), _KIND_SIZES)
+    order = np.argsort(names)
+    names, kinds = names[order], kinds[order]
     depth = deepest = tags = work = open_formatting = formatting_work = attributes = 0
     open_raw: int | None = None
     for lo in range(0, len(data), _SCAN_BLOCK):
         keys, closing, equals = _tags(data, lo, min(lo + _SCAN_BLOCK, len(data)))
-        kept, open_raw = _outside_raw_text(keys, closing, np.isin(keys, raw), open_raw)
-        keys, closing, equals = keys[kept], closing[kept], equals[kept]
+        at = np.minimum(np.searchsorted(names, keys), names.size - 1)
+        kind = np.where(names[at] == keys, kinds[at], 0)
+        kept, open_raw = _outside_raw_text(keys, closing, kind == _RAW_KIND, open_raw)
+        keys, closing, equals, kind = keys[kept], closing[kept], equals[kept], kind[kept]
         if not keys.size:
             continue
         tags += int(keys.size)
         attributes += int(equals.sum())
         sign = np.where(closing, -1, 1).astype(np.int64)
-        nesting = np.where(np.isin(keys, flat), 0, sign)
+        nesting = np.where(kind == _FLAT_KIND, 0, sign)
         walk = _walk(depth, nesting)
         deepest = max(deepest, int(walk.max()))
         work += int(walk[~closing].sum())
         depth = int(walk[-1])
-        open_walk = _walk(open_formatting, np.where(np.isin(keys, formatting), sign, 0))
+        open_walk = _walk(open_formatting, np.where(kind == _FORMATTING_KIND, sign, 0))
         formatting_work += int(open_walk[~closing].sum())
         open_formatting = int(open_walk[-1])
     return HtmlShape(deepest, tags, work, formatting_work, attributes)
