@@ -78,3 +78,11 @@ def test_unclosed_formatting_reopened_at_every_block_is_refused() -> None:
     with pytest.raises(ParseError, match="unclosed formatting elements"):
         html_blocks(markup)
     assert html_blocks("<p><b>bold</b> text</p>" * 5_000)[1][0] == "bold text"
+
+
+def test_broken_markup_reads_as_an_html5_parser_builds_it() -> None:
+    """Cells without a row are one row; a head left open does not swallow the body; an iframe's
+    fallback (raw text to an HTML5 parser, markup and all) is not text of the page."""
+    assert html_blocks("<table><td>a</td><td>b</td></table>")[1] == ["a | b"]
+    assert html_blocks("<html><head><title>T</title><h1>Header</h1><p>Body</p>") == ("T", ["Header", "Body"])
+    assert html_blocks("<p>a</p><iframe><p>no frames</p></iframe><p>b</p>")[1] == ["a", "b"]

@@ -27,7 +27,11 @@ from chunkdedup.parse.text import decode_text
 from chunkdedup.types import Page
 
 # "title" too: a <title> in the body is no text of the page; the first one goes to metadata instead.
-_DROP = frozenset({"script", "style", "noscript", "template", "head", "title"})
+# An <iframe>'s, <noembed>'s and <noframes>' content is raw text to an HTML5 parser (markup and all), and
+# a browser shows none of it.
+_DROP = frozenset(
+    {"script", "style", "noscript", "template", "head", "title", "iframe", "noembed", "noframes"}
+)
 # Text inside these stays in the block around it; every other tag starts a block of its own.
 _INLINE = frozenset(
     {
