@@ -5,8 +5,15 @@ chunk, exact dedup), then ``chunkdedup.ingest()`` runs end to end into a fresh S
 second ``ingest()`` over the unchanged corpus shows the cost of a no-op re-run. A reference row
 parses the same PDFs with pypdf, to show why pypdfium2 was chosen.
 
+HTML: the blocks of the same pages (``--html DIR``, else seeded documentation pages) by the former
+BeautifulSoup extraction (``html_bs4.py``, the ``[bench]`` extra) and by ``html_blocks``, in MB/s,
+and whether they agree; then ``parse_file`` in a process of its own on three hard ``--hard-mb``
+pages (``<div>`` nested millions deep, ``<p>x</p>`` millions wide, documentation pages end to end),
+with its CPU time and peak RSS.
+
 Example:
     python benchmarks/ingest.py --repeat 3 --out benchmarks/results/ingest.json
+    python benchmarks/ingest.py --only html
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import os
 import platform
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,9 +37,12 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.table import Table
 
+import chunkdedup
 from chunkdedup import Config, ingest
 from chunkdedup.dedup.exact import dedup_exact, key_chunk
 from chunkdedup.parse import discover, parse_file
+from chunkdedup.parse.html import html_blocks
+from chunkdedup.parse.text import decode_text
 from chunkdedup.text.boilerplate import candidate_keys, is_chrome, key_id, strip
 from chunkdedup.text.chunk import chunk_document
 from chunkdedup.types import Chunk, Document, FileStatus, Page
@@ -41,16 +52,37 @@ DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "sec-10q" / "docs"
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "ingest.json"
 
 T = TypeVar("T")
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from html_pages import write_hard, write_site  # noqa: E402
+
+#: ``parse_file`` on one file in a fresh process: its status and reason, CPU and wall seconds, peak RSS
+#: (VmHWM: the process's own; after a fork and exec ``ru_maxrss`` counts the parent's RSS at the fork)
+_PROBE = """
+import json, sys, time
+from pathlib import Path
+from chunkdedup.config import ParseConfig
+from chunkdedup.parse import InputFile, parse_file
+path = Path(sys.argv[1])
+wall, cpu = time.perf_counter(), time.process_time()
+r = parse_file(InputFile(path=path, doc_id=path.name, metadata={}), ParseConfig())
+cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+status = Path("/proc/self/status").read_text().split("VmHWM:")[1].split()[0]
+print(json.dumps({"status": r.status.value, "reason": r.reason, "cpu_s": cpu, "wall_s": wall,
+    "chars": sum(len(p.text) for d in r.documents for p in d.pages), "peak_rss_mib": int(status) / 1024}))
+"""
 
 
-def timed(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
-    """Median wall time of ``repeat`` calls, and the last call's result."""
+def timed(
+    fn: Callable[[], T], repeat: int, clock: Callable[[], float] = time.perf_counter
+) -> tuple[float, T]:
+    """Median time of ``repeat`` calls (wall time, or ``clock``'s), and the last call's result."""
     times: list[float] = []
     result: T
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         result = fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times), result
 
 
@@ -124,21 +156,127 @@ def row(stage: str, seconds: float, pages: int | None, chunks: int | None, note:
     }
 
 
+def html_files(folder: Path | None, pages: int, tmp: Path) -> list[Path]:
+    """The HTML files of ``folder``, else ``pages`` seeded documentation pages written under ``tmp``."""
+    if folder is not None:
+        return sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".html", ".htm", ".xhtml"))
+    return write_site(tmp / "site", pages)
+
+
+def probe(path: Path) -> dict[str, Any]:
+    """``parse_file`` on ``path`` in a fresh process (so that its peak RSS is its own)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(chunkdedup.__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(path)], capture_output=True, text=True, env=env, check=False
+    )
+    if done.returncode != 0:
+        return {"status": "crashed", "reason": done.stderr.strip()[-300:], "cpu_s": None, "wall_s": None,
+                "chars": 0, "peak_rss_mib": None}  # fmt: skip
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def run_html(
+    folder: Path | None, pages: int, hard_mb: float, repeat: int, console: Console
+) -> dict[str, Any]:
+    """MB/s of the former and the current HTML extraction on the same pages, then the hard pages.
+
+    CPU time (the work is one thread): on a shared machine wall time measures the neighbours too."""
+    cpu = time.process_time
+    with tempfile.TemporaryDirectory(prefix="chunkdedup-bench-html-") as tmp:
+        files = html_files(folder, pages, Path(tmp))
+        texts = [decode_text(p.read_bytes()) for p in files]
+        mb = sum(p.stat().st_size for p in files) / 1e6
+        rows: list[dict[str, Any]] = []
+        try:
+            from html_bs4 import html_blocks_bs4  # the [bench] extra's beautifulsoup4
+        except ImportError:
+            html_blocks_bs4 = None
+        before: list[tuple[str | None, list[str]]] = []
+        if html_blocks_bs4 is not None:
+            with console.status("html: BeautifulSoup"):
+                t_bs4, before = timed(lambda: [html_blocks_bs4(t) for t in texts], repeat, cpu)
+            rows.append(html_row("before: BeautifulSoup html.parser (html_bs4.py)", t_bs4, mb))
+        with console.status("html: selectolax"):
+            t_now, after = timed(lambda: [html_blocks(t) for t in texts], repeat, cpu)
+        rows.append(html_row("now: selectolax / lexbor (html_blocks)", t_now, mb))
+        cfg = Config()
+        inputs = discover(files, None, cfg.parse)
+        with console.status("html: parse_file"):
+            t_file, _ = timed(lambda: [parse_file(i, cfg.parse) for i in inputs], repeat, cpu)
+        rows.append(html_row("now: parse_file (read, decode, scan, blocks)", t_file, mb))
+        same = sum(a == b for a, b in zip(before, after, strict=True)) if before else None
+        hard: list[dict[str, Any]] = []
+        for name, path in write_hard(Path(tmp) / "hard", int(hard_mb * 1e6)).items():
+            with console.status(f"html: {name} {hard_mb:g} MB page, in its own process"):
+                hard.append({"page": name, "mb": round(path.stat().st_size / 1e6, 1), **probe(path)})
+    return {
+        "files": len(files),
+        "mb": round(mb, 2),
+        "source": str(folder) if folder else f"{pages} generated documentation pages (seed 0)",
+        "rows": rows,
+        "speedup": round(t_bs4 / t_now, 1) if before else None,
+        "same_blocks": same,
+        "hard": hard,
+    }
+
+
+def html_row(name: str, seconds: float, mb: float) -> dict[str, Any]:
+    return {
+        "row": name,
+        "cpu_s": round(seconds, 4),
+        "mb_per_s": round(mb / seconds, 2) if seconds else None,
+    }
+
+
+def print_html(html: dict[str, Any], console: Console) -> None:
+    table = Table(title=f"HTML extraction: {html['source']} ({html['files']} files, {html['mb']:.2f} MB)")
+    for col in ("row", "CPU s", "MB/s"):
+        table.add_column(col, justify="left" if col == "row" else "right")
+    for r in html["rows"]:
+        table.add_row(r["row"], f"{r['cpu_s']:.3f}", f"{r['mb_per_s']:,.2f}")
+    console.print(table)
+    if html["speedup"] is not None:
+        console.print(
+            f"selectolax / BeautifulSoup: {html['speedup']}x; same blocks and title on "
+            f"{html['same_blocks']} of {html['files']} files"
+        )
+    hard = Table(title="parse_file on hard HTML pages, each in its own process")
+    for col in ("page", "MB", "status", "CPU s", "wall s", "peak RSS MiB", "reason"):
+        hard.add_column(col, justify="left" if col in ("page", "status", "reason") else "right")
+    for h in html["hard"]:
+        cells = (h["cpu_s"], h["wall_s"], h["peak_rss_mib"])
+        shown = [f"{c:,.2f}" if isinstance(c, float) and c < 100 else f"{c:,.0f}" if c else "" for c in cells]
+        hard.add_row(h["page"], f"{h['mb']:g}", h["status"], *shown, (h["reason"] or "")[:90])
+    console.print(hard)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="folder of input files")
     ap.add_argument("--repeat", type=int, default=3, help="runs per stage; the median is reported")
     ap.add_argument("--pypdf-repeat", type=int, default=1, help="runs of the (slow) pypdf reference")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    ap.add_argument("--only", choices=["all", "html"], default="all", help="html: the HTML rows alone")
+    ap.add_argument("--html", type=Path, help="folder of HTML files (default: generated documentation pages)")
+    ap.add_argument("--html-pages", type=int, default=60, help="documentation pages generated without --html")
+    ap.add_argument("--hard-mb", type=float, default=48, help="size of each hard HTML page, MB")
     args = ap.parse_args(argv)
     if args.repeat < 1 or args.pypdf_repeat < 1:
         ap.error("--repeat and --pypdf-repeat must be >= 1")
     corpus: Path = args.corpus.resolve()
     if not corpus.is_dir():
         ap.error(f"corpus {corpus} is not a folder: pass --corpus PATH")
+    if args.html is not None and not args.html.is_dir():
+        ap.error(f"--html {args.html} is not a folder")
     cfg = Config()
     console = Console() if sys.stdout.isatty() else Console(width=120)  # a log file gets unwrapped rows
     n = args.repeat
+    if args.only == "html":
+        html = run_html(args.html, args.html_pages, args.hard_mb, n, console)
+        print_html(html, console)
+        write_result(args.out, {"benchmark": "ingest", **header(n), "html": html}, console)
+        return 0
 
     with console.status("parse"):
         t_parse, docs = timed(lambda: parse_corpus(corpus, cfg), n)
@@ -193,16 +331,13 @@ def main(argv: list[str] | None = None) -> int:
         f"canonical); pypdfium2 vs pypdf pages/s: {ratio_text}{failed_note}; peak RSS {peak_mb:,.0f} MiB"
     )
 
+    html = run_html(args.html, args.html_pages, args.hard_mb, n, console)
+    print_html(html, console)
+
     result = {
         "benchmark": "ingest",
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(),
-            "python": sys.version.split()[0],
-            "cpu_count": os.cpu_count(),
-        },
+        **header(n),
         "corpus": str(corpus),
-        "repeat": n,
         "pypdf_repeat": args.pypdf_repeat,
         "documents": len(docs),
         "pages": pages,
@@ -215,14 +350,32 @@ def main(argv: list[str] | None = None) -> int:
         "pypdfium2_vs_pypdf_pages_per_s": round(ratio, 2) if ratio else None,
         "pypdf_failed": [p.name for p in failed],
         "peak_rss_mib": round(peak_mb, 1),
+        "html": html,
     }
-    out: Path = args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     if not consistent:
         console.print("[red]warning: the stage-by-stage chunk counts differ from ingest()'s[/red]")
-    console.print(f"wrote {out}")
+    write_result(args.out, result, console)
     return 0
+
+
+def header(repeat: int) -> dict[str, Any]:
+    """When and where a result was measured."""
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+            "cpu_count": os.cpu_count(),
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+        },
+        "repeat": repeat,
+    }
+
+
+def write_result(out: Path, result: dict[str, Any], console: Console) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {out}")
 
 
 if __name__ == "__main__":

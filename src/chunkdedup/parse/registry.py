@@ -40,7 +40,7 @@ def parser_for(suffix: str, config: ParseConfig | None = None) -> Parser:
         >>> type(parser_for(".MD")).__name__
         'MarkdownParser'
     """
-    # Imports are local so that reading text files never loads pdfium or BeautifulSoup.
+    # Imports are local so that reading text files never loads pdfium or selectolax.
     match suffix.lower():
         case ".pdf":
             from chunkdedup.parse.pdf import PdfParser
