@@ -1,6 +1,6 @@
 """Removing documents by id: their sources go, and what depends on them is decided again (the
 corpus chrome, the documents whose chrome moved, the clusters of the groups they touched, the text
-index), by the same phases as an ingest.
+index) by the ingest sequence itself, the removal standing in for its parse phase.
 
 Removal costs what the removed records hold: a JSONL or Parquet file that keeps other records is
 marked to be read again at the next ingest, not read here.
@@ -13,33 +13,43 @@ from pathlib import Path
 
 from chunkdedup.config import Config
 from chunkdedup.errors import InputError
-from chunkdedup.ingestion.clusters import update_clusters
 from chunkdedup.ingestion.executors import LocalExecutor
 from chunkdedup.ingestion.report import RemovalReport
-from chunkdedup.ingestion.sequence import chunk_phase, config_fingerprint, decide_chrome
-from chunkdedup.store import Store, textindex
+from chunkdedup.ingestion.sequence import IngestOptions, Progress, ingest_with
+from chunkdedup.store import Store
 from chunkdedup.store.vectors import recorded_embedder
+from chunkdedup.types import FileResult, Page
 
 
 def remove_documents(
     index: str | Path, doc_ids: Sequence[str], *, lock_timeout: float = 30.0
 ) -> RemovalReport:
-    """Remove documents (only their sources) and re-decide boilerplate for the rest.
+    """Remove documents (only their sources) and decide again what depended on them: the ingest
+    sequence (:func:`~chunkdedup.ingestion.sequence.ingest_with`) with a removal in place of the
+    parse phase, under the config of the index's last ingest run (so the other documents keep their
+    chunking) and its embedder.
 
-    The config of the index's last ingest run is used, so the other documents keep their chunking.
+    Example:
+        >>> remove_documents("policies.sqlite", ["privacy/old.md"]).canonicals_touched  # doctest: +SKIP
+        12
     """
-    with Store.open(index) as store, store.writer(lock_timeout):
+    with Store.open(index) as store:
         cfg = store.last_config() or Config()
-        owners = store.doc_owners(doc_ids)
-        missing = [d for d in doc_ids if d not in owners]
-        if missing:
-            raise InputError(
-                f"no such document(s) in {index}: {missing}; "
-                "the `doc` fields of `chunkdedup export` name them"
-            )
-        run_id = store.begin_run([], None, cfg.to_dict())
+        _refuse_missing(store, index, doc_ids)
+        recorded = recorded_embedder(store)
+    embedder = None
+    if cfg.semantic.enabled and recorded is not None:
+        from chunkdedup.embed import get_embedder
+
+        embedder = get_embedder(recorded.name)
+    touched: list[int] = []
+
+    def removal(
+        store: Store, config: Config, run_id: int, tick: Progress, at_hand: dict[str, tuple[Page, ...]]
+    ) -> list[FileResult]:
+        owners = _refuse_missing(store, index, doc_ids)  # again, under the writer lock
         with store.transaction():
-            touched = store.remove_documents(doc_ids, run_id)
+            touched.append(store.remove_documents(doc_ids, run_id))
             files = sorted(set(owners.values()))
             kept = store.files_with_documents(files)
             for path in files:
@@ -47,22 +57,22 @@ def remove_documents(
                     store.reread_file(path)
                 else:
                     store.forget_file(path)
-        fingerprint = config_fingerprint(cfg)
-        decide_chrome(store, cfg)
-        keys: dict[str, str] = {}
-        rechunked, _ = chunk_phase(store, fingerprint, cfg, run_id, lambda *a: None, keys, LocalExecutor())
-        recorded = recorded_embedder(store)
-        embedder = None
-        if cfg.semantic.enabled and recorded is not None:
-            from chunkdedup.embed import get_embedder
+        return []
 
-            embedder = get_embedder(recorded.name)
-        update_clusters(store, cfg, run_id, embedder=embedder, known=keys)
-        textindex.sync(store)
-        store.reclaim()
-        summary = RemovalReport(tuple(doc_ids), touched, rechunked)
-        store.finish_run(run_id, summary.to_json())
-    return summary
+    options = IngestOptions(config=cfg, lock_timeout=lock_timeout, embedder=embedder)
+    report = ingest_with([], index, options, LocalExecutor(), source=removal)
+    return RemovalReport(tuple(doc_ids), touched[0], report.totals.documents_chunked)
+
+
+def _refuse_missing(store: Store, index: str | Path, doc_ids: Sequence[str]) -> dict[str, str]:
+    """The file of each of ``doc_ids``; an InputError naming those the index does not hold."""
+    owners = store.doc_owners(doc_ids)
+    missing = [d for d in doc_ids if d not in owners]
+    if missing:
+        raise InputError(
+            f"no such document(s) in {index}: {missing}; the `doc` fields of `chunkdedup export` name them"
+        )
+    return owners
 
 
 __all__ = ["remove_documents"]
