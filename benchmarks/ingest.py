@@ -2,8 +2,10 @@
 
 Each stage runs the library's public pure functions over the whole corpus (parse, boilerplate,
 chunk, exact dedup), then ``chunkdedup.ingest()`` runs end to end into a fresh SQLite file, and a
-second ``ingest()`` over the unchanged corpus shows the cost of a no-op re-run. A reference row
-parses the same PDFs with pypdf, to show why pypdfium2 was chosen.
+second ``ingest()`` over the unchanged corpus shows the cost of a no-op re-run. Reference rows parse
+the same PDFs with pypdf (why pypdfium2 was chosen) and with poppler's ``pdftotext`` (Debian's
+``poppler-utils``, installed with apt-get when missing): the floor a text extraction can reach. An OCR
+row reads ``--ocr-docs`` ntsb reports scanned at 300 dpi (``ocr.py``'s scans; the ``[ocr]`` extra).
 
 HTML: the blocks of the same pages (``--html DIR``, else seeded documentation pages) by the former
 BeautifulSoup extraction (``html_bs4.py``, the ``[bench]`` extra) and by ``html_blocks``, in MB/s,
@@ -23,6 +25,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -125,6 +128,50 @@ def pypdf_pages(pdfs: list[Path]) -> tuple[int, list[Path]]:
         except Exception:  # pypdf raises many types (e.g. LimitReachedError); any of them is a miss
             failed.append(pdf)
     return n, failed
+
+
+def pdftotext_command() -> str | None:
+    """poppler's ``pdftotext``, installed with apt-get when it is missing and this is root (``None``
+    when it cannot be had)."""
+    found = shutil.which("pdftotext")
+    if found is None and shutil.which("apt-get") is not None and os.geteuid() == 0:
+        install = "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils"
+        subprocess.run(["sh", "-c", install], capture_output=True, check=False)
+        found = shutil.which("pdftotext")
+    return found
+
+
+def pdftotext_pages(command: str, pdfs: list[Path]) -> int:
+    """Every page of ``pdfs`` read by ``pdftotext`` (one process a file, as a shell loop would); the
+    pages counted by its form feeds."""
+    pages = 0
+    for pdf in pdfs:
+        out = subprocess.run([command, "-q", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, check=True)
+        pages += out.stdout.count(b"\f")
+    return pages
+
+
+def ocr_row(docs: int, repeat: int) -> dict[str, Any] | None:
+    """``parse_file`` with OCR over ``docs`` ntsb reports scanned at 300 dpi (``ocr.py``'s scans), in
+    pages/s; ``None`` when ``docs`` is 0 or the ``[ocr]`` extra is missing."""
+    if docs <= 0:
+        return None
+    try:
+        import tesserocr  # noqa: F401
+    except ImportError:
+        return None
+    from chunkdedup.config import ParseConfig
+    from ocr import NTSB, parse_all, scanned
+
+    with tempfile.TemporaryDirectory() as tmp:
+        scans = []
+        for seed, src in enumerate(sorted(NTSB.glob("*.pdf"))[:docs]):
+            scans.append(Path(tmp) / src.name)
+            scans[-1].write_bytes(scanned(src.read_bytes(), 300, seed))
+        runs = [parse_all(scans, ParseConfig()) for _ in range(max(1, min(repeat, 2)))]
+    pages = sum(len(t) for t in runs[0][2].values())
+    wall = statistics.median(r[0] for r in runs)
+    return row(f"OCR: parse_file of {docs} scanned ntsb reports, 300 dpi", wall, pages, None, "1 process")
 
 
 def run_ingest(corpus: Path, repeat: int) -> tuple[float, float, dict[str, Any]]:
@@ -258,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pypdf-repeat", type=int, default=1, help="runs of the (slow) pypdf reference")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
     ap.add_argument("--only", choices=["all", "html"], default="all", help="html: the HTML rows alone")
+    ap.add_argument("--ocr-docs", type=int, default=2, help="ntsb reports scanned for the OCR row (0: none)")
     ap.add_argument("--html", type=Path, help="folder of HTML files (default: generated documentation pages)")
     ap.add_argument("--html-pages", type=int, default=60, help="documentation pages generated without --html")
     ap.add_argument("--hard-mb", type=float, default=48, help="size of each hard HTML page, MB")
@@ -296,6 +344,12 @@ def main(argv: list[str] | None = None) -> int:
         same = discover([p for p in pdfs if p not in failed], None, cfg.parse)
         t_ours_pdf, ours = timed(lambda: [parse_file(i, cfg.parse) for i in same], n)
     pdf_pages = sum(len(d.pages) for f in ours for d in f.documents)
+    poppler = pdftotext_command()
+    if poppler is not None:
+        with console.status("pdftotext reference"):
+            t_poppler, poppler_pages = timed(lambda: pdftotext_pages(poppler, [i.path for i in same]), n)
+    with console.status("OCR row"):
+        ocr = ocr_row(args.ocr_docs, n)
     failed_note = f"; pypdf failed on {', '.join(p.name for p in failed)}" if failed else ""
 
     raw, after_exact, canonical = totals["raw_chunks"], totals["after_exact"], totals["canonical_chunks"]
@@ -313,6 +367,11 @@ def main(argv: list[str] | None = None) -> int:
         row("reference: pypdfium2 (ours), same PDFs", t_ours_pdf, pdf_pages, None, f"median of {n}"),
         row("reference: pypdf extract_text", t_pypdf, pypdf_n, None, f"{args.pypdf_repeat} run(s), slow"),
     ]
+    if poppler is not None:
+        rows.append(row("reference: pdftotext (poppler), same PDFs", t_poppler, poppler_pages, None,
+                        f"median of {n}, a process a file"))
+    if ocr is not None:
+        rows.append(ocr)
     ratio = (pdf_pages / t_ours_pdf) / (pypdf_n / t_pypdf) if pdf_pages and pypdf_n else None
     ratio_text = f"{ratio:.1f}x" if ratio else "n/a"
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
@@ -322,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(col, justify="left" if col in ("stage", "note") else "right")
     for r in rows:
         cells = [r["pages_per_s"], r["chunks_per_s"]]
-        shown = (f"{c:,.0f}" if c else "" for c in cells)
+        shown = ((f"{c:,.0f}" if c >= 10 else f"{c:.2f}") if c else "" for c in cells)
         table.add_row(r["stage"], f"{r['seconds']:.3f}", *shown, r["note"])
     console.print(table)
     console.print(
