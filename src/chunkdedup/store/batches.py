@@ -8,17 +8,30 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+#: ids bound in one statement, at most: well under SQLite's variable limit (32,766)
+IN_LIST = 500
+
+
+def in_lists(ids: Sequence[T]) -> Iterator[tuple[list[T], str]]:
+    """``ids`` in parts of at most :data:`IN_LIST`, each with its placeholder list (``?,?,?``): the one
+    batcher every ``IN (...)`` read and write goes through."""
+    for i in range(0, len(ids), IN_LIST):
+        part = list(ids[i : i + IN_LIST])
+        yield part, ",".join("?" * len(part))
 
 
 def _id_statements(
     sql: str, ids: Sequence[str] | Sequence[int], params: Sequence[object] = ()
 ) -> Iterator[tuple[str, list[object]]]:
-    """``sql`` (one ``{}`` placeholder list) and its arguments (``params``, then the ids) for every 500
-    of ``ids``."""
-    for i in range(0, len(ids), 500):
-        part = list(ids[i : i + 500])
-        yield sql.format(",".join("?" * len(part))), [*params, *part]
+    """``sql`` (one ``{}`` placeholder list) and its arguments (``params``, then the ids) for every
+    :data:`IN_LIST` of ``ids``."""
+    for part, marks in in_lists(ids):
+        yield sql.format(marks), [*params, *part]
 
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from chunkdedup.normalize import running_lines
 from chunkdedup.store.band_tables import packed_band_keys
-from chunkdedup.store.batches import execute_for_ids, insert_rows, rows_for_ids
+from chunkdedup.store.batches import execute_for_ids, in_lists, insert_rows, rows_for_ids
 from chunkdedup.store.boilerplate_tables import BoilerplateTables
 from chunkdedup.store.schema import CLEAN_TEXT, RAW_TEXT, MetaKey
 from chunkdedup.types import ContextSource, Document, DocumentKeys, KeyedDocument, KnownFile, Page
@@ -181,9 +181,7 @@ class DocumentTables(BoilerplateTables):
     def context_sources(self, doc_ids: Sequence[str]) -> list[ContextSource]:
         """What the contexts of these documents are made from (ids not in the index are left out)."""
         out: list[ContextSource] = []
-        for lo in range(0, len(doc_ids), 500):
-            part = list(doc_ids[lo : lo + 500])
-            marks = ",".join("?" * len(part))
+        for part, marks in in_lists(doc_ids):
             running: dict[str, list[str]] = {}
             for doc_id, example in self.conn.execute(
                 f"SELECT doc_id, example FROM stripped WHERE scope='running' AND doc_id IN ({marks})"

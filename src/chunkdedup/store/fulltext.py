@@ -3,7 +3,7 @@ contexts' ``contexts_fts``, and the group/document links context ranking needs.
 
 The statements keep their shapes on purpose (see each function): query latency depends on them.
 The callers in :mod:`chunkdedup.query` formulate the MATCH expressions and rank; this module only
-reads. Id lists are sent ``_BATCH`` at a time, well under SQLite's variable limit.
+reads. Id lists go through the one batcher (:func:`~chunkdedup.store.batches.in_lists`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from chunkdedup.store.batches import in_lists
 from chunkdedup.store.core import Store
-
-_BATCH = 500
 
 #: the FTS5 tables a term can be looked up in (:func:`fts_matches`)
 FtsTable = Literal["groups_fts", "contexts_fts"]
@@ -43,10 +42,6 @@ class GroupDoc:
 
     group_id: str
     doc_id: str
-
-
-def _marks(part: Sequence[object]) -> str:
-    return ",".join("?" * len(part))
 
 
 # -- groups_fts ------------------------------------------------------------------------------------
@@ -105,9 +100,8 @@ def search_gids(store: Store, match: str, limit: int, gids: Sequence[int]) -> tu
 def group_gids(store: Store, ids: Sequence[str]) -> tuple[int, ...]:
     """The integer keys (``groups.gid``, tantivy's ``gid`` field) of these group ids still present."""
     gids: list[int] = []
-    for lo in range(0, len(ids), _BATCH):
-        part = list(ids[lo : lo + _BATCH])
-        rows = store.conn.execute(f"SELECT gid FROM groups WHERE id IN ({_marks(part)})", part)
+    for part, marks in in_lists(ids):
+        rows = store.conn.execute(f"SELECT gid FROM groups WHERE id IN ({marks})", part)
         gids.extend(int(r[0]) for r in rows)
     return tuple(gids)
 
@@ -116,9 +110,8 @@ def gid_group_ids(store: Store, gids: Sequence[int]) -> tuple[tuple[int, str], .
     """``(gid, group id)`` of these integer keys still present (a key tantivy still holds for a group
     removed since its last sync is left out)."""
     out: list[tuple[int, str]] = []
-    for lo in range(0, len(gids), _BATCH):
-        part = list(gids[lo : lo + _BATCH])
-        rows = store.conn.execute(f"SELECT gid, id FROM groups WHERE gid IN ({_marks(part)})", part)
+    for part, marks in in_lists(gids):
+        rows = store.conn.execute(f"SELECT gid, id FROM groups WHERE gid IN ({marks})", part)
         out.extend((r[0], r[1]) for r in rows)
     return tuple(out)
 
@@ -155,9 +148,8 @@ def context_matches(store: Store, match: str) -> tuple[int, ...]:
 def context_lengths(store: Store, dkeys: Sequence[int]) -> dict[int, int]:
     """``dkey -> the context text's length in characters`` of these context keys."""
     out: dict[int, int] = {}
-    for lo in range(0, len(dkeys), _BATCH):
-        part = list(dkeys[lo : lo + _BATCH])
-        sql = f"SELECT dkey, LENGTH(text) FROM contexts WHERE dkey IN ({_marks(part)})"
+    for part, marks in in_lists(dkeys):
+        sql = f"SELECT dkey, LENGTH(text) FROM contexts WHERE dkey IN ({marks})"
         out.update((r[0], int(r[1])) for r in store.conn.execute(sql, part))
     return out
 
@@ -197,9 +189,8 @@ def term_spread(store: Store, match: str) -> TermSpread:
 def context_docs(store: Store, dkeys: Sequence[int]) -> tuple[ContextDoc, ...]:
     """The documents of these context keys, in batches of ``dkeys`` as given."""
     out: list[ContextDoc] = []
-    for lo in range(0, len(dkeys), _BATCH):
-        part = list(dkeys[lo : lo + _BATCH])
-        sql = f"SELECT dkey, doc_id FROM contexts WHERE dkey IN ({_marks(part)})"
+    for part, marks in in_lists(dkeys):
+        sql = f"SELECT dkey, doc_id FROM contexts WHERE dkey IN ({marks})"
         out.extend(ContextDoc(r[0], r[1]) for r in store.conn.execute(sql, part).fetchall())
     return tuple(out)
 
@@ -208,10 +199,9 @@ def group_source_docs(store: Store, groups: Sequence[str]) -> tuple[GroupDoc, ..
     """Each distinct ``(group, document)`` of these groups' sources (ids once each, in given order)."""
     out: list[GroupDoc] = []
     ids = list(dict.fromkeys(groups))
-    for lo in range(0, len(ids), _BATCH):
-        part = ids[lo : lo + _BATCH]
+    for part, marks in in_lists(ids):
         rows = store.conn.execute(
-            f"SELECT DISTINCT group_id, doc_id FROM sources WHERE group_id IN ({_marks(part)})", part
+            f"SELECT DISTINCT group_id, doc_id FROM sources WHERE group_id IN ({marks})", part
         ).fetchall()
         out.extend(GroupDoc(r[0], r[1]) for r in rows)
     return tuple(out)
@@ -219,10 +209,11 @@ def group_source_docs(store: Store, groups: Sequence[str]) -> tuple[GroupDoc, ..
 
 def groups_of_docs(store: Store, docs: Sequence[str]) -> tuple[str, ...]:
     """The distinct exact-key groups holding a source in any of these (few) documents, unordered."""
-    rows = store.conn.execute(
-        f"SELECT DISTINCT group_id FROM sources WHERE doc_id IN ({_marks(docs)})", list(docs)
-    )
-    return tuple(r[0] for r in rows)
+    out: dict[str, None] = {}
+    for part, marks in in_lists(docs):
+        sql = f"SELECT DISTINCT group_id FROM sources WHERE doc_id IN ({marks})"
+        out.update((r[0], None) for r in store.conn.execute(sql, part))
+    return tuple(out)
 
 
 # -- term coverage -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any, Self
 
 from chunkdedup.errors import ChunkdedupError, IndexError_, MigrationPendingError
 from chunkdedup.store import Store, counts, reads, vectors, writer_active
+from chunkdedup.store.batches import in_lists
 from chunkdedup.store.evaluation import EvaluationReads
 from chunkdedup.store.review import ReviewQueue
 from chunkdedup.store.rows import (
@@ -30,9 +31,6 @@ from chunkdedup.store.schema import CANONICAL_TEXT
 from chunkdedup.store.vectors import StoredEmbedder, VectorBatch
 from chunkdedup.store.views import IndexViews
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef, Citation, ExportRecord
-
-#: Ids per ``IN (...)`` list (under SQLite's default limit on bound parameters).
-_IN_BATCH = 500
 
 
 class IndexReader:
@@ -321,9 +319,8 @@ class IndexReader:
         conn = self.store.conn
         found: set[str] = set()
         docs = list(dict.fromkeys(doc_ids))
-        for lo in range(0, len(docs), _IN_BATCH):
-            part = docs[lo : lo + _IN_BATCH]
-            sql = f"SELECT DISTINCT canonical_id FROM sources WHERE doc_id IN ({','.join('?' * len(part))})"
+        for part, marks in in_lists(docs):
+            sql = f"SELECT DISTINCT canonical_id FROM sources WHERE doc_id IN ({marks})"
             found.update(r[0] for r in conn.execute(sql, part))
         meta: dict[str, dict[str, Any]] = {}
         ocr = self._ocr_pages_citing(sorted(found))
@@ -338,17 +335,15 @@ class IndexReader:
         """As :meth:`_ocr_pages`, for the documents these canonicals cite only."""
         conn = self.store.conn
         docs: set[str] = set()
-        for lo in range(0, len(chunk_ids), _IN_BATCH):
-            part = list(chunk_ids[lo : lo + _IN_BATCH])
-            sql = f"SELECT DISTINCT doc_id FROM sources WHERE canonical_id IN ({','.join('?' * len(part))})"
+        for part, marks in in_lists(chunk_ids):
+            sql = f"SELECT DISTINCT doc_id FROM sources WHERE canonical_id IN ({marks})"
             docs.update(r[0] for r in conn.execute(sql, part))
         out: dict[tuple[str, int], float] = {}
         ordered = sorted(docs)
-        for lo in range(0, len(ordered), _IN_BATCH):
-            part = ordered[lo : lo + _IN_BATCH]
+        for part, marks in in_lists(ordered):
             rows = conn.execute(
                 "SELECT doc_id, page, ocr_confidence FROM pages WHERE ocr_confidence IS NOT NULL"
-                f" AND doc_id IN ({','.join('?' * len(part))})",
+                f" AND doc_id IN ({marks})",
                 part,
             )
             out.update(((doc, page), conf) for doc, page, conf in rows)

@@ -3,7 +3,7 @@ groups, their canonicals' sources, variant pairs, page spans; and the read snaps
 taken in.
 
 :class:`~chunkdedup.query.eligible.Eligibility` decides what a caller may see from these rows; this
-module only reads. Id lists are sent ``_BATCH`` at a time, well under SQLite's variable limit.
+module only reads. Id lists go through the one batcher (:func:`~chunkdedup.store.batches.in_lists`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chunkdedup.store.batches import in_lists
 from chunkdedup.store.core import Store
 from chunkdedup.store.rows import SourceRow
 from chunkdedup.store.schema import CLEAN_TEXT
 from chunkdedup.types import MetaValue
-
-_BATCH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,15 +49,6 @@ class GroupText:
     text: str
 
 
-def _marks(part: Sequence[object]) -> str:
-    return ",".join("?" * len(part))
-
-
-def _batches(items: Sequence[str]) -> Iterator[list[str]]:
-    for i in range(0, len(items), _BATCH):
-        yield list(items[i : i + _BATCH])
-
-
 def _fields(rows: list[Any]) -> list[DocumentFields]:
     return [DocumentFields(r[0], dict(json.loads(r[1])), r[2], r[3], r[4]) for r in rows]
 
@@ -76,10 +66,10 @@ def documents_by(
     more)."""
     column = NAMING_COLUMNS[key]  # a fixed name, never user input
     out: list[DocumentFields] = []
-    for part in _batches(values):
+    for part, marks in in_lists(values):
         rows = store.conn.execute(
             "SELECT doc_id, metadata, department, family, effective_date FROM documents"
-            f" WHERE {column} IN ({_marks(part)}) LIMIT ?",
+            f" WHERE {column} IN ({marks}) LIMIT ?",
             [*part, limit - len(out) if limit >= 0 else -1],
         ).fetchall()
         out.extend(_fields(rows))
@@ -101,11 +91,11 @@ def group_documents(
     alone need not parse it)."""
     meta = "d.metadata" if metadata else "NULL"
     out: list[GroupDocument] = []
-    for part in _batches(list(dict.fromkeys(group_ids))):
+    for part, marks in in_lists(list(dict.fromkeys(group_ids))):
         rows = store.conn.execute(
             f"SELECT s.group_id, d.doc_id, {meta}, d.department, d.family, d.effective_date"
             " FROM (SELECT DISTINCT group_id, doc_id FROM sources"
-            f" WHERE group_id IN ({_marks(part)})) AS s JOIN documents d ON d.doc_id = s.doc_id",
+            f" WHERE group_id IN ({marks})) AS s JOIN documents d ON d.doc_id = s.doc_id",
             part,
         )
         out.extend(
@@ -118,9 +108,9 @@ def group_documents(
 def document_groups(store: Store, doc_ids: Sequence[str]) -> frozenset[str]:
     """The exact-key groups holding a source in any of these documents."""
     out: set[str] = set()
-    for part in _batches(doc_ids):
+    for part, marks in in_lists(doc_ids):
         rows = store.conn.execute(
-            f"SELECT DISTINCT group_id FROM sources WHERE doc_id IN ({_marks(part)})", part
+            f"SELECT DISTINCT group_id FROM sources WHERE doc_id IN ({marks})", part
         )
         out.update(r[0] for r in rows)
     return frozenset(out)
@@ -151,9 +141,9 @@ def page_span(store: Store, doc_id: str, page: int, start: int, end: int) -> str
 def groups(store: Store, ids: Sequence[str]) -> tuple[GroupText, ...]:
     """The exact-key groups of these ids still in the index (ids once each, in given order)."""
     out: list[GroupText] = []
-    for part in _batches(list(dict.fromkeys(ids))):
+    for part, marks in in_lists(list(dict.fromkeys(ids))):
         rows = store.conn.execute(
-            f"SELECT id, canonical_id, text FROM groups WHERE id IN ({_marks(part)})", part
+            f"SELECT id, canonical_id, text FROM groups WHERE id IN ({marks})", part
         )
         out.extend(GroupText(r[0], r[1], r[2]) for r in rows)
     return tuple(out)
@@ -169,10 +159,10 @@ def canonical_sources(store: Store, canonical_ids: Sequence[str]) -> tuple[Sourc
     """The sources of these canonicals, ordered by (canonical, doc, page, start) within each batch
     of ids as given."""
     out: list[SourceRow] = []
-    for part in _batches(canonical_ids):
+    for part, marks in in_lists(canonical_ids):
         rows = store.conn.execute(
             'SELECT doc_id, page, start, "end", group_id, canonical_id, relation, similarity FROM sources'
-            f" WHERE canonical_id IN ({_marks(part)}) ORDER BY canonical_id, doc_id, page, start",
+            f" WHERE canonical_id IN ({marks}) ORDER BY canonical_id, doc_id, page, start",
             part,
         )
         out.extend(SourceRow(*r) for r in rows)
@@ -210,8 +200,7 @@ def variant_pairs(store: Store, ids: Sequence[str], *, grouped: bool) -> tuple[t
     else:
         pair = "SELECT v.{x}, v.{y} FROM variants v WHERE v.{x} IN ({marks})"
     out: list[tuple[str, str]] = []
-    for part in _batches(ids):
-        marks = _marks(part)
+    for part, marks in in_lists(ids):
         sql = pair.format(x="a", y="b", marks=marks) + " UNION " + pair.format(x="b", y="a", marks=marks)
         out.extend((a, b) for a, b in store.conn.execute(sql, [*part, *part]))
     return tuple(out)
