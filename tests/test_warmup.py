@@ -139,3 +139,19 @@ def test_the_warming_process_caches_every_kernel_and_the_kernels_write_the_same_
     twins = _ingest(corpus, tmp_path / "twins.sqlite", cache, False)
     assert compiled["numba"] is True
     assert compiled["digests"] == twins["digests"]
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_cli_warm(monkeypatch: pytest.MonkeyPatch, cached: bool) -> None:
+    from click.testing import CliRunner
+
+    from chunkdedup import cli
+    from chunkdedup.ingestion import warm
+
+    monkeypatch.setattr(warm, "warm_kernels", lambda: 1.25)
+    monkeypatch.setattr(warmup, "kernels_cached", lambda: cached)
+    done = CliRunner().invoke(cli.main, ["warm", "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output) == {"seconds": 1.25, "cached": cached}
+    text = CliRunner().invoke(cli.main, ["warm"]).output
+    assert ("cached in 1.2 s" in text) is cached
