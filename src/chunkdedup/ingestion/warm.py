@@ -14,7 +14,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -102,7 +104,12 @@ def warm_kernels(config: Config | None = None) -> float:
 
 
 def main() -> int:
-    """``python -m chunkdedup.ingestion.warm``: compile every kernel; exit 0 when the cache holds them."""
+    """``python -m chunkdedup.ingestion.warm``: compile every kernel; exit 0 when the cache holds them.
+
+    At a lower priority (``nice`` 10): the run that started it comes first where the cores are busy,
+    and it runs on the twins meanwhile at a small cost."""
+    with contextlib.suppress(AttributeError, OSError):  # no nice here: the same work, the same priority
+        os.nice(10)
     warm_kernels()
     return 0 if kernels_cached() else 1
 
