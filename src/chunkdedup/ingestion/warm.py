@@ -114,7 +114,7 @@ def main() -> int:
     return 0 if kernels_cached() else 1
 
 
+__all__ = ["warm_corpus", "warm_kernels"]
+
 if __name__ == "__main__":
     raise SystemExit(main())
-
-__all__ = ["warm_corpus", "warm_kernels"]
