@@ -76,7 +76,7 @@ def test_the_run_s_choice_wins(monkeypatch: pytest.MonkeyPatch, kernels: bool) -
 
 
 def test_a_warm_cache_takes_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(warmup, "kernels_cached", lambda: True)
+    monkeypatch.setattr(warmup, "kernels_cached", lambda *_: True)
     warm = Warmup(command=[sys.executable, "-c", "raise SystemExit(3)"])
     assert warm.compiled(True) is True
     assert not warm.started
@@ -86,7 +86,7 @@ def test_a_warm_cache_takes_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_cold_cache_takes_the_twins_until_the_kernels_are_compiled(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(warmup, "kernels_cached", lambda: False)
+    monkeypatch.setattr(warmup, "kernels_cached", lambda *_: False)
     gate = tmp_path / "go"
     # the warming process stands in for the compiler: it ends once the test lets it
     wait = f"import pathlib, time\nwhile not pathlib.Path({str(gate)!r}).exists(): time.sleep(0.02)"
@@ -101,8 +101,35 @@ def test_a_cold_cache_takes_the_twins_until_the_kernels_are_compiled(
     assert warm.cluster_pass() is None
 
 
+def test_a_stage_takes_its_kernels_once_the_cache_holds_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """While the warming process compiles, a chunk job takes the kernels once the text walks and the
+    signing are cached; the cluster pass waits for every kernel."""
+    cached: set[str] = set()
+
+    def kernels_cached(modules: tuple[str, ...] = warmup.KERNEL_MODULES) -> bool:
+        return all(m in cached for m in modules)
+
+    monkeypatch.setattr(warmup, "kernels_cached", kernels_cached)
+    monkeypatch.setattr(warmup, "_LOOK_EVERY", 0.0)
+    gate = tmp_path / "go"
+    wait = f"import pathlib, time\nwhile not pathlib.Path({str(gate)!r}).exists(): time.sleep(0.02)"
+    warm = Warmup(command=[sys.executable, "-c", wait])
+    assert warm.compiled(True, warmup.CHUNK_KERNELS) is False
+    cached.update(warmup.CHUNK_KERNELS)
+    assert warm.compiled(True, warmup.PARSE_KERNELS) is True
+    assert warm.compiled(True, warmup.CHUNK_KERNELS) is True
+    assert warm.compiled(True) is False  # the cluster pass's kernels are still compiling
+    assert warm.cluster_pass() is False
+    gate.touch()
+    assert warm.wait(timeout=30) == 0
+    assert warm.compiled(True) is True
+    assert warm.cluster_pass() is None
+
+
 def test_no_process_can_start_then_the_kernels_compile_inline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(warmup, "kernels_cached", lambda: False)
+    monkeypatch.setattr(warmup, "kernels_cached", lambda *_: False)
     warm = Warmup(command=["/nonexistent/python-for-chunkdedup"])
     assert warm.compiled(True) is True
     assert not warm.started
@@ -149,7 +176,7 @@ def test_cli_warm(monkeypatch: pytest.MonkeyPatch, cached: bool) -> None:
     from chunkdedup.ingestion import warm
 
     monkeypatch.setattr(warm, "warm_kernels", lambda: 1.25)
-    monkeypatch.setattr(warmup, "kernels_cached", lambda: cached)
+    monkeypatch.setattr(warmup, "kernels_cached", lambda *_: cached)
     done = CliRunner().invoke(cli.main, ["warm", "--json"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.output) == {"seconds": 1.25, "cached": cached}

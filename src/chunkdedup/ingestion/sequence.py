@@ -54,7 +54,7 @@ from chunkdedup.ingestion.stages import (
     is_unchanged,
     parse_inputs,
 )
-from chunkdedup.ingestion.warmup import Warmup
+from chunkdedup.ingestion.warmup import CHUNK_KERNELS, PARSE_KERNELS, Warmup
 from chunkdedup.normalize import key_hash
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
@@ -398,7 +398,7 @@ def _parse_phase(
         for part in job_parts(todo, sizes):
             files = tuple((inputs[i], known(inputs[i])) for i in part)
             loaded += sum(sizes[i] for i in part) if loaded <= NUMPY_CHARS else 0
-            compiled = warm.compiled(loaded > NUMPY_CHARS)
+            compiled = warm.compiled(loaded > NUMPY_CHARS, PARSE_KERNELS)
             yield ParseJob(files, cfg, tuple(hashes[i] for i in part), compiled=compiled)
 
     tick("parse", 0, len(inputs))
@@ -536,7 +536,7 @@ def chunk_phase(
                 tuple(docs),
                 tuple(chrome.get(d, _NONE) for d, _ in docs),
                 cfg,
-                compiled=warm.compiled(loaded > NUMPY_CHARS),
+                compiled=warm.compiled(loaded > NUMPY_CHARS, CHUNK_KERNELS),
             )
 
     signed = done = 0

@@ -71,35 +71,45 @@ def warm_corpus(folder: Path) -> Path:
     return path
 
 
-def _other_kernels() -> None:
-    """The kernels an ingest does not call, each called once."""
-    from chunkdedup.dedup.lsh import candidate_pairs, components, leader_cluster, verified_edges
+_TEXTS = ["one two three four five six seven", "one two three four five six eight"]
+
+
+def _signing_kernels() -> list[np.ndarray]:
+    """Every MinHash kernel (those an ingest's cluster pass calls too), each called once: first, so
+    that a run's chunk jobs (the text walks and the signing) take the kernels as early as can be."""
     from chunkdedup.dedup.minhash import MinHasher, jaccard
 
     hasher = MinHasher(compiled=True)
-    texts = ["one two three four five six seven", "one two three four five six eight"]
-    hasher.signatures(texts)
-    hasher.signatures_and_hashes([*texts, "one", ""])  # a one-word key counts its words apart
-    hasher.shingles(texts[0])
-    flat, offsets = hasher.shingle_sets(texts)
+    hasher.signatures(_TEXTS)
+    hasher.signatures_and_hashes([*_TEXTS, "one", ""])  # a one-word key counts its words apart
+    hasher.shingles(_TEXTS[0])
+    flat, offsets = hasher.shingle_sets(_TEXTS)
     sets = [flat[offsets[0] : offsets[1]], flat[offsets[1] : offsets[2]]]
     jaccard(sets[0], sets[1])
+    return sets
+
+
+def _other_kernels(sets: list[np.ndarray]) -> None:
+    """The LSH kernels an ingest does not call, each called once."""
+    from chunkdedup.dedup.lsh import candidate_pairs, components, leader_cluster, verified_edges
+
     pairs = candidate_pairs(np.zeros((2, 4), dtype=np.uint64))
     verified_edges(pairs, sets, 0.5)
     components(2, pairs)
-    leader_cluster(np.arange(2), pairs, np.array([0.9]), texts, compiled=True)
+    leader_cluster(np.arange(2), pairs, np.array([0.9]), _TEXTS, compiled=True)
 
 
 def warm_kernels(config: Config | None = None) -> float:
     """Compile every kernel into numba's disk cache (a kernel cached already is loaded, not compiled
     again); returns the seconds taken."""
     start = time.perf_counter()
+    sets = _signing_kernels()
     with tempfile.TemporaryDirectory(prefix="chunkdedup-warm-") as tmp:
         folder = Path(tmp) / "corpus"
         folder.mkdir()
         warm_corpus(folder)
         ingest([folder], Path(tmp) / "warm.sqlite", config=config, kernels=True)
-    _other_kernels()
+    _other_kernels(sets)
     return time.perf_counter() - start
 
 

@@ -8,9 +8,10 @@ MinHash, the CPython walks and exact checks of the guards) that gives the same i
 (the same 50k run on the twins alone: 17.4 s of CPU). So a run large enough to want the kernels first
 asks numba's cache whether it holds them (:func:`kernels_cached`); when it does not, the run starts
 ``python -m chunkdedup.ingestion.warm`` in the background (:mod:`chunkdedup.ingestion.warm`: a small
-ingest on the kernels, which fills the cache), takes the twins meanwhile, and takes the kernels for
-the jobs it hands out once that process has finished. The warming process outlives a run that ends
-first, so the next run finds the cache warm.
+ingest on the kernels, which fills the cache), takes the twins meanwhile, and takes a stage's kernels
+for the jobs it hands out once the cache holds them (the text walks and the signing for the chunk
+jobs, :data:`CHUNK_KERNELS`, which the warming process compiles first; every kernel for the cluster
+pass). The warming process outlives a run that ends first, so the next run finds the cache warm.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import importlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,19 +36,26 @@ KERNEL_MODULES = (
     "chunkdedup.dedup.guard",
     "chunkdedup.dedup.meaning_kernel",
 )
+#: the modules of the kernels a parse job calls (the boilerplate walk and its text proxy)
+PARSE_KERNELS = KERNEL_MODULES[:2]
+#: the modules of the kernels a chunk job calls (the text walks, then the signing)
+CHUNK_KERNELS = KERNEL_MODULES[:3]
+#: seconds between two looks at the cache while the warming process compiles
+_LOOK_EVERY = 0.5
 
 
-def kernels() -> list[Kernel[Any]]:
-    """Every kernel of :data:`KERNEL_MODULES` (importing them imports no numba)."""
+def kernels(modules: Sequence[str] = KERNEL_MODULES) -> list[Kernel[Any]]:
+    """Every kernel of ``modules`` (importing them imports no numba)."""
     found: list[Kernel[Any]] = []
-    for name in KERNEL_MODULES:
+    for name in modules:
         found.extend(v for v in vars(importlib.import_module(name)).values() if isinstance(v, Kernel))
     return found
 
 
-def kernels_cached() -> bool:
-    """Whether numba's disk cache holds every kernel built from its current source (imports numba)."""
-    return all(k.cached() for k in kernels())
+def kernels_cached(modules: Sequence[str] = KERNEL_MODULES) -> bool:
+    """Whether numba's disk cache holds every kernel of ``modules`` built from its current source
+    (imports numba)."""
+    return all(k.cached() for k in kernels(modules))
 
 
 def warm_command() -> list[str]:
@@ -63,17 +72,20 @@ class Warmup:
     numba). The index is the same whichever a stage takes.
     """
 
-    __slots__ = ("_checked", "_process", "command", "kernels")
+    __slots__ = ("_checked", "_looked", "_process", "_ready", "command", "kernels")
 
     def __init__(self, kernels: bool | None = None, command: Sequence[str] | None = None) -> None:
         self.kernels = kernels
         self.command = list(command) if command is not None else warm_command()
         self._checked = False
         self._process: subprocess.Popen[bytes] | None = None
+        self._ready: set[str] = set()  # modules whose kernels the warming process has cached
+        self._looked = 0.0
 
-    def compiled(self, large: bool) -> bool:
-        """Whether a stage that takes the kernels when ``large`` takes them now (the first such
-        question checks the cache, and starts the warming process when it is cold)."""
+    def compiled(self, large: bool, modules: Sequence[str] = KERNEL_MODULES) -> bool:
+        """Whether a stage that takes the kernels of ``modules`` when ``large`` takes them now (the
+        first such question checks the cache, and starts the warming process when it is cold; while
+        it compiles, the cache is looked at again every half second)."""
         if self.kernels is not None:
             return self.kernels
         if not large:
@@ -82,14 +94,21 @@ class Warmup:
             self._checked = True
             if not kernels_cached():
                 self._process = self._start()
-        return not self.warming
+        if not self.warming:
+            return True
+        wanted = [m for m in modules if m not in self._ready]
+        now = time.monotonic()
+        if wanted and now - self._looked >= _LOOK_EVERY:
+            self._looked = now
+            self._ready.update(m for m in wanted if kernels_cached((m,)))
+        return all(m in self._ready for m in modules)
 
     def cluster_pass(self) -> bool | None:
         """The cluster pass's ``compiled``: the run's own choice, ``False`` while this run's warming
-        process still compiles, else ``None`` (by the number of groups)."""
+        process has not cached every kernel yet, else ``None`` (by the number of groups)."""
         if self.kernels is not None:
             return self.kernels
-        return False if self.warming else None
+        return None if not self.warming or self.compiled(True) else False
 
     @property
     def warming(self) -> bool:
@@ -122,4 +141,12 @@ class Warmup:
             return None
 
 
-__all__ = ["KERNEL_MODULES", "Warmup", "kernels", "kernels_cached", "warm_command"]
+__all__ = [
+    "CHUNK_KERNELS",
+    "KERNEL_MODULES",
+    "PARSE_KERNELS",
+    "Warmup",
+    "kernels",
+    "kernels_cached",
+    "warm_command",
+]
