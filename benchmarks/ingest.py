@@ -13,9 +13,22 @@ and whether they agree; then ``parse_file`` in a process of its own on three har
 pages (``<div>`` nested millions deep, ``<p>x</p>`` millions wide, documentation pages end to end),
 with its CPU time and peak RSS.
 
+``--first-run`` times instead the first and the second ingest after a fresh install, on the 50k-record
+JSONL corpus of ``ingest_vs_datasketch.py`` (``--records``): numba's cache is an empty folder
+(``NUMBA_CACHE_DIR``), each ingest a process of its own (``ingest()``, one process, as ``chunkdedup
+ingest`` runs on 2 cores). Rows, wall seconds from the process's start and its CPU seconds:
+
+* ``first run, cold cache``: the run takes the NumPy twins while a process of its own compiles the
+  kernels into the cache (that process's CPU is not the run's: see the warming row);
+* ``second run, warm cache``: the same cache once that process has finished, a fresh index;
+* ``first run, kernels compiled inline``: ``ingest(kernels=True)`` over another empty cache, as every
+  first run was before the twins stood in (each kernel compiled at its first call);
+* ``warming process alone``: ``python -m chunkdedup.ingestion.warm`` over a third empty cache.
+
 Example:
     python benchmarks/ingest.py --repeat 3 --out benchmarks/results/ingest.json
     python benchmarks/ingest.py --only html
+    python benchmarks/ingest.py --first-run --records 50000   # ~4 min on 2 cores
 """
 
 from __future__ import annotations
@@ -296,20 +309,140 @@ def print_html(html: dict[str, Any], console: Console) -> None:
         shown = [f"{c:,.2f}" if isinstance(c, float) and c < 100 else f"{c:,.0f}" if c else "" for c in cells]
         hard.add_row(h["page"], f"{h['mb']:g}", h["status"], *shown, (h["reason"] or "")[:90])
     console.print(hard)
+#: one ingest in a process of its own: prints its wall seconds since the start and its CPU seconds
+_ONE_INGEST = """
+import json, resource, sys, time
+from pathlib import Path
+from chunkdedup import ingest
+ingest([Path(sys.argv[1])], Path(sys.argv[2]), kernels=json.loads(sys.argv[3]))
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"cpu": ru.ru_utime + ru.ru_stime}))
+"""
+
+
+def _in_process(cmd: list[str], cache: Path) -> dict[str, float]:
+    """Run ``cmd`` with ``cache`` as numba's cache: its wall seconds, its own CPU seconds (what it
+    prints; else all below) and those of every process it waited for too (a warming process the run
+    started is counted when the run saw it end)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(cmd, check=True, env=env, stdout=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    every = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    lines = done.stdout.strip().splitlines()
+    own = float(json.loads(lines[-1])["cpu"]) if lines and lines[-1].startswith("{") else every
+    return {"wall_s": round(wall, 2), "cpu_s": round(own, 2), "cpu_with_children_s": round(every, 2)}
+
+
+def _cached(cache: Path) -> bool:
+    check = "from chunkdedup.ingestion.warmup import kernels_cached; print(kernels_cached())"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip() == "True"
+
+
+def first_run(records: int, rounds: int, out: Path) -> int:
+    """The first and second ingest after a fresh install (see the module docstring)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from ingest_vs_datasketch import compile_package, write_corpus
+
+    compile_package()
+    console = Console(width=150)
+    load = [os.getloadavg()[0]]
+    rows: dict[str, list[dict[str, float]]] = {k: [] for k in ("cold", "warm", "inline", "warming")}
+    with tempfile.TemporaryDirectory(prefix="chunkdedup-first-run-") as tmp:
+        folder = Path(tmp)
+        corpus = folder / "corpus"
+        with console.status(f"writing {records:,} records"):
+            counts = write_corpus(corpus, records)
+
+        def ingest_cmd(index: str, kernels: bool | None) -> list[str]:
+            return [sys.executable, "-c", _ONE_INGEST, str(corpus), str(folder / index), json.dumps(kernels)]
+
+        for r in range(rounds):
+            caches = {k: folder / f"numba-{k}-{r}" for k in ("fresh", "inline", "warming")}
+            for cache in caches.values():
+                cache.mkdir()
+            with console.status(f"round {r + 1}: first run, cold cache"):
+                rows["cold"].append(_in_process(ingest_cmd(f"cold-{r}.sqlite", None), caches["fresh"]))
+            with console.status(f"round {r + 1}: waiting for the warming process"):
+                deadline = time.monotonic() + 900
+                while not _cached(caches["fresh"]) and time.monotonic() < deadline:
+                    time.sleep(2)
+            with console.status(f"round {r + 1}: second run, warm cache"):
+                rows["warm"].append(_in_process(ingest_cmd(f"warm-{r}.sqlite", None), caches["fresh"]))
+            with console.status(f"round {r + 1}: first run, kernels compiled inline"):
+                rows["inline"].append(_in_process(ingest_cmd(f"inline-{r}.sqlite", True), caches["inline"]))
+            with console.status(f"round {r + 1}: warming process alone"):
+                warm = [sys.executable, "-m", "chunkdedup.ingestion.warm"]
+                rows["warming"].append(_in_process(warm, caches["warming"]))
+            load.append(os.getloadavg()[0])
+    names = {
+        "cold": "first run, cold cache (twins; kernels compiled meanwhile)",
+        "warm": "second run, warm cache",
+        "inline": "first run, kernels compiled inline (before)",
+        "warming": "warming process alone (beside the first run)",
+    }
+    title = f"first and second ingest after a fresh install: {records:,} JSONL records (medians of {rounds})"
+    table = Table(title=title)
+    columns = ("row", "wall s", "CPU s", "CPU s with the processes it saw end", "rounds (wall / CPU)")
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("row", "rounds (wall / CPU)") else "right")
+    medians: dict[str, dict[str, float]] = {}
+    for key, runs in rows.items():
+        medians[key] = {m: round(statistics.median(x[m] for x in runs), 2) for m in runs[0]}
+        each = ", ".join(f"{x['wall_s']:.1f} / {x['cpu_s']:.1f}" for x in runs)
+        shown = (f"{medians[key][m]:.1f}" for m in ("wall_s", "cpu_s", "cpu_with_children_s"))
+        table.add_row(names[key], *shown, each)
+    console.print(table)
+    console.print(
+        f"first run / second run: {medians['cold']['wall_s'] / medians['warm']['wall_s']:.2f}x wall, "
+        f"{medians['cold']['cpu_s'] / medians['warm']['cpu_s']:.2f}x CPU; inline compiling / first run: "
+        f"{medians['inline']['wall_s'] / medians['cold']['wall_s']:.2f}x wall; "
+        f"load average (1 min) {', '.join(f'{x:.1f}' for x in load)}"
+    )
+    result = {
+        "benchmark": "ingest --first-run",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+            "cpu_count": os.cpu_count(),
+        },
+        "corpus": counts,
+        "rounds": rounds,
+        "rows": {k: {"name": names[k], "median": medians[k], "runs": runs} for k, runs in rows.items()},
+        "load_average_1min": load,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {out}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="folder of input files")
+    ap.add_argument("--first-run", action="store_true", help="the first and second ingest after an install")
+    ap.add_argument("--records", type=int, default=50_000, help="--first-run: JSONL records of the corpus")
+    ap.add_argument("--rounds", type=int, default=1, help="--first-run: rounds; medians")
     ap.add_argument("--repeat", type=int, default=3, help="runs per stage; the median is reported")
     ap.add_argument("--pypdf-repeat", type=int, default=1, help="runs of the (slow) pypdf reference")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    ap.add_argument("--out", type=Path, help="JSON results file (default benchmarks/results/ingest.json)")
     ap.add_argument("--only", choices=["all", "html"], default="all", help="html: the HTML rows alone")
     ap.add_argument("--ocr-docs", type=int, default=2, help="ntsb reports scanned for the OCR row (0: none)")
     ap.add_argument("--html", type=Path, help="folder of HTML files (default: generated documentation pages)")
     ap.add_argument("--html-pages", type=int, default=60, help="documentation pages generated without --html")
     ap.add_argument("--hard-mb", type=float, default=48, help="size of each hard HTML page, MB")
     args = ap.parse_args(argv)
+    if args.first_run:
+        if args.records < 1 or args.rounds < 1:
+            ap.error("--records and --rounds must be >= 1")
+        out = args.out or DEFAULT_OUT.with_name("ingest_first_run.json")
+        return first_run(args.records, args.rounds, out)
+    args.out = args.out or DEFAULT_OUT
     if args.repeat < 1 or args.pypdf_repeat < 1:
         ap.error("--repeat and --pypdf-repeat must be >= 1")
     corpus: Path = args.corpus.resolve()

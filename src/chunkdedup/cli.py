@@ -505,6 +505,37 @@ def export_cmd(index_path: Path, fmt: str, out: Path | None, changes_since: int 
         )
 
 
+@main.command("warm")
+@json_option
+def warm_cmd(as_json: bool) -> None:
+    """Compile the near-duplicate and text kernels into numba's cache now.
+
+    Optional: a large first ingest finds the cache cold, runs on the NumPy paths (the same index) and
+    compiles the kernels in a background process meanwhile. Run this once after installing (a set-up
+    script, a Docker image's build) so that every ingest starts on the kernels.
+
+    Example:
+
+    \b
+        chunkdedup warm
+        NUMBA_CACHE_DIR=/opt/cache chunkdedup warm   # numba's cache in a folder of your choice
+    """
+    from chunkdedup.ingestion.warm import warm_kernels
+    from chunkdedup.ingestion.warmup import kernels_cached
+
+    seconds = warm_kernels()
+    cached = kernels_cached()
+    if as_json:
+        click.echo(json_text({"seconds": round(seconds, 2), "cached": cached}))
+    elif cached:
+        _stdout().print(f"kernels compiled and cached in {seconds:.1f} s")
+    else:
+        _stdout().print(
+            f"kernels compiled in {seconds:.1f} s, but numba's cache did not keep them (no writable cache "
+            "folder: set NUMBA_CACHE_DIR to one)"
+        )
+
+
 @main.command("demo")
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
 @click.option(

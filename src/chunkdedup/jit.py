@@ -15,11 +15,17 @@ When none can be written (a read-only install run by a user without a writable H
 ``RuntimeError: cannot cache function ...: no locator available``. Then the kernel is compiled
 without the cache: once per process, a second or two on the first near-duplicate pass, the same
 results.
+
+:meth:`Kernel.cached` says whether the disk cache holds a kernel built from its current source (what
+a first run after an install lacks: compiling every kernel costs tens of seconds of CPU, so an ingest
+then takes the NumPy twins while a process of its own fills the cache, see
+:mod:`chunkdedup.ingestion.warmup`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,6 +45,20 @@ class Kernel(Generic[F]):
     def compiled(self) -> bool:
         """Whether the dispatcher exists yet (numba imported and the kernel decorated)."""
         return self._dispatcher is not None
+
+    def cached(self) -> bool:
+        """Whether numba's disk cache holds this kernel compiled from its current source (a call loads
+        it rather than compiling it). Also ``True`` when no cache can be kept (nothing to wait for).
+        Builds the dispatcher (imports numba), compiles nothing."""
+        store = getattr(getattr(self.dispatcher(), "_cache", None), "_cache_file", None)
+        if store is None:  # no cache folder can be written: every process compiles
+            return True
+        try:  # numba's index of the cache: {(signature, target): data file}, empty when stale
+            entries = store._load_index()
+            folder = Path(store._cache_path)
+        except Exception:  # another numba's layout: assume warm, as before this check existed
+            return True
+        return bool(entries) and all((folder / name).is_file() for name in entries.values())
 
     def dispatcher(self) -> Any:
         """The ``njit`` dispatcher, built (numba imported) on the first call."""

@@ -184,8 +184,11 @@ def _bucket_pairs(order: I64Array, starts: I64Array, sizes: I64Array, n: int, ma
     return out
 
 
-def _bucket_codes(column: npt.NDArray[np.integer], items: I64Array, n: int, max_bucket: int) -> I64Array:
-    """Pair codes ``lo * n + hi`` of the items (``items[i]`` in ``[0, n)``) sharing a key in ``column``."""
+def _bucket_codes(
+    column: npt.NDArray[np.integer], items: I64Array, n: int, max_bucket: int, compiled: bool = True
+) -> I64Array:
+    """Pair codes ``lo * n + hi`` of the items (``items[i]`` in ``[0, n)``) sharing a key in ``column``
+    (``compiled=False``: the kernel's own Python function, the same codes)."""
     if column.size < 2 or bool((column[1:] >= column[:-1]).all()):  # sorted already (the store's rows)
         order = np.arange(column.size, dtype=np.int64)
         ordered = column
@@ -198,11 +201,12 @@ def _bucket_codes(column: npt.NDArray[np.integer], items: I64Array, n: int, max_
     shared = sizes >= 2
     if not shared.any():
         return np.empty(0, dtype=np.int64)
-    codes: I64Array = _bucket_pairs(items[order], starts[shared], sizes[shared], n, max_bucket)
+    pairs = _bucket_pairs if compiled else python(_bucket_pairs)
+    codes: I64Array = pairs(items[order], starts[shared], sizes[shared], n, max_bucket)
     return codes
 
 
-def bucket_pairs(keys: npt.ArrayLike, items: npt.ArrayLike) -> I64Array:
+def bucket_pairs(keys: npt.ArrayLike, items: npt.ArrayLike, *, compiled: bool = True) -> I64Array:
     """Unique pairs ``(a, b)``, ``a < b``, of items sharing a key, from rows ``(keys[r], items[r])``.
 
     The banding step over a table of (band key, item) rows, as the store keeps them (keys of
@@ -210,6 +214,7 @@ def bucket_pairs(keys: npt.ArrayLike, items: npt.ArrayLike) -> I64Array:
     rows holds every row of its keys, so the pairs of all partitions are the pairs of the whole
     table. Every bucket gives all its pairs (no ``max_bucket`` star), as the store's band join does.
     Items are non-negative ids below ``2**31``; the result is sorted, shape ``(m, 2)``, int64.
+    ``compiled=False`` pairs the buckets in CPython (the same pairs, no numba start-up).
 
     Example:
         >>> bucket_pairs([5, 5, 7, 7, 7, 9], [30, 10, 10, 20, 30, 20]).tolist()
@@ -224,7 +229,7 @@ def bucket_pairs(keys: npt.ArrayLike, items: npt.ArrayLike) -> I64Array:
     if int(ids.min()) < 0 or int(ids.max()) >= 2**31:
         raise ValueError("items must be ids in [0, 2**31): number the items first")
     n = int(ids.max()) + 1
-    codes = np.unique(_bucket_codes(column, ids, n, max(2, ids.size)))
+    codes = np.unique(_bucket_codes(column, ids, n, max(2, ids.size), compiled))
     pairs = np.stack((codes // n, codes % n), axis=1)
     kept: I64Array = pairs[pairs[:, 0] != pairs[:, 1]]  # a repeated (key, item) row is no pair
     return kept
@@ -637,6 +642,8 @@ def leader_cluster_checked(
     tokens: Mapping[int, tuple[str, ...]],
     linkage: str = "leader",
     reasons: Mapping[tuple[int, int], tuple[str, tuple[str, ...]]] | None = None,
+    *,
+    compiled: bool | None = None,
 ) -> Clustering:
     """:func:`leader_cluster` with the guard already decided per edge (:func:`guard_edges`).
 
@@ -645,7 +652,9 @@ def leader_cluster_checked(
     ``passed[k]`` is edge ``k``'s guard verdict and ``tokens`` the numeric tokens of every item on a
     failed edge. Use it when the keys of millions of items cannot be held at once. ``reasons``:
     ``(i, j)`` (``i < j``) -> (reason, words) for a failed edge some other guard decided (the meaning
-    guard); its variant carries them instead of a token difference.
+    guard); its variant carries them instead of a token difference. ``compiled``: whether the walk is
+    the compiled kernel (``None``: above ``PYTHON_WALK_SLOTS`` adjacency slots; ``False``: CPython,
+    the same clusters).
 
     Example:
         >>> edges = np.array([[0, 1], [0, 2]])
@@ -662,7 +671,9 @@ def leader_cluster_checked(
     if verdicts.size != np.asarray(edges).reshape(-1, 2).shape[0]:
         raise ValueError(f"{verdicts.size} verdicts for {np.asarray(edges).reshape(-1, 2).shape[0]} edges")
     lo, hi, sims, source = _undirected(rank.size, edges, similarity)
-    return _cluster(rank, lo, hi, sims, verdicts[source], tokens.__getitem__, linkage == "complete", reasons)
+    return _cluster(
+        rank, lo, hi, sims, verdicts[source], tokens.__getitem__, linkage == "complete", reasons, compiled
+    )
 
 
 def _cluster(
@@ -674,6 +685,7 @@ def _cluster(
     tokens: Callable[[int], tuple[str, ...]],
     complete: bool,
     reasons: Mapping[tuple[int, int], tuple[str, tuple[str, ...]]] | None = None,
+    compiled: bool | None = None,
 ) -> Clustering:
     n = rank.size
     src = np.concatenate((lo, hi))
@@ -685,7 +697,8 @@ def _cluster(
     visit = visit[indptr[visit + 1] > indptr[visit]]  # items without edges stay leaders
     adjacent_sims = np.concatenate((sims, sims))[by_src]
     # a small graph (an incremental run's components) walks in CPython: 20-35 ms at the bound
-    walk = python(_walk) if nbr.size <= PYTHON_WALK_SLOTS else _walk
+    small = nbr.size <= PYTHON_WALK_SLOTS if compiled is None else not compiled
+    walk = python(_walk) if small else _walk
     adjacent_ok = np.concatenate((ok, ok))[by_src]
     leader, best, slots = walk(visit, rank, indptr, nbr, adjacent_sims, adjacent_ok, complete)
     members = visit[leader[visit] != visit]

@@ -26,6 +26,8 @@ whose words collide is left to the Python reading, never settled on a hash.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import numpy.typing as npt
 
@@ -46,6 +48,9 @@ __all__ = ["READ", "SETTLED", "UNKNOWN", "norm_hashes", "settled"]
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
+#: a kernel's zero start for a value it passes to another kernel: typed int64, where
+#: the literal 0 is typed as that constant, and numba compiles the callee for it a second time
+_ZERO = cast(int, np.int64(0))
 
 
 @kernel
@@ -299,7 +304,7 @@ def _pair_settled(
     part_lo = np.empty(most, np.int64)
     part_hi = np.empty(most, np.int64)
     part_side = np.empty(most, np.int64)
-    np_ = 0
+    np_ = _ZERO
     for c in range(nc):
         w = changed[c]
         if w < oa.size:

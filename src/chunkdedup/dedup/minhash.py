@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -63,6 +64,9 @@ _FNV_OFFSET = _U64(0xCBF29CE484222325)
 _FNV_PRIME = _U64(0x100000001B3)
 _SHINGLE_SEED = _U64(0x9E3779B97F4A7C15)
 _SPACE = 32
+#: a kernel's zero start for a value it passes to another kernel: typed int64, where
+#: the literal 0 is typed as that constant, and numba compiles the callee for it a second time
+_ZERO = cast(int, np.int64(0))
 #: the NumPy path hashes a byte position as one array step while this many words are that long
 #: (fewer: the rest of their bytes in Python, cheaper than a step per byte for a few words)
 _ARRAY_WORDS = 24
@@ -194,7 +198,7 @@ def _key_shingles(buf: U8Array, k: int) -> U64Array:
     """All shingle hashes of one key (unsorted, with repeats)."""
     words = np.empty(buf.size // 2 + 1, np.uint64)
     out = np.empty(buf.size // 2 + 1, np.uint64)
-    count = _shingle_hashes(buf, 0, buf.size, k, words, out)
+    count = _shingle_hashes(buf, _ZERO, buf.size, k, words, out)
     return out[:count].copy()
 
 

@@ -169,6 +169,7 @@ def decide(
     numbering: bool = False,
     always_merge: Sequence[str | tuple[str, str]] = (),
     keep_apart: Sequence[str | tuple[str, str]] = (),
+    compiled: bool | None = None,
 ) -> Decided:
     """Leader clustering over the edges; a near edge weighs ``1 + jaccard`` so it outranks any cosine.
 
@@ -179,6 +180,9 @@ def decide(
     words are read with the earlier group (by order) first, so a variant's words say ``-`` for the
     leader's and ``+`` for the later text's. ``always_merge`` and ``keep_apart``: the overrides of
     :class:`~chunkdedup.config.NearConfig`, each entry a group id or a text, or a pair of two.
+    ``compiled``: whether the guards and the walk take the compiled kernels (``None``: by the number
+    of rows and edges; ``False``: the NumPy and CPython twins, while numba's cache is cold): the same
+    clusters either way.
     """
     index = {row.id: i for i, row in enumerate(rows)}
     ranked = _ranked(rows)
@@ -195,7 +199,7 @@ def decide(
     overrides = Overrides(rows, row_keys, always_merge, keep_apart) if always_merge or keep_apart else None
     result = _clustered(
         rows, order, edge_array, weights, row_keys, guard, linkage, texts or {}, meaning, numbering,
-        overrides or None,
+        overrides or None, compiled,
     )
     assignments = []
     for i, (row, leader) in enumerate(zip(rows, result.leader.tolist(), strict=True)):
@@ -224,11 +228,14 @@ def _clustered(
     meaning: Sequence[str],
     numbering: bool,
     overrides: Overrides | None,
+    compiled: bool | None = None,
 ) -> Clustering:
     """Leader clustering over the edges, each decided by the number/date guard and then, where asked,
     by the numbering rule, the meaning guard and the overrides (see :func:`decide`)."""
-    if guard:  # so many groups were verified by the compiled kernels: the fingerprints cost no start-up
-        passed, tokens = guard_edges(edge_array, row_keys, compiled=True if len(rows) > NUMPY_KEYS else None)
+    # so many groups were verified by the compiled kernels: the fingerprints cost no start-up
+    kernels = (True if len(rows) > NUMPY_KEYS else None) if compiled is None else compiled
+    if guard:
+        passed, tokens = guard_edges(edge_array, row_keys, compiled=kernels)
     else:
         passed, tokens = np.ones(edge_array.shape[0], dtype=np.bool_), {}
     reasons: dict[tuple[int, int], tuple[str, tuple[str, ...]]] = {}
@@ -240,10 +247,11 @@ def _clustered(
 
         passed, reasons = judge_edges(
             edge_array, order, passed, text, meaning, numbering, overrides,
-            compiled=True if len(rows) > NUMPY_KEYS else None,
+            compiled=kernels,
         )
     return leader_cluster_checked(
-        order, edge_array, np.asarray(weights, dtype=np.float64), passed, tokens, linkage, reasons
+        order, edge_array, np.asarray(weights, dtype=np.float64), passed, tokens, linkage, reasons,
+        compiled=compiled,
     )
 
 

@@ -100,6 +100,7 @@ def update_clusters(
     near_edges: Callable[[], NearEdges | None] | None = None,
     known: dict[str, str] | Mapping[str, str] | None = None,
     held: HeldBands | None = None,
+    compiled: bool | None = None,
 ) -> NearStats:
     """Sign (and embed) new groups and re-cluster the components of dirty groups.
 
@@ -109,7 +110,9 @@ def update_clusters(
     (the Ray path computes them on the cluster); ``None`` from it, or no ``near_edges``, means the
     edges come from the store's band neighbours, verified here. ``known`` (group id -> exact key) are
     keys the caller computed already (the chunk phase's), so their texts are not keyed again.
-    ``held``: the band keys of a first ingest's groups (see :class:`HeldBands`).
+    ``held``: the band keys of a first ingest's groups (see :class:`HeldBands`). ``compiled``: whether
+    signing, verification, the guards and the walk take the compiled kernels (``None``: by the number
+    of groups; ``False``: their NumPy and CPython twins, the same clusters).
     """
     progress = tick or (lambda stage, done, total: None)
     tables = store.chunks
@@ -154,7 +157,7 @@ def update_clusters(
         with store.transaction():
             table = tables.put_first_bands([], np.empty((0, near.bands), np.int64))
     del first
-    signed = _sign(store, near, progress, keys) if near.enabled else 0
+    signed = _sign(store, near, progress, keys, compiled) if near.enabled else 0
     with store.transaction():
         if tables.merge_bands() or signed:  # the band rows signed in the chunk phase and just now
             table = None  # bands hold more rows than the table: neighbours come from the store
@@ -166,7 +169,7 @@ def update_clusters(
     if near.enabled or model is not None:
         given = near_edges() if near_edges is not None and near.enabled else None
         rows, edges = _components(
-            store, dirty, near, keys, semantic=model is not None, given=given, table=table
+            store, dirty, near, keys, semantic=model is not None, given=given, table=table, compiled=compiled
         )
     else:
         rows, edges = tables.group_rows(dirty), {}
@@ -184,7 +187,7 @@ def update_clusters(
     assignments, variants = decide(
         rows, edges, near.guard, near.linkage, keys,
         texts=texts, meaning=near.meaning, numbering=near.numbering,
-        always_merge=always_merge, keep_apart=keep_apart,
+        always_merge=always_merge, keep_apart=keep_apart, compiled=compiled,
     )
     with store.transaction():
         # dirty and rows are sorted by id: equal lists are the same groups
@@ -194,7 +197,7 @@ def update_clusters(
     return NearStats(signed, len(rows), merged, len(variants))
 
 
-def _table_neighbours(table: BandTable) -> dict[str, list[str]]:
+def _table_neighbours(table: BandTable, compiled: bool = True) -> dict[str, list[str]]:
     """The band neighbours (sorted) of every group that has any, from band rows in memory: what
     :meth:`~chunkdedup.store.chunk_tables.ChunkTables.all_band_neighbours` reads from the bands."""
     from chunkdedup.dedup.lsh import bucket_pairs
@@ -203,7 +206,7 @@ def _table_neighbours(table: BandTable) -> dict[str, list[str]]:
         return {}
     ids = table.ids
     out: dict[str, list[str]] = {}
-    for a, b in bucket_pairs(table.keys, table.gids).tolist():
+    for a, b in bucket_pairs(table.keys, table.gids, compiled=compiled).tolist():
         out.setdefault(ids[a], []).append(ids[b])
         out.setdefault(ids[b], []).append(ids[a])
     for found in out.values():
@@ -299,7 +302,11 @@ def _embed(
 
 
 def _sign(
-    store: Store, config: NearConfig, progress: Callable[[str, int, int], None], keys: dict[str, str]
+    store: Store,
+    config: NearConfig,
+    progress: Callable[[str, int, int], None],
+    keys: dict[str, str],
+    compiled: bool | None = None,
 ) -> int:
     done = 0
     total = store.chunks.unsigned_count()
@@ -309,7 +316,7 @@ def _sign(
     from chunkdedup.dedup.near import group_key, sign_keys
 
     # a few groups are signed by the NumPy path: the same band keys, no numba start-up
-    hasher = MinHasher.from_config(config, compiled=total > NUMPY_KEYS)
+    hasher = MinHasher.from_config(config, compiled=total > NUMPY_KEYS if compiled is None else compiled)
     while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
         _, bands = sign_keys(hasher, [group_key(keys, gid, text) for gid, text in batch], config)
         with store.transaction():
@@ -328,6 +335,7 @@ def _components(
     semantic: bool,
     given: NearEdges | None = None,
     table: BandTable | None = None,
+    compiled: bool | None = None,
 ) -> tuple[list[GroupRow], Edges]:
     """Every group connected to a dirty one by verified near edges or semantic edges, and those edges
     with their relation and similarity (a pair with both keeps the near edge).
@@ -335,7 +343,7 @@ def _components(
     Near candidates are the store's band neighbours, verified here by shingle Jaccard, or, when
     ``given``, the verified edges computed elsewhere (the Ray path): the same rule either way.
     ``table``: every band row of the index, as just written (a first ingest's), read here for the
-    band neighbours instead of a scan of the bands."""
+    band neighbours instead of a scan of the bands. ``compiled``: as for :func:`update_clusters`."""
     import numpy as np
 
     from chunkdedup.dedup.minhash import MinHasher, jaccard
@@ -344,7 +352,12 @@ def _components(
     semantic_lookup = store.chunks.semantic_neighbours if semantic else None
     if not config.enabled:
         seen, edges = connect(dirty, lambda gid: (), lambda a, b: 0.0, config.threshold, semantic_lookup)
-    elif table is not None and not semantic and len(dirty) > NUMPY_KEYS and _covers(table, dirty):
+    elif (
+        table is not None
+        and not semantic
+        and (len(dirty) > NUMPY_KEYS if compiled is None else compiled)
+        and _covers(table, dirty)
+    ):
         seen, edges = sorted(set(dirty)), _table_edges(store, table, config, keys)
     elif given is not None:
         adjacency: dict[str, list[str]] = {}
@@ -360,8 +373,8 @@ def _components(
         )
     else:
         # a few dirty groups (an incremental run) are compared by the NumPy paths: the same Jaccards
-        compiled = len(dirty) > NUMPY_KEYS
-        hasher = MinHasher.from_config(config, compiled=compiled)
+        kernels = len(dirty) > NUMPY_KEYS if compiled is None else compiled
+        hasher = MinHasher.from_config(config, compiled=kernels)
         texts: dict[str, np.ndarray] = {}
 
         def fetch(gids: Iterable[str]) -> None:
@@ -388,7 +401,7 @@ def _components(
         ahead: dict[str, list[str]] = {}
         read: set[int] = set()
         everyone = (
-            (store.chunks.all_band_neighbours() if table is None else _table_neighbours(table))
+            (store.chunks.all_band_neighbours() if table is None else _table_neighbours(table, kernels))
             if len(dirty) * _WHOLE_SCAN_SHARE >= store.chunks.group_count()
             else None
         )
@@ -445,7 +458,7 @@ def _components(
         seen, edges = connect(
             dirty,
             neighbours,
-            lambda a, b: jaccard(texts[a], texts[b], compiled=compiled),
+            lambda a, b: jaccard(texts[a], texts[b], compiled=kernels),
             config.threshold,
             semantic_lookup,
         )

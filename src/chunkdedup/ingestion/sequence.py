@@ -54,6 +54,7 @@ from chunkdedup.ingestion.stages import (
     is_unchanged,
     parse_inputs,
 )
+from chunkdedup.ingestion.warmup import CHUNK_KERNELS, PARSE_KERNELS, Warmup
 from chunkdedup.normalize import key_hash
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
@@ -117,7 +118,10 @@ class IngestOptions:
     ``embedder`` overrides ``config.semantic.embedder`` when the semantic tier is enabled; ``reembed``
     drops the vectors of an index embedded with another model; ``text_engine`` (``fts5`` or
     ``tantivy``, see :mod:`chunkdedup.store.textindex`) switches the index's BM25 engine (``None``
-    keeps the one it has).
+    keeps the one it has). ``kernels``: whether the stages take the compiled kernels: ``None`` where
+    a stage is large enough, taking the NumPy twins while numba's cache is cold and a process of its
+    own compiles them (:class:`~chunkdedup.ingestion.warmup.Warmup`); ``True`` at any size; ``False``
+    never. The index is the same either way.
     """
 
     manifest: str | Path | None = None
@@ -129,6 +133,7 @@ class IngestOptions:
     embedder: Embedder | None = None
     reembed: bool = False
     text_engine: str | None = None
+    kernels: bool | None = None
 
 
 def ingest(
@@ -145,6 +150,7 @@ def ingest(
     reembed: bool = False,
     text_engine: str | None = None,
     workers: int | None = 1,
+    kernels: bool | None = None,
 ) -> IngestReport:
     """Ingest files into an index; with ``dry_run`` nothing is written to ``index``.
 
@@ -157,7 +163,8 @@ def ingest(
         >>> report.totals["canonical_chunks"]  # doctest: +SKIP
     """
     options = IngestOptions(
-        manifest, config or Config(), prune, dry_run, progress, lock_timeout, embedder, reembed, text_engine
+        manifest, config or Config(), prune, dry_run, progress, lock_timeout, embedder, reembed, text_engine,
+        kernels,
     )
     return ingest_with(paths, index, options, LocalExecutor(workers))
 
@@ -226,6 +233,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
     cfg = opts.config
     tick = opts.progress or (lambda stage, done, total: None)
     clock = StageClock()
+    warm = Warmup(opts.kernels)
     with Store.open(index, create=True) as store, store.writer(opts.lock_timeout):
         run_id = store.begin_run(
             [str(Path(p).resolve()) for p in run.paths],
@@ -239,7 +247,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         with clock("parse"):
             at_hand: dict[str, tuple[Page, ...]] = {}
             given = run.source(store, cfg, run_id, tick, at_hand) if run.source is not None else []
-            results = given + _parse_phase(store, run.inputs, cfg, run_id, tick, executor, at_hand)
+            results = given + _parse_phase(store, run.inputs, cfg, run_id, tick, executor, at_hand, warm)
             results += run.unread
         fingerprint = config_fingerprint(cfg)
         with clock("boilerplate"):
@@ -252,7 +260,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         emptied: list[str] = []
         with clock("chunk"):
             chunked, signed = chunk_phase(
-                store, fingerprint, cfg, run_id, tick, keys, executor, held, at_hand, emptied
+                store, fingerprint, cfg, run_id, tick, keys, executor, held, at_hand, emptied, warm
             )
             at_hand.clear()  # those of documents not chunked (unchanged records of a changed file)
         edges: list[bool] = []
@@ -279,6 +287,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
                     near_edges=near_edges,
                     known=keys,
                     held=held,
+                    compiled=warm.cluster_pass(),
                 )
             with clock("text index"):
                 text = textindex.sync(store, tick, prebuilt=fts) if not opts.dry_run else None
@@ -312,10 +321,13 @@ def _parse_phase(
     tick: Progress,
     executor: Executor,
     at_hand: dict[str, tuple[Page, ...]] | None = None,
+    warm: Warmup | None = None,
 ) -> list[FileResult]:
     """Parse and key the new and changed files on the executor; store them in input order, at most
     ``STORE_BATCH`` files or ``PARSE_BATCH_CHARS`` of page text a transaction. The pages of the
-    documents of the files stored go to ``at_hand`` (by doc id), up to ``AT_HAND_CHARS`` of text."""
+    documents of the files stored go to ``at_hand`` (by doc id), up to ``AT_HAND_CHARS`` of text.
+    ``warm``: the run's use of the compiled kernels."""
+    warm = warm or Warmup()
     results: list[FileResult] = []
     pending: list[ParsedInput] = []
     chars = 0
@@ -390,11 +402,13 @@ def _parse_phase(
     def jobs() -> Iterator[ParseJob]:
         # a run of a few small files keys its pages on the str path (the same keys, no numba start-up)
         # until the files read pass NUMPY_CHARS bytes; a larger run uses the compiled walk from the start
+        # (while numba's cache is cold, until the kernels are compiled: see Warmup)
         loaded = 0 if len(todo) <= NUMPY_KEYS else NUMPY_CHARS + 1
         for part in job_parts(todo, sizes):
             files = tuple((inputs[i], known(inputs[i])) for i in part)
             loaded += sum(sizes[i] for i in part) if loaded <= NUMPY_CHARS else 0
-            yield ParseJob(files, cfg, tuple(hashes[i] for i in part), compiled=loaded > NUMPY_CHARS)
+            compiled = warm.compiled(loaded > NUMPY_CHARS, PARSE_KERNELS)
+            yield ParseJob(files, cfg, tuple(hashes[i] for i in part), compiled=compiled)
 
     tick("parse", 0, len(inputs))
     parsed = (p for batch in executor.map(parse_inputs, jobs()) for p in batch)
@@ -489,6 +503,7 @@ def chunk_phase(
     bands: HeldBands | None = None,
     at_hand: dict[str, tuple[Page, ...]] | None = None,
     emptied: list[str] | None = None,
+    warm: Warmup | None = None,
 ) -> tuple[int, int]:
     """Strip, chunk, key and sign the documents to chunk on the executor, a batch a job; write each
     batch in one transaction, in order. The exact keys of the groups go to ``kept`` (group id -> key):
@@ -498,7 +513,9 @@ def chunk_phase(
     ``at_hand``: pages of documents as this run's parse phase stored them (taken from it as they are
     used), not read back. On an index with no groups, the group indexes it does not read are made
     once at its end (:meth:`Store.defer_indexes`). ``emptied`` collects the documents whose every
-    line boilerplate stripping removed (no chunk left). Returns (documents chunked, groups signed)."""
+    line boilerplate stripping removed (no chunk left). ``warm``: the run's use of the compiled kernels
+    (:class:`~chunkdedup.ingestion.warmup.Warmup`). Returns (documents chunked, groups signed)."""
+    warm = warm or Warmup()
     held_pages = at_hand if at_hand is not None else {}
     store.defer_indexes()  # on an index with no groups: built once, below
     todo = store.docs_to_chunk(fingerprint)
@@ -510,7 +527,8 @@ def chunk_phase(
 
     def jobs() -> Iterator[ChunkJob]:
         # a run of a few documents signs with the NumPy paths (the same band keys, no numba start-up),
-        # until its text passes NUMPY_CHARS; a larger run uses the kernels from the start
+        # until its text passes NUMPY_CHARS; a larger run uses the kernels from the start (once they are
+        # compiled: see Warmup)
         loaded = 0 if len(todo) <= NUMPY_KEYS else NUMPY_CHARS + 1
         i = 0
         while i < len(todo):
@@ -524,7 +542,10 @@ def chunk_phase(
             loaded += chars
             chrome = store.doc_chrome_ids([doc_id for doc_id, _ in docs])
             yield ChunkJob(
-                tuple(docs), tuple(chrome.get(d, _NONE) for d, _ in docs), cfg, compiled=loaded > NUMPY_CHARS
+                tuple(docs),
+                tuple(chrome.get(d, _NONE) for d, _ in docs),
+                cfg,
+                compiled=warm.compiled(loaded > NUMPY_CHARS, CHUNK_KERNELS),
             )
 
     signed = done = 0

@@ -18,7 +18,7 @@ casefold of non-ASCII text are not worth a second implementation).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +43,10 @@ _HIGH = 8  # a non-ASCII character (its class byte): its text is keyed in Python
 EVERY, READ, EDGES = 0, 1, 2
 _NO_KEY = -1  # the empty key (a line not keyed, or too long)
 _PYTHON = -2  # a key of a text holding a non-ASCII character: boilerplate_key in Python
+#: a kernel's zero (and false) start for a value it passes to another kernel: typed int64 (bool), where
+#: the literal 0 (False) is typed as that constant, and numba compiles the callee for it a second time
+_ZERO = cast(int, np.int64(0))
+_FALSE = cast(bool, np.bool_(False))
 
 
 def _tables() -> tuple[U8Array, U8Array]:
@@ -244,12 +248,12 @@ def _layout(
     n = b.size
     rows = np.empty((breaks + 1, 7), np.int64)
     buf = np.empty(2 * n + 2, np.uint8)
-    pos = 0
+    pos = _ZERO
     speculate = mode != EDGES
     m = 0
     at = 0
     if speculate:
-        i = 0
+        i = _ZERO
         while True:
             e, got, letters, nonblank = _line_key(b, table, i, n, limit, buf, pos)
             if nonblank:
@@ -361,7 +365,7 @@ def _line_key(
     end is ``_PYTHON`` for a line holding a non-ASCII character, ``_NO_KEY`` for one longer than
     ``limit`` (the rest of such a line is only scanned for its end)."""
     letters = 0
-    masked = False  # the last word written is a mask
+    masked = _FALSE  # the last word written is a mask
     first = True
     i = start
     while i < n:
@@ -402,7 +406,7 @@ def _key(
     One pass: a word is written lowered as it is read, then replaced by ``#`` when it held a digit (or
     dropped, after a mask)."""
     letters = 0
-    masked = False  # the last word written is a mask
+    masked = _FALSE  # the last word written is a mask
     first = True
     i = start
     while i < end:

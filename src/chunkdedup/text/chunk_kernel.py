@@ -119,18 +119,24 @@ def _bmp() -> U8Array:
 
 
 def proxy(text: str) -> U8Array:
-    """One byte per character of ``text``: ASCII as itself, any other character as its class byte."""
+    """One byte per character of ``text``: ASCII as itself, any other character as its class byte.
+
+    Always a read-only array (as the ASCII path's view of the encoded bytes is): numba compiles a
+    kernel once per argument type, and a read-only array is another type than a writable one, so a
+    writable proxy would compile every text kernel a second time (seconds of a first run)."""
     if text.isascii():
         return np.frombuffer(text.encode("ascii"), np.uint8)
     units = np.frombuffer(text.encode("utf-16-le", "surrogatepass"), np.uint16)  # a lone surrogate too
     if units.size == len(text):  # no character beyond the BMP: one UTF-16 unit each
-        return _lookup(units, _bmp())
-    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
-    out = points.astype(np.uint8)
-    high = points >= 128
-    chars, where = np.unique(points[high], return_inverse=True)
-    classes = np.array([_class_of(chr(c)) for c in chars.tolist()], np.uint8)
-    out[high] = classes[where]
+        out: U8Array = _lookup(units, _bmp())
+    else:
+        points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+        out = points.astype(np.uint8)
+        high = points >= 128
+        chars, where = np.unique(points[high], return_inverse=True)
+        classes = np.array([_class_of(chr(c)) for c in chars.tolist()], np.uint8)
+        out[high] = classes[where]
+    out.flags.writeable = False
     return out
 
 
