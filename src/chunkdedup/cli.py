@@ -474,6 +474,25 @@ def remove_cmd(doc_ids: tuple[str, ...], index_path: Path) -> None:
     )
 
 
+@main.command("vector-index")
+@index_option
+def vector_index_cmd(index_path: Path) -> None:
+    """Build or update the approximate vector index beside the file (INDEX.vectors), whatever the
+    index's size; ingest does so by itself from 100,000 vectors. Needs pip install 'chunkdedup[ann]'.
+
+    Example:
+
+    \b
+        chunkdedup vector-index --index corpus.sqlite
+    """
+    from chunkdedup.pipeline import build_vector_index
+
+    with cli_errors(index_path):
+        done = build_vector_index(index_path)
+    how = "rebuilt" if done.rebuilt else f"updated (+{done.added}, -{done.removed})"
+    click.echo(f"vector index {how}: {done.count:,} vectors")
+
+
 @main.command("export")
 @index_option
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl", show_default=True)

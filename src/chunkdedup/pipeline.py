@@ -33,7 +33,7 @@ from chunkdedup.clusters import HeldBands, NearStats, start_hashing, update_clus
 from chunkdedup.config import Config
 from chunkdedup.context import CONTEXT_FORMAT, document_contexts
 from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
-from chunkdedup.errors import InputError
+from chunkdedup.errors import ConfigError, InputError
 from chunkdedup.execute import Executor, LocalExecutor, StageClock
 from chunkdedup.index import Index
 from chunkdedup.normalize import key_hash
@@ -50,7 +50,7 @@ from chunkdedup.stages import (
     is_unchanged,
     parse_inputs,
 )
-from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
+from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex, vectorindex
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.types import BoilerplateKey, Document, FileResult, FileStatus, KnownFile, Page, ParsedFile
 
@@ -384,6 +384,8 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
                 )
             with clock("text index"):
                 text = textindex.sync(store, tick, prebuilt=fts) if not opts.dry_run else None
+        with clock("vector index"):  # derived, as the text folder: the HNSW graph beside the file
+            vectors = vectorindex.sync(store, run=run_id, progress=tick) if not opts.dry_run else None
         store.reclaim()
         view = Index(store)
         summary = run_totals(results, view.stats().to_json(), chunked, near, text, signed=signed)
@@ -393,6 +395,8 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         engine["near_edges"] = (executor.name if edges[0] else "store") if edges else None
         engine["seconds"] = clock.rounded()
         summary["engine"] = engine
+        if vectors is not None and vectors.built:
+            summary["vector_index"] = vectors.to_json()
         top = tuple(view.boilerplate(limit=10))
         notes = run.notes + _emptied_notes(sorted(emptied))
         report = IngestReport(run_id, tuple(results), summary, top, opts.dry_run, notes)
@@ -789,6 +793,24 @@ def run_totals(
     return totals
 
 
+def build_vector_index(index: str | Path, *, lock_timeout: float = 30.0) -> vectorindex.AnnSync:
+    """Build or update the index's approximate vector folder (``INDEX.vectors``, the ``[ann]`` extra)
+    whatever its size; an ingest does so by itself from :data:`~chunkdedup.config.ANN_MIN_VECTORS`.
+
+    Example:
+        >>> build_vector_index("big.sqlite").count  # doctest: +SKIP
+        1000000
+    """
+    vectorindex.import_usearch()  # a missing extra says which to install, before the lock is taken
+    with Store.open(index) as store, store.writer(lock_timeout):
+        if store.meta("embedder_name") is None:
+            raise ConfigError(
+                f"index {index} has no embeddings: ingest with --embedder first "
+                "(e.g. chunkdedup ingest DOCS --index FILE --embedder minilm)"
+            )
+        return vectorindex.sync(store, min_vectors=0)
+
+
 def remove_documents(
     index: str | Path, doc_ids: Sequence[str], *, lock_timeout: float = 30.0
 ) -> dict[str, Any]:
@@ -827,6 +849,7 @@ def remove_documents(
             embedder = get_embedder(recorded)
         update_clusters(store, cfg, run_id, embedder=embedder, known=keys)
         textindex.sync(store)
+        vectorindex.sync(store, run=run_id)
         store.reclaim()
         summary = {"removed": list(doc_ids), "canonicals_touched": touched, "documents_rechunked": rechunked}
         store.finish_run(run_id, summary)
@@ -842,6 +865,7 @@ __all__ = [
     "IngestReport",
     "Progress",
     "StoreQueue",
+    "build_vector_index",
     "config_fingerprint",
     "decide_chrome",
     "ingest",

@@ -25,6 +25,7 @@ ExportOp = Literal["upsert", "delete"]
 OcrMode = Literal["auto", "require", "off"]
 Linkage = Literal["complete", "leader"]
 RetrieverName = Literal["auto", "bm25", "vector", "hybrid"]
+VectorIndexMode = Literal["auto", "exact", "ann"]
 VersionPolicy = Literal["latest", "label", "all"]
 Words = Literal["source", "canonical"]
 
