@@ -132,7 +132,13 @@ def test_an_ingest_updates_the_folder_in_place(tmp_path: Path) -> None:
     build_corpus(corpus, [([s], {}) for s in SENTENCES[:6]])  # an update changes under half the keys
     index = tmp_path / "i.sqlite"
     ingest([corpus], index, config=HASH)
-    assert build_vector_index(index).count >= 1
+    first = build_vector_index(index)
+    assert first.count >= 1
+    gen = (vectorindex.folder(index) / "current").read_text()
+    ingest([corpus], index, config=HASH)  # nothing changed: the same generation, for the new run
+    assert (vectorindex.folder(index) / "current").read_text() == gen
+    with Index.open(index) as ix:
+        assert ix.vector_handle() is not None
     (corpus / "more.txt").write_text("Personal data is deleted after ninety days.\n", encoding="utf-8")
     report = ingest([corpus], index, config=HASH)
     done = report.totals["vector_index"]

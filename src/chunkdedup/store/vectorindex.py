@@ -283,6 +283,9 @@ def sync(
         new_pairs = set(zip(gids.astype(np.uint64).tolist(), prints.tolist(), strict=True))
         gone = sorted(old_pairs - new_pairs)
         came = sorted(new_pairs - old_pairs)
+        if not gone and not came:  # the same vectors: only the run it answers for moves
+            _write_state(path / gen, AnnState(name, dim, run, len(gids)))
+            return AnnSync(True, False, 0, 0, len(gids))
         if len(gone) + len(came) <= REBUILD_SHARE * max(1, len(old_pairs)):
             graph = import_usearch().Index.restore(str(path / gen / "hnsw.usearch"), view=False)
             if graph is not None:
@@ -307,10 +310,17 @@ def _write(path: Path, old: str | None, graph: Any, keys: U64, state: AnnState) 
     gen.mkdir()
     graph.save(str(gen / "hnsw.usearch"))
     np.save(gen / "keys.npy", keys)
-    (gen / "state.json").write_text(json.dumps(asdict(state), sort_keys=True), encoding="utf-8")
+    _write_state(gen, state)
     pointer = path / "current.tmp"
     pointer.write_text(gen.name, encoding="utf-8")
     os.replace(pointer, path / "current")
     for p in path.glob("g*"):
         if p.name != gen.name:
             shutil.rmtree(p, ignore_errors=True)
+
+
+def _write_state(gen: Path, state: AnnState) -> None:
+    """``state.json`` of a generation, replaced in one rename (a reader sees the old or the new)."""
+    tmp = gen / "state.json.tmp"
+    tmp.write_text(json.dumps(asdict(state), sort_keys=True), encoding="utf-8")
+    os.replace(tmp, gen / "state.json")
