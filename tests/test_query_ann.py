@@ -224,3 +224,20 @@ def test_a_selective_filter_finds_what_exact_finds(policy_ann: Path) -> None:
             got = {c: search(ix, q, where=where, config=c, retriever="vector") for c in (ANN, EXACT)}
             assert [h.id for h in got[ANN].hits] == [h.id for h in got[EXACT].hits]
             assert all(c.doc == doc for h in got[ANN].hits for c in h.citations)
+
+
+def test_cli_vector_index_option_and_command(policy_ann: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from chunkdedup.cli import main
+
+    index = copy_index(policy_ann, tmp_path)
+    shutil.rmtree(vectorindex.folder(index))
+    runner = CliRunner()
+    out = runner.invoke(main, ["query", "data retention", "--index", str(index), "--vector-index", "ann"])
+    assert out.exit_code != 0 and "chunkdedup vector-index" in out.output
+    out = runner.invoke(main, ["vector-index", "--index", str(index)])
+    assert out.exit_code == 0 and "vector index rebuilt" in out.output, out.output
+    for mode in ("ann", "exact", "auto"):
+        out = runner.invoke(main, ["query", "data retention", "--index", str(index), "--vector-index", mode])
+        assert out.exit_code == 0 and "1  " in out.output, out.output

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from chunkdedup.pipeline import IngestReport
-    from chunkdedup.types import VersionPolicy, Words
+    from chunkdedup.types import VectorIndexMode, VersionPolicy, Words
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -606,6 +606,13 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
     help="The embedder for the question; must be the one the index was embedded with (the default).",
 )
 @click.option(
+    "--vector-index",
+    type=click.Choice(["auto", "exact", "ann"]),
+    default=None,
+    help="How vectors are searched: exact, ann (the approximate index INDEX.vectors, built by ingest from "
+    "100,000 vectors or by chunkdedup vector-index), or auto (default: ann when that index is there).",
+)
+@click.option(
     "--explain",
     is_flag=True,
     help="Also show the documents whose context matched, and each dropped candidate, the step and why.",
@@ -627,6 +634,7 @@ def query_cmd(
     words: Words | None,
     retriever: str | None,
     embedder: str | None,
+    vector_index: VectorIndexMode | None,
     explain: bool,
     config_path: Path | None,
     as_json: bool,
@@ -644,6 +652,8 @@ def query_cmd(
 
     with cli_errors(index_path):
         cfg = Config.load(config_path) if config_path else Config()
+        if vector_index is not None:
+            cfg = replace(cfg, query=replace(cfg.query, vector_index=vector_index))
         with Index.open(index_path) as ix:
             result = search(
                 ix,

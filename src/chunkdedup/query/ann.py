@@ -30,8 +30,9 @@ from chunkdedup.query.retrieve import Scored
 from chunkdedup.query.vectors import F32, VectorRetriever, _normalise
 from chunkdedup.store import Store, fulltext, vectorindex
 
-#: Passes deeper than this are exact (a graph's recall falls, and its cost rises, with the depth).
-EXACT_ABOVE = 5_000
+#: Passes deeper than this are exact (a graph's recall falls, and its cost rises, with the depth):
+#: hybrid's first two passes (640 and 5,120 asked at pool 40) use the graph, the third (40,000) not.
+EXACT_ABOVE = 10_000
 #: The graph is asked for this many times the keys a pass needs; the stored vectors pick the best.
 OVERSAMPLE = 2
 
