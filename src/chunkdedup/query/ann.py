@@ -38,7 +38,8 @@ OVERSAMPLE = 2
 
 
 class AnnRetriever(VectorRetriever):
-    """Vector retrieval through the HNSW folder (``handle``), exact past ``exact_above``."""
+    """Vector retrieval through the HNSW folder (``handle``), exact past ``exact_above``
+    (``expansion``: the graph's candidate list, at least the keys asked)."""
 
     def __init__(
         self,
@@ -48,6 +49,7 @@ class AnnRetriever(VectorRetriever):
         *,
         exact_above: int = EXACT_ABOVE,
         oversample: int = OVERSAMPLE,
+        expansion: int = vectorindex.EXPANSION_SEARCH,
         **options: int,
     ) -> None:
         super().__init__(store, embedder, **options)
@@ -56,6 +58,7 @@ class AnnRetriever(VectorRetriever):
         self.handle = handle
         self.exact_above = exact_above
         self.oversample = oversample
+        self.expansion = expansion
 
     def nearest(self, raw: F32, limit: int) -> list[Scored]:
         if limit <= 0:
@@ -65,7 +68,7 @@ class AnnRetriever(VectorRetriever):
         q = _normalise(raw)[0]
         asked = limit * self.oversample
         while True:
-            keys = self.handle.search(q, asked)
+            keys = self.handle.search(q, asked, self.expansion)
             present = dict(fulltext.gid_group_ids(self.store, sorted({int(k) for k in keys})))
             ids = [present[int(k)] for k in keys if int(k) in present]
             if len(ids) >= limit or len(keys) < asked:  # enough, or the graph holds no more
