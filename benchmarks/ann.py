@@ -177,7 +177,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--dim", type=int, default=256)
-    ap.add_argument("--recall-queries", type=int, default=200)
+    ap.add_argument("--recall-queries", type=int, default=100)
     ap.add_argument("--questions", type=Path, default=DATA / "sec-10q" / "qna_data.csv")
     ap.add_argument("--hybrid-questions", type=int, default=50, help="sec-10q questions timed")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
