@@ -2,13 +2,14 @@
 the candidates, their stored vectors score them, and exact search takes over where a graph is weak.
 
 An HNSW graph finds a question's nearest vectors in milliseconds, but approximately, and only a few
-hundred well. So :class:`AnnRetriever` asks the graph for ``oversample`` times ``limit`` keys, maps
-them to the groups still present (a key of a group removed since the folder's sync is dropped), and
-re-scores them with the stored float32 vectors in float64, as exact search does, keeping the best
-``limit``; a hit's score is its true cosine whichever search found it. A deeper pass than
-``exact_above`` (filters dropped most candidates, so the query pipeline asked again, deeper) is
-exact search over every vector, so a selective filter finds what exact search finds; a scope the
-filter names (:class:`~chunkdedup.query.retrieve.Screening`) is ranked exactly, by its own vectors.
+hundred well. So :class:`AnnRetriever` asks the graph for ``oversample`` times ``limit`` keys (a
+shallow pass; a deep one for ``limit``), maps them to the groups still present (a key of a group
+removed since the folder's sync is dropped), and re-scores them with the stored float32 vectors in
+float64, as exact search does, keeping the best ``limit``; a hit's score is its true cosine
+whichever search found it. A deeper pass than ``exact_above`` (filters dropped most candidates, so
+the query pipeline asked again, deeper) is exact search over every vector, so a selective filter
+finds what exact search finds; a scope the filter names
+(:class:`~chunkdedup.query.retrieve.Screening`) is ranked exactly, by its own vectors.
 
 No filter acts here: eligibility is decided on whatever retrieval returns
 (:mod:`chunkdedup.query.eligible`), so no ineligible chunk can pass because the graph chose it.
@@ -33,8 +34,11 @@ from chunkdedup.store import Store, fulltext, vectorindex
 #: Passes deeper than this are exact (a graph's recall falls, and its cost rises, with the depth):
 #: hybrid's first two passes (640 and 5,120 asked at pool 40) use the graph, the third (40,000) not.
 EXACT_ABOVE = 10_000
-#: The graph is asked for this many times the keys a pass needs; the stored vectors pick the best.
+#: A pass of fewer than ``OVERSAMPLE_BELOW`` asks the graph for this many times the keys it needs;
+#: the stored vectors pick the best. A deeper pass asks for what it needs (its candidate list is
+#: already that deep, and each key costs two SQLite reads: ~25 ms per 640 keys at 1M chunks).
 OVERSAMPLE = 2
+OVERSAMPLE_BELOW = 100
 
 
 class AnnRetriever(VectorRetriever):
@@ -66,7 +70,7 @@ class AnnRetriever(VectorRetriever):
         if limit > self.exact_above:
             return super().nearest(raw, limit)
         q = _normalise(raw)[0]
-        asked = limit * self.oversample
+        asked = limit * self.oversample if limit < OVERSAMPLE_BELOW else limit
         while True:
             keys = self.handle.search(q, asked, self.expansion)
             present = dict(fulltext.gid_group_ids(self.store, sorted({int(k) for k in keys})))
