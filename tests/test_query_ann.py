@@ -23,12 +23,12 @@ from chunkdedup.pipeline import build_vector_index
 from chunkdedup.query import VectorRetriever
 from chunkdedup.query.ann import AnnRetriever, vector_retriever
 from chunkdedup.store import vectorindex
+from conftest import POLICY, _need
 from test_query import SENTENCES, assert_no_leak, build_corpus, doc_strategy, query_strategy
 from test_query_vectors import HASH
 
 pytestmark = pytest.mark.skipif(find_spec("usearch") is None, reason="needs the [ann] extra (usearch)")
 
-POLICY = Path(__file__).resolve().parents[2] / "shared" / "data" / "site-policy" / "current"
 EMBEDDED = Config(semantic=SemanticConfig(enabled=True, embedder="hash:64", threshold=0.99))
 ANN = QueryConfig(vector_index="ann")
 EXACT = QueryConfig(vector_index="exact")
@@ -36,10 +36,8 @@ EXACT = QueryConfig(vector_index="exact")
 
 @pytest.fixture(scope="module")
 def policy_ann(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not POLICY.is_dir():
-        pytest.skip(f"needs the site-policy corpus at {POLICY}")
     index = tmp_path_factory.mktemp("ann") / "policy.sqlite"
-    ingest([POLICY], index, config=EMBEDDED)
+    ingest([_need(POLICY / "current")], index, config=EMBEDDED)
     assert not vectorindex.folder(index).exists()  # below ANN_MIN_VECTORS an ingest builds none
     done = build_vector_index(index)
     assert done.built and done.rebuilt and done.count > 500
