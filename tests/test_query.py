@@ -505,7 +505,14 @@ def build_corpus(folder: Path, docs: Sequence[tuple[list[str], dict[str, Any]]])
 
 
 def assert_no_leak(
-    ix: Index, text: str, conditions: list[str], policy: str, net: bool, fields: Any, retriever: str = "auto"
+    ix: Index,
+    text: str,
+    conditions: list[str],
+    policy: str,
+    net: bool,
+    fields: Any,
+    retriever: str = "auto",
+    config: QueryConfig | None = None,
 ) -> None:
     allowed = {d for d, f in fields.items() if oracle_passes(conditions, f)}
     page_sql = f"SELECT group_concat({CLEAN_TEXT}, ' ') FROM pages WHERE doc_id=?"
@@ -518,6 +525,7 @@ def assert_no_leak(
         versions=policy,  # type: ignore[arg-type]
         safety_net=net,
         retriever=retriever,
+        config=config,
     )
     for h in result.hits:
         assert h.citations, h

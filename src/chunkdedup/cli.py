@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from chunkdedup.ingestion.report import IngestReport
-    from chunkdedup.types import VersionPolicy, Words
+    from chunkdedup.types import VectorIndexMode, VersionPolicy, Words
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -472,6 +472,25 @@ def remove_cmd(doc_ids: tuple[str, ...], index_path: Path) -> None:
     )
 
 
+@main.command("vector-index")
+@index_option
+def vector_index_cmd(index_path: Path) -> None:
+    """Build or update the approximate vector index beside the file (INDEX.vectors), whatever the
+    index's size; ingest does so by itself from 100,000 vectors. Needs pip install 'chunkdedup[ann]'.
+
+    Example:
+
+    \b
+        chunkdedup vector-index --index corpus.sqlite
+    """
+    from chunkdedup.ingestion.sequence import build_vector_index
+
+    with cli_errors(index_path):
+        done = build_vector_index(index_path)
+    how = "rebuilt" if done.rebuilt else f"updated (+{done.added}, -{done.removed})"
+    click.echo(f"vector index {how}: {done.count:,} vectors")
+
+
 @main.command("export")
 @index_option
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl", show_default=True)
@@ -616,6 +635,13 @@ def demo_cmd(folder: Path, index_path: Path | None, as_json: bool) -> None:
     help="The embedder for the question; must be the one the index was embedded with (the default).",
 )
 @click.option(
+    "--vector-index",
+    type=click.Choice(["auto", "exact", "ann"]),
+    default=None,
+    help="How vectors are searched: exact, ann (the approximate index INDEX.vectors, built by ingest from "
+    "100,000 vectors or by chunkdedup vector-index), or auto (default: ann when that index is there).",
+)
+@click.option(
     "--explain",
     is_flag=True,
     help="Also show the documents whose context matched, and each dropped candidate, the step and why.",
@@ -637,6 +663,7 @@ def query_cmd(
     words: Words | None,
     retriever: str | None,
     embedder: str | None,
+    vector_index: VectorIndexMode | None,
     explain: bool,
     config_path: Path | None,
     as_json: bool,
@@ -654,6 +681,8 @@ def query_cmd(
 
     with cli_errors(index_path):
         cfg = Config.load(config_path) if config_path else Config()
+        if vector_index is not None:
+            cfg = replace(cfg, query=replace(cfg.query, vector_index=vector_index))
         with Index.open(index_path) as ix:
             result = search(
                 ix,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkdedup.errors import ConfigError
-from chunkdedup.types import Linkage, OcrMode, RetrieverName, VersionPolicy, Words
+from chunkdedup.types import Linkage, OcrMode, RetrieverName, VectorIndexMode, VersionPolicy, Words
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +139,10 @@ class DedupConfig:
 
 #: the most hits a search returns (a context window holds far fewer; SQLite's LIMIT holds 64 bits)
 MAX_K = 10_000
+#: From this many stored vectors an approximate index (the ``[ann]`` extra's HNSW folder beside the
+#: index, :mod:`chunkdedup.store.vectorindex`) is built after an ingest, and ``vector_index = "auto"``
+#: searches it: exact search costs about 0.5 ms per thousand vectors a question (~50 ms here).
+ANN_MIN_VECTORS = 100_000
 #: the meaning guard's reasons, in the order it checks them (:mod:`chunkdedup.dedup.meaning`)
 MEANING_REASONS = ("negation", "modality", "ordinal", "reference", "qualifier", "name", "content")
 
@@ -300,6 +304,10 @@ class QueryConfig:
     empty: none. ``words``: ``source`` shows a hit in the words of the copy that placed it,
     ``canonical`` in its canonical's words when that source is cited (a cited source with other
     words carries them either way).
+    ``vector_index``: how vectors are searched: ``exact`` (every stored vector scored), ``ann`` (the
+    approximate index beside the file, :mod:`chunkdedup.store.vectorindex`; an error when it is
+    missing or stale) or ``auto`` (``ann`` when that index is there, up to date, and holds at least
+    ``ann_min_vectors``; else exact). Filters act on the candidates either way, so none leaks.
     ``max_question_chars`` / ``max_question_terms``: the longest question asked, in characters and in
     terms (its words: runs of letters and digits); a longer one is a
     :class:`~chunkdedup.errors.QuestionError` (the work of a question grows with its terms).
@@ -333,8 +341,14 @@ class QueryConfig:
     number_weight: float = 10.0
     max_question_chars: int = 4_000
     max_question_terms: int = 128
+    vector_index: VectorIndexMode = "auto"
+    ann_min_vectors: int = ANN_MIN_VECTORS
 
     def __post_init__(self) -> None:
+        if self.vector_index not in ("auto", "exact", "ann"):
+            raise ConfigError(f"query.vector_index must be auto, exact or ann, got {self.vector_index!r}")
+        if self.ann_min_vectors < 0:
+            raise ConfigError(f"query.ann_min_vectors must be >= 0, got {self.ann_min_vectors}")
         for name in ("identity_weight", "context_b"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:

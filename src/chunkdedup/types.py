@@ -25,6 +25,7 @@ ExportOp = Literal["upsert", "delete"]
 OcrMode = Literal["auto", "require", "off"]
 Linkage = Literal["complete", "leader"]
 RetrieverName = Literal["auto", "bm25", "vector", "hybrid"]
+VectorIndexMode = Literal["auto", "exact", "ann"]
 VersionPolicy = Literal["latest", "label", "all"]
 #: Whose words a hit shows: ``source``, those of its first citation (the copy that placed it: the
 #: words the caller's question and filter picked); ``canonical``, the canonical text whenever its

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkdedup.store.rows import IndexStats, JsonRow
+from chunkdedup.store.vectorindex import AnnSync
 from chunkdedup.types import BoilerplateKey, FileResult, FileStatus
 
 
@@ -109,6 +110,8 @@ class RunTotals(JsonRow):
     cluster_pass: ClusterPass
     engine: EngineTotals
     text_index: TextIndexTotals | None = None
+    #: what the run did to the approximate vector folder (``None``: nothing, or none wanted)
+    vector_index: AnnSync | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"files": self.files.to_json(), "documents_chunked": self.documents_chunked}
@@ -117,6 +120,8 @@ class RunTotals(JsonRow):
         if self.text_index is not None:
             out["text_index"] = self.text_index.to_json()
         out["engine"] = self.engine.to_json()
+        if self.vector_index is not None:
+            out["vector_index"] = self.vector_index.to_json()
         return out
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from chunkdedup.config import Config
 from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
+from chunkdedup.errors import ConfigError
 from chunkdedup.index import Index
 from chunkdedup.ingestion.clusters import HeldBands, start_hashing, update_clusters
 from chunkdedup.ingestion.collector import collect_young, collector_paused
@@ -59,7 +60,7 @@ from chunkdedup.normalize import key_hash
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
 from chunkdedup.parse.ocr import AWAITING_OCR, ocr_ready
-from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex
+from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex, vectorindex
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.text import boilerplate
 from chunkdedup.types import FileResult, FileStatus, KnownFile, Page
@@ -291,6 +292,8 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
                 )
             with clock("text index"):
                 text = textindex.sync(store, tick, prebuilt=fts) if not opts.dry_run else None
+        with clock("vector index"):  # derived, as the text folder: the HNSW graph beside the file
+            vectors = vectorindex.sync(store, run=run_id, progress=tick) if not opts.dry_run else None
         store.reclaim()
         view = Index(store)
         # where the near tier's edges came from: the executor's pass, the store's band neighbours,
@@ -305,6 +308,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
             ClusterPass(near.signed + signed, near.reclustered, near.merged, near.variants),
             engine,
             TextIndexTotals(text.engine, text.rebuilt, text.groups) if text is not None and derived else None,
+            vectors if vectors is not None and vectors.built else None,
         )
         top = tuple(view.boilerplate(limit=10))
         notes = run.notes + emptied_notes(sorted(emptied))
@@ -625,6 +629,24 @@ def refresh_contexts(store: Store, cfg: Config, run_id: int, chunked: Sequence[s
     return len(todo)
 
 
+def build_vector_index(index: str | Path, *, lock_timeout: float = 30.0) -> vectorindex.AnnSync:
+    """Build or update the index's approximate vector folder (``INDEX.vectors``, the ``[ann]`` extra)
+    whatever its size; an ingest does so by itself from :data:`~chunkdedup.config.ANN_MIN_VECTORS`.
+
+    Example:
+        >>> build_vector_index("big.sqlite").count  # doctest: +SKIP
+        1000000
+    """
+    vectorindex.import_usearch()  # a missing extra says which to install, before the lock is taken
+    with Store.open(index) as store, store.writer(lock_timeout):
+        if store.meta("embedder_name") is None:
+            raise ConfigError(
+                f"index {index} has no embeddings: ingest with --embedder first "
+                "(e.g. chunkdedup ingest DOCS --index FILE --embedder minilm)"
+            )
+        return vectorindex.sync(store, min_vectors=0)
+
+
 __all__ = [
     "PARSE_JOB_BYTES",
     "PARSE_JOB_FILES",
@@ -632,6 +654,7 @@ __all__ = [
     "STORE_BATCH_CHARS",
     "IngestOptions",
     "Progress",
+    "build_vector_index",
     "chunk_phase",
     "config_fingerprint",
     "decide_chrome",

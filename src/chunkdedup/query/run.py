@@ -4,7 +4,8 @@ net (dedup_chunks, cap per source document, MMR), and return cited hits.
 Retrieval is ``bm25`` (FTS5, or tantivy when the index has that engine: see
 :mod:`chunkdedup.store.textindex`), ``vector`` (exact cosine over the stored embeddings, the question
 embedded with the index's recorded embedder) or ``hybrid`` (both fused by reciprocal rank);
-``auto`` is hybrid when the index holds embeddings, else bm25. MMR compares candidates by the
+``auto`` is hybrid when the index holds embeddings, else bm25. Vectors are searched exactly, or
+through the index's HNSW folder when it is large (:mod:`chunkdedup.query.ann`). MMR compares candidates by the
 cosine of their stored vectors when the index has embeddings, else by shingle Jaccard.
 """
 
@@ -19,6 +20,7 @@ from chunkdedup.config import MAX_K, QueryConfig
 from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
 from chunkdedup.query.aliases import expand, load_aliases
+from chunkdedup.query.ann import vector_retriever
 from chunkdedup.query.context import ContextRanked, ContextWeighting, DocumentContexts
 from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.question import check_question
@@ -54,6 +56,8 @@ class Searchable(Protocol):
     def store(self) -> Store: ...
 
     def text_handle(self) -> Any: ...
+
+    def vector_handle(self) -> Any: ...
 
 
 RETRIEVERS = ("auto", "bm25", "vector", "hybrid")
@@ -158,7 +162,8 @@ def _retriever(
     contexts: DocumentContexts | None,
     cfg: QueryConfig,
 ) -> tuple[Retriever, VectorRetriever | None]:
-    """The retriever to run, and the vector retriever inside it (None for bm25). With ``contexts``
+    """The retriever to run, and the vector retriever inside it (None for bm25; exact or approximate
+    as ``cfg.vector_index`` says: :func:`~chunkdedup.query.ann.vector_retriever`). With ``contexts``
     each built-in retriever ranks on text and document context (:mod:`chunkdedup.query.context`)."""
     if not isinstance(which, str):
         return which, None
@@ -181,7 +186,7 @@ def _retriever(
         which = "hybrid" if has_embeddings(index.store) else "bm25"
     if which == "bm25":
         return ranked(bm25_retriever(index, cfg.word_parts)), None
-    vectors = VectorRetriever.for_index(index.store, embedder)
+    vectors = vector_retriever(index.store, index.vector_handle, cfg, embedder)
     if which == "vector":
         return ranked(vectors, relative=True), vectors
     text = ranked(bm25_retriever(index, cfg.word_parts))

@@ -217,7 +217,13 @@ class VectorRetriever:
     def retrieve(self, text: str, limit: int) -> list[Scored]:
         if limit <= 0 or not text.strip():
             return []
-        raw = self.embed_query(text)
+        return self.nearest(self.embed_query(text), limit)
+
+    def nearest(self, raw: F32, limit: int) -> list[Scored]:
+        """The ``limit`` groups nearest a question vector ``raw`` (shape ``(1, dim)``, as
+        :meth:`embed_query` returns it), best first, scored as :meth:`retrieve` scores them."""
+        if limit <= 0:
+            return []
         q = _normalise(raw)[0]
         best_ids: list[str] = []
         best_scores = np.empty(0, dtype=np.float32)
@@ -234,9 +240,13 @@ class VectorRetriever:
             keep = np.argpartition(-best_scores, limit - 1)[:limit]
             best_ids = [best_ids[int(i)] for i in keep]
         # the float32 pass only chose them: the scores are cosines in float64 of the stored vectors
+        return self.rescored(raw, best_ids)[:limit]
+
+    def rescored(self, raw: F32, ids: Sequence[str]) -> list[Scored]:
+        """These groups (those still holding a vector) by their float64 cosine to ``raw``, best first."""
         q64 = _normalise64(raw.astype(np.float64))[0]
-        stored = self.vectors(best_ids)
-        ranked = sorted(((i, float(stored[i] @ q64)) for i in best_ids), key=lambda p: (-p[1], p[0]))
+        stored = self.vectors(ids)
+        ranked = sorted(((i, float(v @ q64)) for i, v in stored.items()), key=lambda p: (-p[1], p[0]))
         return [Scored(i, s) for i, s in ranked]
 
     def among(self, text: str, limit: int, groups: frozenset[str]) -> list[Scored]:

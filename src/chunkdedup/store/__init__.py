@@ -11,6 +11,7 @@
 - :mod:`~chunkdedup.store.embedding_tables`: embeddings and semantic edges;
 - :mod:`~chunkdedup.store.batches`: the IN-list batcher and the staging tables;
 - :mod:`~chunkdedup.store.textindex`: the text engines (FTS5, tantivy);
+- :mod:`~chunkdedup.store.vectorindex`: the approximate vector index (usearch HNSW folder);
 - :mod:`~chunkdedup.store.index`: the typed reads of :class:`chunkdedup.index.Index` (stats, canonicals,
   merges, variants, boilerplate, export records);
 - :mod:`~chunkdedup.store.counts`: the whole-index counts each write stores for readers (stats);

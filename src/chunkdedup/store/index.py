@@ -44,6 +44,7 @@ class IndexReader:
     def __init__(self, store: Store) -> None:
         self._store: Store | None = store
         self._text_handle: Any = None
+        self._vector_handle: Any = None
 
     @property
     def store(self) -> Store:
@@ -67,6 +68,16 @@ class IndexReader:
             if (path / "meta.json").exists():
                 self._text_handle = tantivy.Index.open(str(path))
         return self._text_handle
+
+    def vector_handle(self) -> Any:
+        """The open HNSW folder of this index (:class:`~chunkdedup.store.vectorindex.AnnHandle`), or
+        None when it is missing, stale (another embedder, an older run: the next ingest syncs it) or
+        usearch is not installed; vector search is then exact. Checked again on every call, so a
+        sync by an ingest is seen by the next question."""
+        from chunkdedup.store import vectorindex
+
+        self._vector_handle = vectorindex.load(self.store, self._vector_handle)
+        return self._vector_handle
 
     @classmethod
     def open(cls, path: str | Path, *, migrate: bool = True) -> Self:

@@ -1,0 +1,114 @@
+"""Approximate vector retrieval: the index's HNSW folder (:mod:`chunkdedup.store.vectorindex`) chooses
+the candidates, their stored vectors score them, and exact search takes over where a graph is weak.
+
+An HNSW graph finds a question's nearest vectors in milliseconds, but approximately, and only a few
+hundred well. So :class:`AnnRetriever` asks the graph for ``oversample`` times ``limit`` keys (a
+shallow pass; a deep one for ``limit``), maps them to the groups still present (a key of a group
+removed since the folder's sync is dropped), and re-scores them with the stored float32 vectors in
+float64, as exact search does, keeping the best ``limit``; a hit's score is its true cosine
+whichever search found it. A deeper pass than ``exact_above`` (filters dropped most candidates, so
+the query pipeline asked again, deeper) is exact search over every vector, so a selective filter
+finds what exact search finds; a scope the filter names
+(:class:`~chunkdedup.query.retrieve.Screening`) is ranked exactly, by its own vectors.
+
+No filter acts here: eligibility is decided on whatever retrieval returns
+(:mod:`chunkdedup.query.eligible`), so no ineligible chunk can pass because the graph chose it.
+
+Example:
+    >>> with Index.open("big.sqlite") as ix:  # doctest: +SKIP
+    ...     ann = vector_retriever(ix.store, ix.vector_handle, QueryConfig(vector_index="ann"))
+    ...     ann.retrieve("how long is personal data kept", 10)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from chunkdedup.config import QueryConfig
+from chunkdedup.embed import Embedder
+from chunkdedup.errors import ConfigError
+from chunkdedup.query.retrieve import Scored
+from chunkdedup.query.vectors import F32, VectorRetriever, _normalise
+from chunkdedup.store import Store, fulltext, vectorindex
+
+#: Passes deeper than this are exact (a graph's recall falls, and its cost rises, with the depth):
+#: hybrid's first two passes (640 and 5,120 asked at pool 40) use the graph, the third (40,000) not.
+EXACT_ABOVE = 10_000
+#: A pass of fewer than ``OVERSAMPLE_BELOW`` asks the graph for this many times the keys it needs;
+#: the stored vectors pick the best. A deeper pass asks for what it needs (its candidate list is
+#: already that deep, and each key costs two SQLite reads: ~25 ms per 640 keys at 1M chunks).
+OVERSAMPLE = 2
+OVERSAMPLE_BELOW = 100
+
+
+class AnnRetriever(VectorRetriever):
+    """Vector retrieval through the HNSW folder (``handle``), exact past ``exact_above``
+    (``expansion``: the graph's candidate list, at least the keys asked)."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        handle: vectorindex.AnnHandle,
+        *,
+        exact_above: int = EXACT_ABOVE,
+        oversample: int = OVERSAMPLE,
+        expansion: int = vectorindex.EXPANSION_SEARCH,
+        **options: int,
+    ) -> None:
+        super().__init__(store, embedder, **options)
+        if oversample < 1:
+            raise ConfigError(f"oversample must be >= 1, got {oversample}")
+        self.handle = handle
+        self.exact_above = exact_above
+        self.oversample = oversample
+        self.expansion = expansion
+
+    def nearest(self, raw: F32, limit: int) -> list[Scored]:
+        if limit <= 0:
+            return []
+        if limit > self.exact_above:
+            return super().nearest(raw, limit)
+        q = _normalise(raw)[0]
+        asked = limit * self.oversample if limit < OVERSAMPLE_BELOW else limit
+        while True:
+            keys = self.handle.search(q, asked, self.expansion)
+            present = dict(fulltext.gid_group_ids(self.store, sorted({int(k) for k in keys})))
+            ids = [present[int(k)] for k in keys if int(k) in present]
+            if len(ids) >= limit or len(keys) < asked:  # enough, or the graph holds no more
+                return self.rescored(raw, ids)[:limit]
+            if asked > self.exact_above:  # most keys are of removed groups: the folder lags
+                return super().nearest(raw, limit)
+            asked *= 2
+
+
+def vector_retriever(
+    store: Store,
+    handle: Callable[[], vectorindex.AnnHandle | None],
+    cfg: QueryConfig,
+    embedder: Embedder | str | None = None,
+) -> VectorRetriever:
+    """The vector retriever ``cfg.vector_index`` asks for: exact, or through the index's HNSW folder
+    (``handle``: the open folder, or None when it is missing, stale or usearch is not installed).
+
+    ``auto`` uses the folder when it is there, up to date, and holds at least ``cfg.ann_min_vectors``
+    vectors; ``ann`` uses it or says why it cannot (a missing ``[ann]`` extra, a folder not built or
+    stale) and how to build it.
+    """
+    exact = VectorRetriever.for_index(store, embedder)
+    if cfg.vector_index == "exact":
+        return exact
+    if cfg.vector_index == "ann":
+        vectorindex.import_usearch()  # a missing extra says which to install
+    graph = handle()
+    if graph is None:
+        if cfg.vector_index == "ann":
+            _, why = vectorindex.status(store)
+            raise ConfigError(
+                f"vector_index 'ann' needs an up-to-date vector folder, but {why}: build it with "
+                f"`chunkdedup vector-index {store.path}` (or query with vector_index 'auto' or 'exact')"
+            )
+        return exact
+    if cfg.vector_index == "auto" and graph.state.count < cfg.ann_min_vectors:
+        return exact
+    return AnnRetriever(store, exact.embedder, graph)
