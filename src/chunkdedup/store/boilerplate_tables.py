@@ -14,7 +14,7 @@ from chunkdedup.types import DocumentKeys, KeyedDocument, StrippedLine
 
 #: :meth:`Store.unit_total`: the documents without a family, and the distinct families
 _UNIT_TOTAL = (
-    "SELECT (SELECT COUNT(*) FROM documents WHERE family IS NULL OR family = '')"
+    "SELECT (SELECT COUNT(*) FROM documents) - (SELECT COUNT(*) FROM documents WHERE family > '')"
     " + (SELECT COUNT(DISTINCT family) FROM documents WHERE family > '')"
 )
 
