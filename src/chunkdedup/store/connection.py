@@ -166,6 +166,8 @@ class Connection:
                     self.conn.execute(statement)
                 self.conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, _now()))
             self._has_meta = True  # the first migration makes it
+        if pending and tables:  # a table rebuilt by a migration (0022's bands) leaves its old pages free
+            self.reclaim()
         if not tables:  # a new index: nothing in it was written in an older format
             with self.transaction():
                 self.set_meta("doc_keys_format", DOC_KEYS_FORMAT)
