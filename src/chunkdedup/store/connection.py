@@ -30,7 +30,7 @@ from chunkdedup.store.chunk_tables import ChunkTables
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
 from chunkdedup.store.readonly import read_uri
-from chunkdedup.store.schema import MIGRATIONS
+from chunkdedup.store.schema import MIGRATIONS, stored_hash
 
 #: The page cache of each connection, KiB.
 PAGE_CACHE_KIB = 256 * 1024
@@ -87,6 +87,7 @@ class Connection:
         # migration 0022's: band keys folded to 32 bits
         conn.create_function("fold_band_key", 1, fold_key, deterministic=True)
         conn.create_function("fold_band_keys", 1, fold_wide_bands, deterministic=True)
+        conn.create_function("stored_hash", 1, stored_hash, deterministic=True)  # 0024's
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool = False, readonly: bool = False) -> Self:

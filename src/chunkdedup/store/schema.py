@@ -16,6 +16,19 @@ CLEAN_TEXT = "page_text(COALESCE(clean_text, raw_text))"
 #: group's text (migration 0010), which is every consistent canonical's: its first source is the
 #: leader's first source.
 CANONICAL_TEXT = "COALESCE(c.text, (SELECT g.text FROM groups g WHERE g.id = c.id))"
+#: A document's unit (the table aliased ``d``): stored as '' where it is the document's own, ``doc:``
+#: and its id (migration 0024), which is every document's without a family.
+DOC_UNIT = "(CASE WHEN d.unit = '' THEN 'doc:' || d.doc_id ELSE d.unit END)"
+_HEX = frozenset("0123456789abcdef")
+
+
+def stored_hash(value: str) -> str | bytes:
+    """A config hash as ``documents.config_hash`` keeps it (migration 0024): 16 bytes for a 32-digit
+    hex digest, not 32 characters; any other value as it is."""
+    if len(value) == 32 and _HEX.issuperset(value):
+        return bytes.fromhex(value)
+    return value
+
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
@@ -424,6 +437,16 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX documents_family ON documents(family) WHERE family IS NOT NULL;
         DROP INDEX documents_department;
         CREATE INDEX documents_department ON documents(department) WHERE department IS NOT NULL;
+        """,
+    ),
+    (
+        "0024_document_row_keys",
+        # What every document row repeated: its unit when it is its own (``doc:`` and its id: read
+        # through DOC_UNIT) and the config hash as 32 hex digits (stored_hash). 100k one-record
+        # documents: 3.4 MB.
+        """
+        UPDATE documents SET unit = '' WHERE unit = 'doc:' || doc_id;
+        UPDATE documents SET config_hash = stored_hash(config_hash) WHERE typeof(config_hash) = 'text';
         """,
     ),
 )
