@@ -43,7 +43,7 @@ def test_an_index_with_text_band_rows_and_signatures_migrates(policy_index: Path
         conn.execute("CREATE INDEX bands_group ON bands(group_id)")
         conn.execute("ALTER TABLE groups RENAME COLUMN signed TO signature")
         conn.execute("UPDATE groups SET signature = randomblob(512) WHERE signature IS NOT NULL")
-        gone = ("0011_signed_flag", "0012_bands_by_gid", "0018_group_band_keys")
+        gone = ("0011_signed_flag", "0012_bands_by_gid", "0018_group_band_keys", "0022_folded_band_keys")
         conn.execute(f"DELETE FROM migrations WHERE name IN {gone}")
     conn.close()
     assert _neighbours(index) == neighbours  # Store.open migrates
@@ -77,7 +77,7 @@ def test_an_index_with_an_index_of_band_rows_by_group_migrates(policy_index: Pat
         bands = conn.execute("SELECT band_key, gid FROM bands ORDER BY 1, 2").fetchall()
         conn.execute("UPDATE groups SET signed = 1 WHERE signed IS NOT NULL")
         conn.execute("CREATE INDEX bands_gid ON bands(gid)")
-        conn.execute("DELETE FROM migrations WHERE name = '0018_group_band_keys'")
+        conn.execute("DELETE FROM migrations WHERE name IN ('0018_group_band_keys', '0022_folded_band_keys')")
     conn.close()
     assert _neighbours(index) == neighbours  # Store.open migrates
     conn = sqlite3.connect(index)

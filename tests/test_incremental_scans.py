@@ -12,6 +12,7 @@ import pytest
 from chunkdedup import ingest
 from chunkdedup.config import ChunkConfig, Config
 from chunkdedup.store import Store
+from chunkdedup.store.schema import DOC_UNIT
 from conftest import stop_at_chunk_write
 from test_ingest import snapshot
 
@@ -85,7 +86,8 @@ def test_the_unit_total_is_the_distinct_units(tmp_path: Path, policy_index: Path
     families = []
     for path in (policy_index, index):
         with Store.open(path, readonly=True) as store:
-            direct = store.conn.execute("SELECT COUNT(DISTINCT unit) FROM documents").fetchone()[0]
+            units = f"SELECT COUNT(DISTINCT {DOC_UNIT}) FROM documents d"
+            direct = store.conn.execute(units).fetchone()[0]
             families.append(store.conn.execute("SELECT COUNT(DISTINCT family) FROM documents").fetchone()[0])
             assert store.unit_total() == direct
     assert families[0] > 1 and families[1] == 0  # with families (and documents without), and with none

@@ -26,10 +26,32 @@ _BAND_STAGE = ("group_bands", "id TEXT, gid INTEGER, band_key INTEGER")  # group
 
 
 
-def pack_bands(keys: Sequence[int]) -> bytes:
-    """A group's band keys as its ``signed`` value: signed 64-bit little-endian integers, in order."""
-    return struct.pack(f"<{len(keys)}q", *keys)
+#: A band key as the index keeps it (migration 0022): the low 32 bits of the 64-bit key the near tier
+#: computes, as a signed integer. SQLite stores it in 4 bytes instead of 8, which took the band rows
+#: and the groups' kept keys of 100k one-chunk records from 43 to 30 MB. Every row a key names is kept
+#: under its folded key, so no pair of groups sharing a key is lost; keys that differ only above the
+#: low 32 bits share a folded one (at 1M groups, about 30k such pairs of random keys among 16M), and
+#: their pairs are candidates that the exact verification turns down, as it does any other.
+_FOLD_MASK = 0xFFFFFFFF
+_FOLD_SIGN = 0x80000000
 
+
+def fold_key(key: int) -> int:
+    """A 64-bit band key as the index keeps it (folding a folded key changes nothing)."""
+    return ((key & _FOLD_MASK) ^ _FOLD_SIGN) - _FOLD_SIGN
+
+
+def fold_keys(keys: npt.ArrayLike) -> npt.NDArray[np.int32]:
+    """:func:`fold_key` of every key of an array (int64 or uint64), as int32."""
+    import numpy as np
+
+    return np.asarray(keys).astype(np.int64, copy=False).astype(np.int32)
+
+
+def pack_bands(keys: Sequence[int]) -> bytes:
+    """A group's band keys as its ``signed`` value: folded (:func:`fold_key`) 32-bit little-endian
+    integers, in order."""
+    return struct.pack(f"<{len(keys)}i", *map(fold_key, keys))
 
 
 def packed_band_keys(ids: Sequence[str], keys: npt.NDArray[np.int64]) -> dict[str, bytes]:
@@ -37,14 +59,24 @@ def packed_band_keys(ids: Sequence[str], keys: npt.NDArray[np.int64]) -> dict[st
     :func:`pack_bands` packs them, from one array."""
     import numpy as np
 
-    packed = np.ascontiguousarray(keys, dtype="<i8")
+    packed = np.ascontiguousarray(fold_keys(keys), dtype="<i4")
     return {gid: packed[i].tobytes() for i, gid in enumerate(ids)}
 
 
-
 def unpack_bands(blob: bytes) -> tuple[int, ...]:
-    return struct.unpack(f"<{len(blob) // 8}q", blob)
+    return struct.unpack(f"<{len(blob) // 4}i", blob)
 
+
+def pack_wide_bands(keys: Sequence[int]) -> bytes:
+    """Band keys as migration 0018 packed them (64-bit, before 0022 folded them)."""
+    return struct.pack(f"<{len(keys)}q", *keys)
+
+
+def fold_wide_bands(blob: bytes | None) -> bytes | None:
+    """A ``signed`` value of 64-bit keys (0018) as 0022 keeps it (:func:`pack_bands`)."""
+    if blob is None or isinstance(blob, int):
+        return blob
+    return pack_bands(struct.unpack(f"<{len(blob) // 8}q", blob))
 
 
 def _own_rows(groups: Iterable[tuple[str, int, bytes]]) -> list[tuple[str, int, int]]:
@@ -58,6 +90,16 @@ _BAND_ROWS_PER_INSERT = 499
 
 
 
+def _interleaved(keys: npt.NDArray[np.int32], gids: npt.NDArray[np.int64], lo: int, hi: int) -> list[int]:
+    """The values of band rows ``lo:hi`` for :func:`_band_insert`: key, gid, key, gid..."""
+    import numpy as np
+
+    out = np.empty(2 * (hi - lo), np.int64)
+    out[0::2] = keys[lo:hi]
+    out[1::2] = gids[lo:hi]
+    return list(out.tolist())
+
+
 def _band_insert(rows: int) -> str:
     """An INSERT of ``rows`` band rows, (band key, gid) each."""
     return "INSERT INTO bands(band_key, gid) VALUES " + ",".join(["(?, ?)"] * rows)
@@ -69,7 +111,7 @@ class BandTable:
     """Band rows as :meth:`ChunkTables.put_first_bands` wrote them: ``keys[r]``, ``gids[r]`` sorted by
     (band key, gid), and each gid's group id."""
 
-    keys: npt.NDArray[np.int64]
+    keys: npt.NDArray[np.int32]
     gids: npt.NDArray[np.int64]
     ids: Mapping[int, str]
 
@@ -141,7 +183,7 @@ class BandTables(Tables):
         # appended to the stage, merged into bands in key order by merge_bands
         c.executemany(
             "INSERT INTO band_stage(group_id, band_key) VALUES (?, ?)",
-            [(gid, b) for gid, bands in rows for b in bands],
+            [(gid, fold_key(b)) for gid, bands in rows for b in bands],
         )
 
     def put_first_bands(self, ids: Sequence[str], keys: npt.NDArray[np.int64]) -> BandTable | None:
@@ -170,37 +212,40 @@ class BandTables(Tables):
         gids, last = np.unique(found[places], return_index=True)
         places = places[last]
         held = dict(zip(gids.tolist(), [ids[i] for i in places.tolist()], strict=True))  # gid -> id
-        rows = np.asarray(keys, np.int64)[places]
+        rows = fold_keys(np.asarray(keys)[places])
         if len(where) - len(unsigned) > len(held.keys() - unsigned):  # signed groups not held
             sql = "SELECT id, gid, signed FROM groups WHERE signed IS NOT NULL"
             others = [(gid, gid_id, blob) for gid_id, gid, blob in c.execute(sql) if gid not in held]
-            extra = np.array([np.frombuffer(blob, "<i8") for _, _, blob in others], np.int64)
+            extra = np.array([np.frombuffer(blob, "<i4") for _, _, blob in others], np.int32)
             gids = np.concatenate((gids, np.array([g for g, _, _ in others], np.int64)))
             rows = np.concatenate((rows, extra.reshape(len(others), rows.shape[1])))
             held.update((g, gid_id) for g, gid_id, _ in others)
             in_order = np.argsort(gids, kind="stable")
             gids, rows = gids[in_order], rows[in_order]
-        owner = np.repeat(gids, rows.shape[1]) if rows.size else np.empty(0, np.int64)
-        flat = rows.reshape(-1)
-        by_key = np.argsort(flat, kind="stable")  # (band key, gid): the rows were in gid order
-        flat, owner = flat[by_key], owner[by_key]
+        # (band key, gid): the rows are in gid order, so a stable sort by key; each row's gid from its
+        # place (1M groups: 16M rows, each array made once)
+        by_key = np.argsort(rows.reshape(-1), kind="stable")
+        flat = rows.reshape(-1)[by_key]
+        by_key //= max(rows.shape[1], 1)
+        owner = gids[by_key]
+        del by_key
         if flat.size:  # a key repeated within a group's bands is one row (the table's key)
             first = np.ones(flat.size, bool)
             first[1:] = (flat[1:] != flat[:-1]) | (owner[1:] != owner[:-1])
             flat, owner = flat[first], owner[first]
+            del first
         # many rows a statement: a statement per row spent most of the insert stepping and resetting
-        # it (722k rows: 1.24-1.45 -> 0.35-0.38 s at 499 a statement)
-        values = np.stack((flat, owner), axis=1).reshape(-1).tolist()
-        step = 2 * _BAND_ROWS_PER_INSERT
-        whole = len(values) // step * step
-        parts = (values[i : i + step] for i in range(0, whole, step))
-        c.executemany(_band_insert(_BAND_ROWS_PER_INSERT), parts)
-        if whole < len(values):
-            c.execute(_band_insert((len(values) - whole) // 2), values[whole:])
-        del values
+        # it (722k rows: 1.24-1.45 -> 0.35-0.38 s at 499 a statement). The values become Python ints a
+        # statement at a time: all at once, 1M groups' 16M rows were 32M ints, over a GB.
+        step = _BAND_ROWS_PER_INSERT
+        whole = flat.size // step * step
+        parts = (_interleaved(flat, owner, i, i + step) for i in range(0, whole, step))
+        c.executemany(_band_insert(step), parts)
+        if whole < flat.size:
+            c.execute(_band_insert(flat.size - whole), _interleaved(flat, owner, whole, flat.size))
         # the keys of held groups not signed yet (their rows were written with them, most of a first
         # ingest's: an UPDATE of every group rewrote the whole table, 45k groups 0.4-0.6 s)
-        packed = np.ascontiguousarray(rows, dtype="<i8")
+        packed = np.ascontiguousarray(rows, dtype="<i4")
         c.executemany(
             "UPDATE groups SET signed=? WHERE gid=?",
             ((packed[i].tobytes(), g) for i, g in enumerate(gids.tolist()) if g in unsigned),

@@ -10,12 +10,12 @@ from chunkdedup.normalize import key_id
 from chunkdedup.store import keyunits
 from chunkdedup.store.batches import execute_for_ids, rows_for_ids
 from chunkdedup.store.connection import Connection
-from chunkdedup.store.schema import MetaKey
+from chunkdedup.store.schema import DOC_UNIT, MetaKey
 from chunkdedup.types import DocumentKeys, KeyedDocument, StrippedLine
 
 #: :meth:`Store.unit_total`: the documents without a family, and the distinct families
 _UNIT_TOTAL = (
-    "SELECT (SELECT COUNT(*) FROM documents WHERE family IS NULL OR family = '')"
+    "SELECT (SELECT COUNT(*) FROM documents) - (SELECT COUNT(*) FROM documents WHERE family > '')"
     " + (SELECT COUNT(DISTINCT family) FROM documents WHERE family > '')"
 )
 
@@ -66,7 +66,7 @@ class BoilerplateTables(Connection):
     def key_unit_counts(self, min_units: int) -> dict[int, int]:
         """Units (families or documents) per candidate key, for keys in at least ``min_units``."""
         rows = self.conn.execute(
-            "SELECT k.khash, COUNT(DISTINCT d.unit) AS n FROM doc_keys k JOIN documents d USING(doc_id)"
+            f"SELECT k.khash, COUNT(DISTINCT {DOC_UNIT}) AS n FROM doc_keys k JOIN documents d USING(doc_id)"
             " WHERE k.counted = 1 GROUP BY k.khash HAVING n >= ?",
             (min_units,),
         )

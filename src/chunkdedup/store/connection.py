@@ -24,13 +24,13 @@ from typing import Self
 
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.store import counts
-from chunkdedup.store.band_tables import pack_bands
+from chunkdedup.store.band_tables import fold_key, fold_wide_bands, pack_wide_bands
 from chunkdedup.store.checkpointer import WalCheckpointer
 from chunkdedup.store.chunk_tables import ChunkTables
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.pagetext import PageCodec
 from chunkdedup.store.readonly import read_uri
-from chunkdedup.store.schema import MIGRATIONS, MetaKey
+from chunkdedup.store.schema import MIGRATIONS, MetaKey, stored_hash
 
 #: The page cache of each connection, KiB.
 PAGE_CACHE_KIB = 256 * 1024
@@ -50,10 +50,10 @@ WRITER_AUTOCHECKPOINT_BYTES = 256 << 20
 
 #: The indexes of groups a first ingest builds after its chunk phase (:meth:`Store.defer_indexes`):
 #: the chunk phase of an index with no groups reads none of them (the cluster pass reads groups by
-#: canonical, the unsigned and the unverified groups through them). 1M chunks: chunk phase 95 -> 80 s,
-#: cluster phase 52 -> 44 s, the three made in 1.1 s (``benchmarks/README.md``).
-DEFERRED_INDEXES = ("groups_canonical", "groups_unedged", "groups_unsigned")
-
+#: canonical and the unsigned groups through them). 1M chunks: chunk phase 95 -> 80 s, cluster phase
+#: 52 -> 44 s, the three (with the unverified groups' index, dropped by migration 0023) made in 1.1 s
+#: (``benchmarks/README.md``).
+DEFERRED_INDEXES = ("groups_canonical", "groups_unsigned")
 _DEFERRED_INDEXES: MetaKey = "deferred_indexes"
 
 #: The format of the doc_keys rows :meth:`Store.set_many_doc_keys` writes: they also hold each document's
@@ -84,6 +84,10 @@ class Connection:
         conn.create_function("page_text", 1, self._decode, deterministic=True)
         # migration 0018's (typeshed's aggregate protocol has finalize() return int only)
         conn.create_aggregate("band_keys", 1, _BandKeys)  # type: ignore[arg-type]
+        # migration 0022's: band keys folded to 32 bits
+        conn.create_function("fold_band_key", 1, fold_key, deterministic=True)
+        conn.create_function("fold_band_keys", 1, fold_wide_bands, deterministic=True)
+        conn.create_function("stored_hash", 1, stored_hash, deterministic=True)  # 0024's
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool = False, readonly: bool = False) -> Self:
@@ -163,6 +167,8 @@ class Connection:
                     self.conn.execute(statement)
                 self.conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, _now()))
             self._has_meta = True  # the first migration makes it
+        if pending and tables:  # a table rebuilt by a migration (0022's bands) leaves its old pages free
+            self.reclaim()
         if not tables:  # a new index: nothing in it was written in an older format
             with self.transaction():
                 self.set_meta("doc_keys_format", DOC_KEYS_FORMAT)
@@ -373,8 +379,9 @@ class Connection:
 
 
 class _BandKeys:
-    """SQL aggregate ``band_keys(band_key)``: a group's band keys packed as its ``signed`` value
-    (:func:`~chunkdedup.store.chunk_tables.pack_bands`), NULL over no rows."""
+    """SQL aggregate ``band_keys(band_key)``: a group's band keys packed as migration 0018 kept its
+    ``signed`` value (:func:`~chunkdedup.store.band_tables.pack_wide_bands`; 0022 folds them), NULL
+    over no rows."""
 
     def __init__(self) -> None:
         self.keys: list[int] = []
@@ -383,7 +390,7 @@ class _BandKeys:
         self.keys.append(key)
 
     def finalize(self) -> bytes | None:
-        return pack_bands(self.keys) if self.keys else None
+        return pack_wide_bands(self.keys) if self.keys else None
 
 
 def writer_active(path: str | Path) -> bool:

@@ -13,7 +13,7 @@ from chunkdedup.normalize import running_lines
 from chunkdedup.store.band_tables import packed_band_keys
 from chunkdedup.store.batches import execute_for_ids, in_lists, insert_rows, rows_for_ids
 from chunkdedup.store.boilerplate_tables import BoilerplateTables
-from chunkdedup.store.schema import CLEAN_TEXT, RAW_TEXT, MetaKey
+from chunkdedup.store.schema import CLEAN_TEXT, DOC_UNIT, RAW_TEXT, MetaKey, stored_hash
 from chunkdedup.types import ContextSource, Document, DocumentKeys, KeyedDocument, KnownFile, Page
 
 if TYPE_CHECKING:
@@ -265,7 +265,7 @@ class DocumentTables(BoilerplateTables):
         else:
             rows = self.conn.execute(
                 "SELECT doc_id FROM documents WHERE state='indexed' AND config_hash IS NOT ? ORDER BY doc_id",
-                (stale_config,),
+                (stored_hash(stale_config),),
             )
         return [r[0] for r in rows]
 
@@ -274,11 +274,11 @@ class DocumentTables(BoilerplateTables):
         keys (their strippable keys that are chrome now, counted or not) differ from those they were
         stripped with. When every indexed document is known to be chunked under ``config_hash``
         (:meth:`set_chunked_config`), the pending ones are read by their index, not every document."""
-        params: tuple[str, ...] = ()
+        params: tuple[str | bytes, ...] = ()
         mine = "SELECT doc_id FROM documents WHERE state='pending'"
         if not self.chunked_under(config_hash):
             mine += " OR config_hash IS NOT ?"
-            params = (config_hash,)
+            params = (stored_hash(config_hash),)
         rows = self.conn.execute(
             f"""
             {mine}
@@ -357,21 +357,24 @@ class DocumentTables(BoilerplateTables):
             c,
             "UPDATE documents SET state='indexed', config_hash=?, run_id=? WHERE doc_id IN ({})",
             ids,
-            (config_hash, run_id),
+            (stored_hash(config_hash), run_id),
         )
 
 
 #: a stored document's row, as :func:`document_row` makes it (the doc id first)
 _DOCUMENT_ROWS = (
-    "SELECT doc_id, file_path, content_hash, unit, metadata, department, family, effective_date, n_pages,"
-    " title FROM documents WHERE doc_id IN ({})"
+    f"SELECT doc_id, file_path, content_hash, {DOC_UNIT}, metadata, department, family, effective_date,"
+    " n_pages, title FROM documents d WHERE doc_id IN ({})"
 )
+
+#: a document's unit (parameter 4) as ``documents`` keeps it: '' where it is its own (schema.DOC_UNIT)
+_OWN_UNIT = "CASE WHEN ?4 = 'doc:' || ?1 THEN '' ELSE ?4 END"
 
 #: :meth:`Store.put_documents`: a document row (pending chunking), new or replacing the old one
 _REPLACE_DOCUMENT = (
     "INSERT OR REPLACE INTO documents(doc_id, file_path, content_hash, unit, metadata, department,"
     " family, effective_date, n_pages, title, state, config_hash, run_id)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)"
+    " VALUES (?1, ?2, ?3, " + _OWN_UNIT + ", ?5, ?6, ?7, ?8, ?9, ?10, 'pending', NULL, ?11)"
 )
 
 #: the row written over the old one (a chunked document's): the indexed columns (file, department,
@@ -379,7 +382,7 @@ _REPLACE_DOCUMENT = (
 _UPSERT_DOCUMENT = (
     "INSERT INTO documents(doc_id, file_path, content_hash, unit, metadata, department, family,"
     " effective_date, n_pages, title, state, config_hash, run_id)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)"
+    " VALUES (?1, ?2, ?3, " + _OWN_UNIT + ", ?5, ?6, ?7, ?8, ?9, ?10, 'pending', NULL, ?11)"
     " ON CONFLICT(doc_id) DO UPDATE SET content_hash=excluded.content_hash, unit=excluded.unit,"
     " metadata=excluded.metadata, effective_date=excluded.effective_date, n_pages=excluded.n_pages,"
     " title=excluded.title, state='pending', config_hash=NULL, run_id=excluded.run_id"

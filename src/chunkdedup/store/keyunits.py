@@ -23,17 +23,17 @@ import sqlite3
 from collections.abc import Sequence
 
 from chunkdedup.store.chunk_tables import execute_for_ids, rows_for_ids
-from chunkdedup.store.schema import MetaKey
+from chunkdedup.store.schema import DOC_UNIT, MetaKey
 
 #: meta key: the boilerplate settings the kept counts are of (absent: none kept)
 SETTINGS_KEY: MetaKey = "key_units_settings"
 
 _COUNT_ALL = (
-    "SELECT k.khash, COUNT(DISTINCT d.unit) AS n FROM doc_keys k JOIN documents d USING(doc_id)"
+    f"SELECT k.khash, COUNT(DISTINCT {DOC_UNIT}) AS n FROM doc_keys k JOIN documents d USING(doc_id)"
     " WHERE k.counted = 1 GROUP BY k.khash HAVING n >= ?"
 )
 _COUNT_SOME = (
-    "SELECT k.khash, COUNT(DISTINCT d.unit) FROM doc_keys k JOIN documents d USING(doc_id)"
+    f"SELECT k.khash, COUNT(DISTINCT {DOC_UNIT}) FROM doc_keys k JOIN documents d USING(doc_id)"
     " WHERE k.counted = 1 AND k.khash IN ({}) GROUP BY k.khash"
 )
 
