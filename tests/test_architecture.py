@@ -133,6 +133,22 @@ def test_the_store_imports_only_itself_and_the_ground_floor() -> None:
     assert {m: sorted(graph[m] - store - GROUND) for m in store if graph[m] - store - GROUND} == {}
 
 
+#: The faces: thin layers over ``Index`` (and the ingest), never over the store's own modules.
+FACES = ("chunkdedup.cli", "chunkdedup.web", "chunkdedup.integrations", "chunkdedup.evaluate",
+         "chunkdedup.report", "chunkdedup.export", "chunkdedup.demo")
+#: what a face may take from the store itself: its error mapping (a damaged file named with the way out)
+FACE_STORE_ERRORS = frozenset({"chunkdedup.store.index_errors"})
+
+
+def test_the_faces_read_through_the_index_not_the_store() -> None:
+    graph = import_graph()
+    faces = [m for m in graph if m.startswith(FACES)]
+    assert "chunkdedup.web.app" in faces and "chunkdedup.evaluate.audit" in faces
+    reach = {m: sorted(d for d in graph[m] if (d == "chunkdedup.store" or d.startswith("chunkdedup.store."))
+                       and d not in FACE_STORE_ERRORS) for m in faces}
+    assert {m: d for m, d in reach.items() if d} == {}
+
+
 def test_no_class_passes_400_lines() -> None:
     """A class that needs more is several jobs (the store's table families are one class each)."""
     long = {}

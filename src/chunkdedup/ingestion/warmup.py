@@ -2,10 +2,9 @@
 compiled meanwhile by a process of its own.
 
 Compiling every kernel of :mod:`chunkdedup.text` and :mod:`chunkdedup.dedup` costs tens of seconds of
-CPU (50k records: a first ingest took 64.5 s against 26.5 s once the cache was warm, 31.7 s of CPU
-against 14.0 s). Every kernel has a twin (the str walks of the text stages, the NumPy paths of
-MinHash, the CPython walks and exact checks of the guards) that gives the same index at a small cost
-(the same 50k run on the twins alone: 17.4 s of CPU). So a run large enough to want the kernels first
+CPU (``benchmarks/README.md``, ``ingest.py --first-run``). Every kernel has a twin (the str walks of
+the text stages, the NumPy paths of MinHash, the CPython walks and exact checks of the guards) that
+gives the same index at a small cost. So a run large enough to want the kernels first
 asks numba's cache whether it holds them (:func:`kernels_cached`); when it does not, the run starts
 ``python -m chunkdedup.ingestion.warm`` in the background (:mod:`chunkdedup.ingestion.warm`: a small
 ingest on the kernels, which fills the cache), takes the twins meanwhile, and takes a stage's kernels
