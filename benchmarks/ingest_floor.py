@@ -183,6 +183,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
     from chunkdedup.ingestion.stages import chunk_pages
     from chunkdedup.normalize import key_hash
     from chunkdedup.parse import discover, parse_file
+    from chunkdedup.store.band_tables import fold_keys
     from chunkdedup.store.core import document_row
     from chunkdedup.store.pagetext import PageCodec
     from chunkdedup.text import boilerplate
@@ -348,8 +349,11 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
                 )
         source_rows.sort(key=lambda r: (r[0], r[1], r[2]))
         gkey = {gid: i + 1 for i, gid in enumerate(gids)}
-        # each group's band keys, as the store keeps them (its signed value: 16 int64, little-endian)
-        keyed = np.ascontiguousarray(bands, dtype="<i8") if bands.ndim == 2 else []
+        # each group's band keys, as the store keeps them (folded to 32 bits: its signed value is 16
+        # int32, little-endian; the bands table holds the folded keys too)
+        if bands.ndim == 2:
+            bands = fold_keys(bands)
+        keyed = np.ascontiguousarray(bands, dtype="<i4") if bands.ndim == 2 else []
         packed = [row.tobytes() for row in keyed]
         group_rows = [
             (

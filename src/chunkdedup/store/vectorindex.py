@@ -35,10 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 import xxhash
 
 from chunkdedup.config import ANN_MIN_VECTORS
@@ -60,8 +58,12 @@ REBUILD_SHARE = 0.5
 _BLOCK = 20_000
 _VECTORS = "SELECT g.gid, e.vector FROM groups g JOIN embeddings e ON e.group_id = g.id"
 
-I64 = npt.NDArray[np.int64]
-U64 = npt.NDArray[np.uint64]
+if TYPE_CHECKING:  # numpy is imported where vectors are read: an ingest without vectors never loads it
+    import numpy as np
+    import numpy.typing as npt
+
+    I64 = npt.NDArray[np.int64]
+    U64 = npt.NDArray[np.uint64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,8 @@ class AnnHandle:
     def search(self, vector: npt.NDArray[np.float32], count: int, expansion: int = EXPANSION_SEARCH) -> I64:
         """The ``gid`` keys of the (about) ``count`` nearest vectors, nearest first (``expansion``:
         the candidate list, at least ``count``)."""
+        import numpy as np
+
         self.index.expansion_search = max(expansion, count)
         found = self.index.search(vector, count)
         keys: I64 = np.asarray(found.keys, dtype=np.int64)
@@ -202,11 +206,15 @@ def load(store: Store, held: AnnHandle | None = None) -> AnnHandle | None:
 # -- building and updating --------------------------------------------------------------------------
 def fingerprints(ids: Sequence[str]) -> U64:
     """A 64-bit fingerprint of each group id (xxh3): with the ``gid`` it names one group."""
+    import numpy as np
+
     return np.fromiter((xxhash.xxh3_64_intdigest(i.encode()) for i in ids), dtype=np.uint64, count=len(ids))
 
 
 def _embedded_keys(store: Store) -> tuple[I64, U64]:
     """``gid`` and id fingerprint of every group holding a vector, by ``gid``."""
+    import numpy as np
+
     rows = store.conn.execute(
         "SELECT g.gid, g.id FROM groups g JOIN embeddings e ON e.group_id = g.id ORDER BY g.gid"
     ).fetchall()
@@ -215,6 +223,8 @@ def _embedded_keys(store: Store) -> tuple[I64, U64]:
 
 
 def _vectors(rows: Sequence[tuple[int, bytes]], dim: int) -> tuple[U64, npt.NDArray[np.float32]]:
+    import numpy as np
+
     keys = np.fromiter((r[0] for r in rows), dtype=np.uint64, count=len(rows))
     m = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
     return keys, np.ascontiguousarray(m, dtype=np.float32)
@@ -273,6 +283,8 @@ def sync(
         return AnnSync(False, False, 0, 0, 0)
     if (gen is None and total < min_vectors) or not has_usearch():
         return AnnSync(False, False, 0, 0, 0)
+    import numpy as np
+
     name, dim = recorded
     run = last_run(store) if run is None else run
     gids, prints = _embedded_keys(store)
@@ -306,6 +318,8 @@ def sync(
 
 def _write(path: Path, old: str | None, graph: Any, keys: U64, state: AnnState) -> None:
     """A new generation beside the old, ``current`` pointed at it in one rename, the old removed."""
+    import numpy as np
+
     path.mkdir(parents=True, exist_ok=True)
     number = 1 + max((int(p.name[1:]) for p in path.glob("g*") if p.name[1:].isdigit()), default=0)
     gen = path / f"g{number}"
