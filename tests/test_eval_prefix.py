@@ -54,7 +54,8 @@ def test_the_baseline_turns_every_ranking_lever_off_the_ablation_keeps_them() ->
     assert settings["baseline"].describe()["number_weight"] == 0.0
     assert settings["ablation"].describe()["number_weight"] == 20.0
     assert (settings["baseline"].versions, settings["ablation"].versions, settings["index"].versions) == \
-        ("all", "all", "label")
+        ("all", "label", "label")
+    assert (settings["baseline"].safety_net, settings["ablation"].safety_net) == (False, qcfg.safety_net)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,9 @@ def test_the_ablation_ranks_the_baseline_as_the_index_does(policy_eval: Run) -> 
     _, base, ev = policy_eval
     settings = ev.meta["settings"]
     assert settings["ablation"]["corpus"] == "baseline" and settings["baseline"]["corpus"] == "baseline"
-    assert settings["ablation"]["versions"] == "all" and settings["ablation"]["safety_net"] is False
+    # queried as the index is: its version policy and safety net too, so the difference is cleaning alone
+    assert settings["ablation"]["versions"] == settings["index"]["versions"]
+    assert settings["ablation"]["safety_net"] == settings["index"]["safety_net"] is True
     assert settings["ablation"]["context_weight"] == settings["index"]["context_weight"] > 0
     assert settings["baseline"]["context_weight"] == 0.0
     assert settings["baseline"]["number_weight"] == 0.0

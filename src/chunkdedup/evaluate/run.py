@@ -2,12 +2,12 @@
 
 * ``baseline``: the baseline index (no stripping, no dedup), no safety net, every version, ranked on
   chunk text alone (every ranking lever of ``[query]`` off): retrieval as it is without chunkdedup;
-* ``ablation``: the same baseline index and settings, ranked as the index ranks (document context,
-  letter-digit parts, identity, specificity, figures, its retriever): ``ablation - baseline`` is what
-  ranking gave;
+* ``ablation``: the same baseline index queried as the index is (its whole ``[query]`` config:
+  document context, letter-digit parts, identity, specificity, figures, its retriever, its version
+  policy and safety net): ``ablation - baseline`` is what the query gave;
 * ``index``: the index with its own ``[query]`` config: ``index - ablation`` is what cleaning gave
-  (stripping, with the running lines it adds to a document's context; dedup; the safety net; the
-  version policy).
+  (stripping, with the running lines it adds to a document's context, and dedup), the query settings
+  the same on both.
 
 Each question is searched once per run, at the deepest cut-off; the metrics at every smaller K are
 computed on the first K hits, which are the hits a search at K returns (:func:`search_depths`).
@@ -92,13 +92,14 @@ class RunSetting:
 def run_settings(qcfg: QueryConfig) -> dict[str, RunSetting]:
     """The three runs of an index whose query config is ``qcfg``: the baseline ranks on chunk text
     alone (every ranking lever off: no document context, no letter-digit parts, identity and
-    specificity off, no figures boost); the ablation ranks as the index does, on the baseline's
-    chunks with its options (every version, no safety net)."""
+    specificity off, no figures boost; every version, no safety net); the ablation queries the
+    baseline's chunks exactly as the index is queried (``qcfg``, its versions and safety net), so the
+    index's difference from it is cleaning alone."""
     plain = replace(qcfg, context_weight=0.0, word_parts=False, identity_weight=1.0, context_specificity=0.0,
                     context_b=0.0, number_weight=0.0)
     return {
         "baseline": RunSetting("baseline", plain, "all", False),
-        "ablation": RunSetting("baseline", qcfg, "all", False),
+        "ablation": RunSetting("baseline", qcfg, qcfg.versions, qcfg.safety_net),
         "index": RunSetting("index", qcfg, qcfg.versions, qcfg.safety_net),
     }
 
