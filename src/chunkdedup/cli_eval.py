@@ -52,9 +52,9 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
     """Compare retrieval on a golden set: the index vs a baseline without stripping or dedup.
 
     Three runs: baseline (the corpus as it is, no safety net, every version, ranked on chunk text
-    alone), ablation (the same chunks ranked as the index ranks: document context, word parts) and
-    index. The table shows what ranking gave (ablation - baseline) and what cleaning gave (index -
-    ablation: stripping, dedup, the safety net, the version policy).
+    alone), ablation (the same chunks queried as the index is: its ranking, version policy and safety
+    net) and index. The table shows what ranking gave (ablation - baseline: the query's settings) and
+    what cleaning gave (index - ablation: stripping and dedup).
 
     GOLDEN is JSONL, one question a line: {"id", "question", "relevant": [{"doc", "page"?}],
     "answers"?: [...]}.

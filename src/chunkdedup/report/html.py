@@ -25,7 +25,7 @@ METRICS = (
 #: each run's colour and legend
 RUN_STYLE = {
     "baseline": (svg.BASE, "baseline: no stripping, no dedup, no safety net, all versions, chunk text alone"),
-    "ablation": (svg.ABLATION, "ablation: the baseline's chunks and settings, ranked as the index ranks"),
+    "ablation": (svg.ABLATION, "ablation: the baseline's chunks, queried as the index is"),
     "index": (svg.INDEX, "index as configured"),
 }
 #: what each difference between two runs means
@@ -233,8 +233,9 @@ def render_html(data: dict[str, Any]) -> str:
         f"baseline {fig['baseline_bytes']:,} bytes; {fig['documents']:,} documents, {fig['pages']:,} pages."
         f"</p>{svg.funnel(fig['funnel'])}</section>",
         *([f'<section><h2>What ranking and what cleaning gave</h2><p class="note">The ablation run '
-           "searches the baseline’s chunks (nothing stripped or merged, no safety net, every version) "
-           f"ranked as the index ranks, so ranking and cleaning each have their own column (k = {k}).</p>"
+           "searches the baseline’s chunks (nothing stripped or merged) with the index’s query settings "
+           "(its ranking, version policy and safety net), so what the query and what cleaning gave each have "
+           f"their own column (k = {k}).</p>"
            f"{_gains(runs, data['queries'], k)}</section>"] if "ablation" in runs else []),
         f'<section><h2>Before and after, per metric</h2><p class="note">{counts}</p>{_metrics(runs, ks)}'
         "</section>",
