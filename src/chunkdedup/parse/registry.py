@@ -225,7 +225,10 @@ def _split_long_pages(ex: Extracted, limit: int, notes: list[str]) -> Extracted:
         return ex
     pages: list[Page] = []
     for page in ex.pages:
-        parts = split_page_text(page.text, limit) if len(page.text) > limit else [page.text]
+        if len(page.text) <= limit:
+            pages.append(replace(page, number=len(pages) + 1))
+            continue
+        parts = split_page_text(page.text, limit)  # a navigation block's link spans are not carried
         first = len(pages) + 1
         for part in parts:
             pages.append(Page(len(pages) + 1, part, page.has_text_layer, page.ocr_confidence))
