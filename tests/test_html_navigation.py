@@ -12,12 +12,15 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chunkdedup import Index, Page, ingest
 from chunkdedup.config import BoilerplateConfig, ParseConfig
 from chunkdedup.parse import InputFile, parse_file
 from chunkdedup.parse.html import html_blocks, html_page
-from chunkdedup.text.boilerplate import document_keys, masked_links, strip
+from chunkdedup.text.boilerplate import _dropped, document_keys, masked_links, strip
+from chunkdedup.types import StrippedLine
 from conftest import chunk_texts
 
 TOPICS = [
@@ -46,16 +49,26 @@ def _page(i: int) -> str:
 <li class="right"><a href="../py-modindex.html">modules</a> |</li>
 <li class="right"><a href="{next_name}.html">next</a> |</li>
 <li class="right"><a href="{prev_name}.html">previous</a> |</li>
+<li><img src="../_static/py.svg" alt="Python logo"/></li>
 <li><a href="https://www.python.org/">Python</a> &#187;</li>
+<li class="switchers"><div class="language_switcher_placeholder"></div></li><li></li>
 <li><a href="../index.html">3.12 Documentation</a> &#187;</li>
 <li><a href="index.html">The Python Standard Library</a> &#187;</li>
-<li><a href="">{name} — {title}</a></li></ul></div>
+<li><a href="">{name} — {title}</a></li>
+<li class="right"><div role="search"><form action="../search.html"><input type="search" name="q"/>
+<input type="submit" value="Go"/></form></div>|</li>
+<li class="right"><label>Theme <select><option value="auto" selected>Auto</option>
+<option value="light">Light</option><option value="dark">Dark</option></select></label> |</li></ul></div>
 <div class="body"><h1>{name} — {title}</h1>
 <p>The <a href="#{name}">{name}</a> module {does}. It is part of the standard library and needs no
 installation; import it by name.</p>
 <p>Each function of {name} documents its arguments, its return value and the errors it raises, with
-an example of its use in {title.lower()}.</p></div>
-<div class="sphinxsidebar"><div><h3><a href="../contents.html">Table of Contents</a></h3>
+an example of its use in {title.lower()}.</p>
+<p>Read on in:</p><ul><li><a href="{name}-howto.html">{name} recipes</a></li>
+<li><a href="{name}-faq.html">{name} questions</a></li></ul></div>
+<div class="sphinxsidebar"><ul><li><a href="about.html">About these pages</a></li>
+<li><a href="usage.html">Usage and examples</a></li></ul>
+<div><h3><a href="../contents.html">Table of Contents</a></h3>
 <ul><li><a href="#">{name} — {title}</a>
 <ul><li><a href="#functions">Functions of {name}</a></li></ul></li></ul></div>
 <div><h4>Previous topic</h4>
@@ -114,7 +127,7 @@ def test_navigation_blocks_naming_other_pages_share_one_key() -> None:
     keys = [document_keys([_parsed(i)], cfg).candidates for i in range(len(TOPICS))]
     shared = set.intersection(*map(set, keys))
     # the nav bar and the two boxes are one template on every page
-    bar = "navigation - @ - @ | - @ | - @ | - @ » - @ » - @ » - @"
+    bar = "navigation - @ - @ | - @ | - @ | - @ » - @ » - @ » - @ - | - theme auto light dark - |"
     assert {"previous topic @", "next topic @", "this page - @ - @", bar} <= shared
     # without the recorded links no page shares them: each names other pages
     bare = [document_keys([Page(1, _parsed(i).text)], cfg).candidates for i in range(len(TOPICS))]
@@ -135,9 +148,12 @@ def test_a_documentation_site_loses_its_navigation_and_keeps_every_body(tmp_path
     ingest([site], index)
     texts = chunk_texts(index)
     joined = "\n".join(texts)
-    for _, _, does in TOPICS:
+    for name, _, does in TOPICS:
         assert f"module {does}" in joined  # every body stays
-    for box in ("Previous topic", "Next topic", "This Page", "Report a Bug", "3.12 Documentation"):
+        # a list of two links in the body is no template: "- @ - @" would be every such list's key
+        assert f"- {name} recipes\n- {name} questions" in joined
+    for box in ("Previous topic", "Next topic", "This Page", "Report a Bug", "3.12 Documentation",
+                "About these pages"):
         assert box not in joined, box
     with Index.open(index) as ix:
         stripped = {k.example.split("\n")[0] for k in ix.boilerplate()}
@@ -190,3 +206,34 @@ def test_a_parsed_page_carries_its_links(tmp_path: Path, i: int) -> None:
     path = _site(tmp_path, range(i, i + 1)) / f"{TOPICS[i][0]}.html"
     page = _parsed_file(path)
     assert page.links == _parsed(i).links and page.text == _parsed(i).text
+
+
+_LINE = st.sampled_from(["", "", "  ", "Next topic", "- index", "Page 3 of 9", "lists and tuples"])
+
+
+@given(st.lists(_LINE, min_size=1, max_size=12), st.data())
+def test_dropping_lines_moves_each_kept_link_with_its_line(lines: list[str], data: st.DataObject) -> None:
+    """Lines dropped (running lines of text without page breaks, before chrome is read) leave the page
+    text :func:`_dropped` gives, and each link of a kept line still spans its own text."""
+    text = "\n".join(lines)
+    starts = [sum(len(x) + 1 for x in lines[:i]) for i in range(len(lines))]
+    links = tuple((starts[i], starts[i] + len(line)) for i, line in enumerate(lines) if line.strip())
+    drop = data.draw(st.sets(st.integers(0, len(lines) - 1)))
+    records = {i: StrippedLine(1, lines[i], "k", "running") for i in drop}
+    plain = _dropped(Page(1, text), records, [])
+    linked = _dropped(Page(1, text, links=links), records, [])
+    assert linked.text == plain.text
+    kept = [text[s:e] for s, e in links if starts.index(s) not in drop]
+    assert [linked.text[s:e] for s, e in linked.links] == kept
+
+
+def test_a_page_split_for_its_length_keeps_the_links_of_each_part(tmp_path: Path) -> None:
+    body = "".join(f"<p>Paragraph {i} of the long page says what option {i} does.</p>" for i in range(40))
+    path = tmp_path / "long.html"
+    path.write_text(_page(2).replace('<div class="sphinxsidebar">', body + '<div class="sphinxsidebar">'))
+    whole = _parsed_file(path)
+    parsed = parse_file(InputFile(path, path.name), ParseConfig(max_page_chars=len(whole.text) // 2 + 10))
+    (doc,) = parsed.documents
+    assert len(doc.pages) >= 2 and "".join(p.text for p in doc.pages) == whole.text
+    texts = [p.text[s:e] for p in doc.pages for s, e in p.links]
+    assert texts == [whole.text[s:e] for s, e in whole.links]  # no link crosses the cut here

@@ -58,7 +58,7 @@ _TEXT = "-text"
 NAV_LINK_SHARE = 0.6
 #: the most words, lines and characters of a navigation block (:func:`_is_navigation`)
 NAV_MAX_WORDS = 40
-NAV_MAX_LINES = 12
+NAV_MAX_LINES = 16
 NAV_MAX_CHARS = 600
 # Where a link's text opens and closes while blocks are read: two noncharacters (Unicode keeps them for
 # a program's own use; they are taken out of the page's text first).
@@ -356,7 +356,10 @@ def _is_navigation(text: str, spans: tuple[tuple[int, int], ...]) -> bool:
     if not spans or len(text) > NAV_MAX_CHARS:
         return False
     lines = text.split("\n")
-    if not 2 <= len(lines) <= NAV_MAX_LINES or len(text.split()) > NAV_MAX_WORDS:
+    if not 2 <= len(lines) <= NAV_MAX_LINES:
+        return False
+    # words hold a letter or a digit: a list's dashes and a bar's "|" or "»" are none
+    if sum(1 for word in text.split() if word.isalnum() or _letters(word)) > NAV_MAX_WORDS:
         return False
     linked = 0
     at = 0

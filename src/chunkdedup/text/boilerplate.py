@@ -97,7 +97,7 @@ def _page_blocks(
             keyed = True
         else:  # a line alone in its block: its key is the block's
             keyed = not edges and not current and (j == last or nonblank[j + 1] != i + 1)
-        current.append(Line(i, line, boilerplate_key(masked.get(i, line)) if keyed else "", on_edge))
+        current.append(Line(i, line, _line_key(line, masked.get(i)) if keyed else "", on_edge))
     if current:
         blocks.append(_block(current, config, edges=edges, masked=masked))
     return blocks
@@ -131,6 +131,16 @@ def masked_links(lines: Sequence[str], links: Sequence[tuple[int, int]]) -> dict
     return out
 
 
+def _line_key(line: str, masked: str | None) -> str:
+    """A line's key: its template's (its link texts masked) when the template holds a word of its own
+    ("next topic @"), else its text's ("- @ |", a line of links only, would be every such line's)."""
+    if masked is not None:
+        key = boilerplate_key(masked)
+        if has_letters(key):
+            return key
+    return boilerplate_key(line)
+
+
 def _block(
     lines: list[Line],
     config: BoilerplateConfig,
@@ -139,25 +149,23 @@ def _block(
     masked: Mapping[int, str] = _NO_MASKS,
 ) -> Block:
     """The block of consecutive non-blank ``lines`` (``edges``: a block of several lines is not keyed;
-    ``masked``: the lines whose link texts are masked, :func:`masked_links`)."""
-    template = bool(masked) and any(ln.at in masked for ln in lines)
+    ``masked``: the lines whose link texts are masked, :func:`masked_links`).
+
+    A navigation block is keyed by its template (:func:`masked_links`) when the template holds a word
+    of its own ("previous topic @", not "- @ - @": a list of two links anywhere would share that), and
+    is then counted however few its words: it is links, not a table's header."""
     if len(lines) == 1:  # a one-line block's text is its line's: the line's key is the block's
         text = lines[0].text
         key = lines[0].key
     else:
         text = " ".join(ln.text for ln in lines)
         # Boilerplate is short: a longer block gets no key (and is never counted or stripped).
-        if len(text) > config.max_block_chars or edges:
-            key = ""
-        elif template:
-            key = boilerplate_key(" ".join(masked.get(ln.at, ln.text) for ln in lines))
-        else:
-            key = boilerplate_key(text)
-    # a navigation block's template counts however few its words: it is links, not a table's header
-    if template:
-        counted = bool(key) and has_letters(text)
-    else:
-        counted = bool(key) and has_words(text, config.min_block_words) and has_letters(key)
+        key = boilerplate_key(text) if len(text) <= config.max_block_chars and not edges else ""
+        if key and masked and any(ln.at in masked for ln in lines):
+            template = boilerplate_key(" ".join(masked.get(ln.at, ln.text) for ln in lines))
+            if has_letters(template):
+                return Block(tuple(lines), template, True)
+    counted = bool(key) and has_words(text, config.min_block_words) and has_letters(key)
     return Block(tuple(lines), key, counted)
 
 
@@ -442,12 +450,41 @@ def _dropped(page: Page, drop: dict[int, StrippedLine], stripped: list[StrippedL
     """``page`` without the lines ``drop`` holds (by index), whose records join ``stripped`` in order."""
     if not drop:
         return page
+    stripped.extend(drop[i] for i in sorted(drop))
+    if page.links:
+        return _dropped_with_links(page, drop)
     lines = page.text.split("\n")
     text = "\n".join(line for i, line in enumerate(lines) if i not in drop)
     if "\n\n\n" in text:
         text = _BLANK_RUNS.sub("\n\n", text)
-    stripped.extend(drop[i] for i in sorted(drop))
     return Page(page.number, text.strip("\n"), page.has_text_layer)
+
+
+def _dropped_with_links(page: Page, drop: Collection[int]) -> Page:
+    """:func:`_dropped`'s page, line by line (runs of empty lines made one, empty lines at the ends
+    left out, as its blank-run rule and strip do), with the link spans of the lines kept moved to where
+    those lines now stand (a link text stands within one line)."""
+    lines = page.text.split("\n")
+    kept: list[int] = []
+    for i, line in enumerate(lines):
+        if i in drop or (not line and (not kept or not lines[kept[-1]])):
+            continue
+        kept.append(i)
+    while kept and not lines[kept[-1]]:
+        kept.pop()
+    old = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    new: dict[int, int] = {}
+    at = 0
+    for i in kept:
+        new[i] = at
+        at += len(lines[i]) + 1
+    links = []
+    for s, e in page.links:
+        i = bisect.bisect_right(old, s) - 1
+        if i in new:
+            links.append((new[i] + s - old[i], new[i] + e - old[i]))
+    text = "\n".join(lines[i] for i in kept)
+    return Page(page.number, text, page.has_text_layer, links=tuple(links))
 
 
 def _compiled_strip(
