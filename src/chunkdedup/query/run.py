@@ -216,7 +216,7 @@ def _similarity(index: Searchable, vectors: VectorRetriever | None, cfg: QueryCo
     shingles = ShingleJaccard(cfg.shingle_words)
     if vectors is not None:
         model = vectors.embedder
-        return EmbeddingSimilarity(lambda ids: read_vectors(store, ids, model.dim), lambda: model)
+        return EmbeddingSimilarity(vectors.vectors, lambda: model)
     if not has_embeddings(store):
         return shingles
     dim = int(store.meta("embedder_dim") or 0)
