@@ -12,6 +12,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,7 +23,8 @@ from chunkdedup.errors import ConfigError, MissingExtraError
 from chunkdedup.ingestion.sequence import build_vector_index
 from chunkdedup.query import VectorRetriever
 from chunkdedup.query.ann import AnnRetriever, vector_retriever
-from chunkdedup.store import Store, vectorindex
+from chunkdedup.store import Store, fulltext, vectorindex
+from chunkdedup.store.vectorarrays import FolderArrays
 from conftest import POLICY, _need
 from test_query import SENTENCES, assert_no_leak, build_corpus, doc_strategy, query_strategy
 from test_query_vectors import HASH
@@ -199,16 +201,22 @@ def test_missing_extra_gives_the_pip_install(
     st.lists(query_strategy, min_size=1, max_size=4),
     st.sampled_from(["vector", "hybrid"]),
     st.booleans(),
+    st.sampled_from(["fts5", "tantivy"]),
 )
 def test_ann_retrieval_never_leaks(
-    docs: list[tuple[list[str], dict[str, Any]]], queries: list[Any], retriever: str, running: bool
+    docs: list[tuple[list[str], dict[str, Any]]],
+    queries: list[Any],
+    retriever: str,
+    running: bool,
+    engine: str,
 ) -> None:
-    """Through the folder's arrays, and through SQLite (a run begun since the sync)."""
+    """Through the folder's arrays, and through SQLite (a run begun since the sync); hybrid on
+    tantivy maps its keys through the folder's arrays too."""
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "c"
         fields = build_corpus(corpus, docs)
         index = Path(tmp) / "i.sqlite"
-        ingest([corpus], index, manifest=corpus / "manifest.jsonl", config=HASH)
+        ingest([corpus], index, manifest=corpus / "manifest.jsonl", config=HASH, text_engine=engine)
         build_vector_index(index)
         if running:
             begin_run(index)
@@ -254,8 +262,6 @@ def test_cli_vector_index_option_and_command(policy_ann: Path, tmp_path: Path) -
 def assert_arrays_match(index: Path) -> None:
     """The current generation's arrays hold, row for row, every graph key's group id and its vector as
     SQLite stores it, byte for byte, and nothing else."""
-    import numpy as np
-
     with Index.open(index) as ix:
         handle = ix.vector_handle()
         assert handle is not None
@@ -278,11 +284,14 @@ def test_the_arrays_match_the_graph_and_sqlite(policy_ann: Path) -> None:
     assert_arrays_match(policy_ann)
 
 
-def test_the_arrays_answer_as_sqlite_does(policy_ann: Path, tmp_path: Path) -> None:
-    """Candidates, their scores, MMR's vectors and search()'s hits and drops are the same whether the
-    folder's arrays or SQLite answer."""
-    index = copy_index(policy_ann, tmp_path)
+def test_the_arrays_answer_as_sqlite_does(tmp_path: Path) -> None:
+    """Candidates, their scores, MMR's vectors, the tantivy keys' groups and search()'s hits and drops
+    are the same whether the folder's arrays or SQLite answer."""
+    index = tmp_path / "policy.sqlite"
+    ingest([_need(POLICY / "current")], index, config=EMBEDDED, text_engine="tantivy")
+    build_vector_index(index)
     with Index.open(index) as ix:
+        assert ix.text_handle() is not None
         folder = vector_retriever(ix.store, ix.vector_handle, ANN)
         assert isinstance(folder, AnnRetriever) and folder.handle.alone(ix.store)
         exact = vector_retriever(ix.store, ix.vector_handle, EXACT)
@@ -290,6 +299,13 @@ def test_the_arrays_answer_as_sqlite_does(policy_ann: Path, tmp_path: Path) -> N
         ids = [s.id for q in qs for s in exact.retrieve(q, 30)] + ["no-such-group"]
         got, want = folder.vectors(ids), exact.vectors(ids)
         assert got.keys() == want.keys() and all((got[i] == want[i]).all() for i in want)
+        gids = [r[0] for r in ix.store.conn.execute("SELECT gid FROM groups ORDER BY gid")] + [10**12]
+        assert dict(folder.key_groups(gids)) == dict(fulltext.gid_group_ids(ix.store, gids))
+        held = folder.handle.arrays  # a group the arrays lack (no vector) is mapped through SQLite
+        ids = held.ids[1:]
+        folder.handle.arrays = FolderArrays(held.gids[1:], ids, np.argsort(ids), held.vectors[1:])
+        assert dict(folder.key_groups(gids)) == dict(fulltext.gid_group_ids(ix.store, gids))
+        folder.handle.arrays = held
         results = {}
         for alone in (True, False):
             if not alone:  # a run begun since the sync: keys and vectors through SQLite
@@ -338,8 +354,6 @@ def test_a_folder_without_its_arrays_is_not_used_and_a_sync_adds_them(
 ) -> None:
     """A layout-1 generation (the graph alone) or one whose arrays are missing or cut short is not
     trusted; a sync writes the arrays and keeps the graph as it is."""
-    import numpy as np
-
     index = copy_index(policy_ann, tmp_path)
     folder = vectorindex.folder(index)
     gen = folder / (folder / "current").read_text()

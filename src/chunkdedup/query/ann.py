@@ -91,6 +91,17 @@ class AnnRetriever(VectorRetriever):
         present = dict(fulltext.gid_group_ids(self.store, sorted({int(k) for k in keys})))
         return [present[int(k)] for k in keys if int(k) in present]
 
+    def key_groups(self, gids: Sequence[int]) -> tuple[tuple[int, str], ...]:
+        """``(gid, group id)`` of these ``groups.gid`` keys still present (any group's, as
+        :func:`~chunkdedup.store.fulltext.gid_group_ids` gives them: the tantivy folder's keys too):
+        from the folder's arrays while it alone answers for the index, SQLite for the rest."""
+        if not self.handle.alone(self.store):
+            return fulltext.gid_group_ids(self.store, gids)
+        held = self.handle.arrays.pairs(gids)
+        known = {g for g, _ in held}
+        rest = [g for g in gids if g not in known]  # a group without a vector
+        return (*held, *(fulltext.gid_group_ids(self.store, rest) if rest else ()))
+
     def vectors(self, ids: Sequence[str]) -> dict[str, F64]:
         """The stored vectors of these group ids, normalised (ids without one left out): from the
         folder's arrays while it alone answers for the index, else from SQLite."""

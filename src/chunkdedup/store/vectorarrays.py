@@ -59,6 +59,10 @@ class FolderArrays:
 
     def groups(self, keys: Sequence[int] | I64) -> list[str]:
         """The group id of each graph key, in order (a key the folder does not hold left out)."""
+        return [i for _, i in self.pairs(keys)]
+
+    def pairs(self, keys: Sequence[int] | I64) -> list[tuple[int, str]]:
+        """``(key, group id)`` of each key the folder holds, in the order given."""
         import numpy as np
 
         k = np.asarray(keys, dtype=np.uint64)
@@ -66,7 +70,8 @@ class FolderArrays:
             return []
         rows = np.minimum(np.searchsorted(self.gids, k), len(self.gids) - 1)
         hit = self.gids[rows] == k
-        return [i.decode("ascii") for i in self.ids[rows[hit]]]
+        names = [i.decode("ascii") for i in self.ids[rows[hit]]]
+        return list(zip(k[hit].tolist(), names, strict=True))
 
     def vectors_of(self, ids: Sequence[str]) -> tuple[list[str], F32]:
         """The stored vectors of these group ids (each once, in the order given; ids the folder does
