@@ -23,7 +23,7 @@ from chunkdedup.errors import ConfigError, MissingExtraError
 from chunkdedup.ingestion.sequence import build_vector_index
 from chunkdedup.query import VectorRetriever
 from chunkdedup.query.ann import AnnRetriever, vector_retriever
-from chunkdedup.store import Store, fulltext, vectorindex
+from chunkdedup.store import Store, fulltext, vectorarrays, vectorindex
 from chunkdedup.store.vectorarrays import FolderArrays
 from conftest import POLICY, _need
 from test_query import SENTENCES, assert_no_leak, build_corpus, doc_strategy, query_strategy
@@ -274,7 +274,7 @@ def assert_arrays_match(index: Path) -> None:
         assert [i.decode() for i in arrays.ids] == [r[1] for r in rows]
         assert [arrays.vectors[n].tobytes() for n in range(len(rows))] == [r[2] for r in rows]
         by_id = [arrays.ids[n].decode() for n in arrays.by_id]
-        assert by_id == sorted(r[1] for r in rows)
+        assert by_id == sorted(r[1] for r in rows) == [i.decode() for i in arrays.sorted_ids]
         assert handle.state.count == len(rows) == len(handle.index)
         gids = np.array([*(r[0] for r in reversed(rows)), 10**12], dtype=np.int64)  # an unknown key left out
         assert arrays.groups(gids) == [r[1] for r in rows][::-1]
@@ -303,7 +303,8 @@ def test_the_arrays_answer_as_sqlite_does(tmp_path: Path) -> None:
         assert dict(folder.key_groups(gids)) == dict(fulltext.gid_group_ids(ix.store, gids))
         held = folder.handle.arrays  # a group the arrays lack (no vector) is mapped through SQLite
         ids = held.ids[1:]
-        folder.handle.arrays = FolderArrays(held.gids[1:], ids, np.argsort(ids), held.vectors[1:])
+        by_id = np.argsort(ids)
+        folder.handle.arrays = FolderArrays(held.gids[1:], ids, by_id, ids[by_id], held.vectors[1:])
         assert dict(folder.key_groups(gids)) == dict(fulltext.gid_group_ids(ix.store, gids))
         folder.handle.arrays = held
         results = {}
@@ -361,7 +362,11 @@ def test_a_folder_without_its_arrays_is_not_used_and_a_sync_adds_them(
     np.save(gen / "gids.npy", np.load(gen / "gids.npy")[:-1])  # one row short
     with Index.open(index) as ix:
         assert ix.vector_handle() is None
-    for name in ("gids.npy", "ids.npy", "by_id.npy", "vectors.npy"):
+    done = build_vector_index(index)  # the same keys: the arrays are written again, the graph kept
+    assert done.built and not done.rebuilt and done.added == done.removed == 0
+    assert_arrays_match(index)
+    gen = folder / (folder / "current").read_text()
+    for name in vectorarrays.FILES:
         (gen / name).unlink()
     state = json.loads((gen / "state.json").read_text())
     (gen / "state.json").write_text(json.dumps({**state, "format": 1}))

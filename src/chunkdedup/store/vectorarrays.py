@@ -6,7 +6,8 @@ A generation holds, row for row in ``gid`` order (the order of ``keys.npy``):
 
 * ``gids.npy``: the graph's keys (``groups.gid``, uint64, ascending): a key's row by binary search;
 * ``ids.npy``: each row's group id (ASCII bytes, fixed width);
-* ``by_id.npy``: the rows in group-id order: a group id's row by binary search;
+* ``by_id.npy`` and ``sorted_ids.npy``: the rows in group-id order and their ids: a group id's row
+  by binary search (numpy's ``sorter`` would check the whole permutation on every search);
 * ``vectors.npy``: each row's stored vector, the float32 SQLite holds, byte for byte, so a score
   computed from it is the score computed from SQLite's.
 
@@ -30,18 +31,19 @@ if TYPE_CHECKING:  # numpy is imported where vectors are read: an ingest without
     I64 = npt.NDArray[np.int64]
     U64 = npt.NDArray[np.uint64]
 
-FILES = ("gids.npy", "ids.npy", "by_id.npy", "vectors.npy")
+FILES = ("gids.npy", "ids.npy", "by_id.npy", "sorted_ids.npy", "vectors.npy")
 _COPY_BLOCK = 65_536
 
 
 @dataclass(frozen=True, slots=True)
 class FolderArrays:
     """A generation's arrays (memory-mapped), row for row: ``gids`` ascending, ``ids``, ``vectors``;
-    ``by_id`` the rows in id order."""
+    ``by_id`` the rows in id order, ``sorted_ids`` their ids."""
 
     gids: U64
     ids: npt.NDArray[np.bytes_]
     by_id: I64
+    sorted_ids: npt.NDArray[np.bytes_]
     vectors: F32
 
     @classmethod
@@ -50,12 +52,12 @@ class FolderArrays:
         import numpy as np
 
         try:
-            gids, ids, by_id, vectors = (np.load(gen / name, mmap_mode="r") for name in FILES)
+            gids, ids, by_id, sorted_ids, vectors = (np.load(gen / name, mmap_mode="r") for name in FILES)
         except (OSError, ValueError):
             return None
-        if not len(gids) == len(ids) == len(by_id) == len(vectors):
+        if not len(gids) == len(ids) == len(by_id) == len(sorted_ids) == len(vectors):
             return None
-        return cls(gids, ids, by_id, vectors)
+        return cls(gids, ids, by_id, sorted_ids, vectors)
 
     def groups(self, keys: Sequence[int] | I64) -> list[str]:
         """The group id of each graph key, in order (a key the folder does not hold left out)."""
@@ -83,9 +85,9 @@ class FolderArrays:
         if not wanted or not len(self.ids):
             return [], np.empty((0, self.vectors.shape[1]), dtype=np.float32)
         asked = np.array([i.encode("ascii") for i in wanted], dtype=self.ids.dtype)
-        at = np.minimum(np.searchsorted(self.ids, asked, sorter=self.by_id), len(self.ids) - 1)
+        at = np.minimum(np.searchsorted(self.sorted_ids, asked), len(self.ids) - 1)
         rows = self.by_id[at]
-        hit = self.ids[rows] == asked
+        hit = self.sorted_ids[at] == asked
         found = [i for i, h in zip(wanted, hit.tolist(), strict=True) if h]
         m: F32 = np.asarray(self.vectors[rows[hit]], dtype=np.float32)
         return found, m
@@ -110,7 +112,9 @@ def write(
     names = np.array([i.encode("ascii") for i in ids], dtype=f"S{width}")
     np.save(gen / "gids.npy", np.asarray(gids, dtype=np.uint64))
     np.save(gen / "ids.npy", names)
-    np.save(gen / "by_id.npy", np.argsort(names, kind="stable").astype(np.int64))
+    by_id = np.argsort(names, kind="stable").astype(np.int64)
+    np.save(gen / "by_id.npy", by_id)
+    np.save(gen / "sorted_ids.npy", names[by_id])
     out = np.lib.format.open_memmap(gen / "vectors.npy", mode="w+", dtype="<f4", shape=(n, dim))
     missing = np.ones(n, dtype=bool)
     held = FolderArrays.open(old) if old is not None else None

@@ -359,7 +359,8 @@ def sync(
         gone = sorted(old_pairs - new_pairs)
         came = sorted(new_pairs - old_pairs)
         if not gone and not came:
-            if old.format == FORMAT:  # the same vectors: only the run it answers for moves
+            if old.format == FORMAT and FolderArrays.open(path / gen) is not None:
+                # the same vectors: only the run it answers for moves
                 _write_state(path / gen, AnnState(name, dim, run, len(gids)))
                 return AnnSync(True, False, 0, 0, len(gids))
             graph, rebuilt, added = path / gen / "hnsw.usearch", False, 0  # the arrays are added
