@@ -202,6 +202,23 @@ def latency_rows(ix: Index, questions: list[str], depth: int) -> dict[str, Any]:
     return rows
 
 
+def profile(ix: Index, questions: list[str]) -> None:
+    """Print where search() hybrid with ANN vectors spends its time (cProfile, cumulative)."""
+    import cProfile
+    import pstats
+
+    cfg = QueryConfig(k=5, pool=40, vector_index="ann")
+    for q in questions[:2]:
+        search(ix, q, config=cfg, retriever="hybrid")
+    prof = cProfile.Profile()
+    for q in questions:
+        prof.enable()
+        search(ix, q, config=cfg, retriever="hybrid")
+        prof.disable()
+    print(f"cProfile of {len(questions)} questions, search() hybrid with ANN vectors:")
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunks", type=int, default=1_000_000)
@@ -211,6 +228,7 @@ def main() -> None:
     ap.add_argument("--hybrid-questions", type=int, default=50, help="sec-10q questions timed")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--workdir", type=Path, help="keep the built index here (default: a temp dir)")
+    ap.add_argument("--profile", type=int, default=0, help="then cProfile this many hybrid questions")
     args = ap.parse_args()
 
     with args.questions.open(encoding="utf-8-sig", newline="") as fh:
@@ -239,6 +257,8 @@ def main() -> None:
         with Index.open(path) as ix:
             result["recall"] = recall_rows(ix, topics_for(args.chunks, args.dim), args.recall_queries)
             result["rows"] = latency_rows(ix, questions, 2 * 8 * 40)
+            if args.profile:
+                profile(ix, questions[: args.profile])
         result["load_average_after"] = os.getloadavg()
 
     table = Table("row", "p50 ms", "p95 ms", "max ms", title=f"vector search at {args.chunks:,} chunks")
