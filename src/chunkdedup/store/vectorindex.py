@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import xxhash
 
 from chunkdedup.config import ANN_MIN_VECTORS
-from chunkdedup.errors import MissingExtraError
+from chunkdedup.errors import IndexError_, MissingExtraError
 from chunkdedup.store import Store, vectorarrays
 from chunkdedup.store.vectorarrays import FolderArrays
 
@@ -301,7 +301,10 @@ def _filler(store: Store, gids: I64, dim: int) -> Callable[[F32, Any], None]:
             while block := cursor.fetchmany(_BLOCK):
                 keys, m = _vectors(block, dim)
                 if not np.array_equal(keys.astype(np.int64), gids[lo : lo + len(block)]):
-                    raise RuntimeError("the embedded groups changed while the vector folder was written")
+                    raise IndexError_(
+                        f"the vectors of {store.path} changed while {folder(store.path)} was written"
+                        f" (a sync holds the writer lock): run `chunkdedup vector-index {store.path}` again"
+                    )
                 out[lo : lo + len(block)] = m
                 lo += len(block)
             return
