@@ -81,3 +81,46 @@ def test_two_copies_paged_differently_are_one_text(tmp_path: Path) -> None:
             [s.doc for s in r.sources] for r in records
         ]
         assert sum(len(ix.variants(r.id)) for r in records) == 0
+
+
+def _api_page() -> str:
+    """An API reference page: twelve functions, each with its parameters and a code example, so the
+    same short lines recur through the page about every 20 lines, as a printed page's footer would."""
+    parts = ["<html><body><h1>child_process</h1>"]
+    for n in range(12):
+        parts.append(
+            f"<h2>run{n}(command[, options])</h2><ul><li>options &lt;Object&gt;</li>"
+            f"<li>cwd &lt;string&gt; Current working directory of child {n}.</li></ul>"
+            f"<p>Runs the command in a shell; the {n}th form waits for it to exit.</p>"
+            "<pre>const { spawn } = require('node:child_process');\n"
+            f"const child = spawn('ls', ['-l{n}']);\n"
+            "child.on('close', (code) =&gt; {\n"
+            "  if (code !== 0) {\n"
+            f"    console.log(`child {n} exited with ${{code}}`);\n"
+            "  }\n"
+            "});</pre>"
+        )
+    return "".join(parts) + "</body></html>"
+
+
+def test_a_screen_page_keeps_the_lines_that_recur_through_it(tmp_path: Path) -> None:
+    """HTML and Markdown had no printed pages: a code line or a parameter list's first item that recurs
+    through an API page is the page's own text, not a running line (as it would be read in a text
+    file that lost its page breaks)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "child_process.html").write_text(_api_page(), encoding="utf-8")
+    index = tmp_path / "i.sqlite"
+    ingest([folder], index)
+    with Index.open(index) as ix:
+        texts = "\n".join(r.text or "" for r in ix.records())
+        stripped = [k for k in ix.boilerplate() if k.scope == "running"]
+    assert texts.count("if (code !== 0) {") == 12 and texts.count("- options <Object>") == 12
+    assert stripped == []
+    # the same page's text read from print loses them as running lines
+    from chunkdedup.parse.html import html_page
+
+    _, text, _ = html_page(_api_page())
+    result = strip([Page(1, text, True)], (), BoilerplateConfig())
+    assert "if (code !== 0) {" in {s.line.strip() for s in result.stripped}
+    assert strip([Page(1, text, True)], (), BoilerplateConfig(), unpaged=False).stripped == ()

@@ -60,6 +60,7 @@ from chunkdedup.normalize import key_hash
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
 from chunkdedup.parse.ocr import AWAITING_OCR, ocr_ready
+from chunkdedup.parse.registry import from_print
 from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex, vectorindex
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.text import boilerplate
@@ -545,11 +546,13 @@ def chunk_phase(
                 i += 1
             loaded += chars
             chrome = store.doc_chrome_ids([doc_id for doc_id, _ in docs])
+            files = store.doc_owners([doc_id for doc_id, _ in docs])
             yield ChunkJob(
                 tuple(docs),
                 tuple(chrome.get(d, _NONE) for d, _ in docs),
                 cfg,
                 compiled=warm.compiled(loaded > NUMPY_CHARS, CHUNK_KERNELS),
+                printed=tuple(from_print(files.get(d, d)) for d, _ in docs),
             )
 
     signed = done = 0

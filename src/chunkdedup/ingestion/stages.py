@@ -69,6 +69,9 @@ class ChunkJob:
     chrome: tuple[frozenset[int], ...]
     config: Config
     compiled: bool = True
+    #: per document, whether its text may come from printed pages
+    #: (:func:`~chunkdedup.parse.registry.from_print`); empty: every one may
+    printed: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,12 +190,19 @@ def parse_inputs(job: ParseJob) -> tuple[ParsedInput, ...]:
 
 
 def chunk_pages(
-    doc_id: str, pages: Sequence[Page], chrome: Collection[int], cfg: Config, *, compiled: bool = False
+    doc_id: str,
+    pages: Sequence[Page],
+    chrome: Collection[int],
+    cfg: Config,
+    *,
+    compiled: bool = False,
+    printed: bool = True,
 ) -> KeyedDocument:
     """Strip, chunk and key one document (``compiled``: strip and chunk with the compiled walks, the
-    same pages and chunks)."""
+    same pages and chunks; ``printed``: its text may come from printed pages, so running lines are
+    looked for inside a page without page breaks too)."""
     if cfg.boilerplate.enabled:
-        result = boilerplate.strip(pages, chrome, cfg.boilerplate, compiled=compiled)
+        result = boilerplate.strip(pages, chrome, cfg.boilerplate, compiled=compiled, unpaged=printed)
         clean, stripped = result.pages, result.stripped
     else:
         clean, stripped = tuple(pages), ()
@@ -212,9 +222,10 @@ def _unique(k: KeyedChunk) -> KeyedChunk:
 def chunk_documents(job: ChunkJob) -> ChunkedBatch:
     """:func:`chunk_pages` over a job's documents, then the band keys of each group they hold."""
     cfg = job.config
+    printed = job.printed or (True,) * len(job.documents)
     docs = tuple(
-        chunk_pages(doc_id, pages, chrome, cfg, compiled=job.compiled)
-        for (doc_id, pages), chrome in zip(job.documents, job.chrome, strict=True)
+        chunk_pages(doc_id, pages, chrome, cfg, compiled=job.compiled, printed=from_paper)
+        for (doc_id, pages), chrome, from_paper in zip(job.documents, job.chrome, printed, strict=True)
     )
     if not cfg.near.enabled:
         return ChunkedBatch(docs)

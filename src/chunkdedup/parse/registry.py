@@ -68,6 +68,23 @@ def parser_for(suffix: str, config: ParseConfig | None = None) -> Parser:
             return TextParser()
 
 
+#: the formats written for a screen, not a printed page: their text has no page a running line recurs on
+SCREEN_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".md", ".markdown"})
+
+
+def from_print(path: str) -> bool:
+    """Whether a file's text may come from printed pages (PDF, text, records of converted filings), so
+    a short line recurring through a page at regular intervals can be a running header or footer
+    (:func:`chunkdedup.text.boilerplate.strip`'s ``unpaged``); HTML and Markdown have no printed pages,
+    and what recurs through one of their pages is its own (a code line, a parameter list's first item).
+
+    Example:
+        >>> from_print("filings/10-K.txt"), from_print("docs/fs.html"), from_print("a.jsonl#r1")
+        (True, False, True)
+    """
+    return Path(path.split("#", 1)[0]).suffix.lower() not in SCREEN_SUFFIXES
+
+
 @dataclass(frozen=True, slots=True)
 class TypedMetadata:
     """Metadata as JSON scalars, with the recognised keys also as typed values."""

@@ -305,7 +305,12 @@ class StripResult:
 
 
 def strip(
-    pages: Sequence[Page], chrome: Collection[int], config: BoilerplateConfig, *, compiled: bool = False
+    pages: Sequence[Page],
+    chrome: Collection[int],
+    config: BoilerplateConfig,
+    *,
+    compiled: bool = False,
+    unpaged: bool = True,
 ) -> StripResult:
     """Remove running lines and chrome from one document's pages.
 
@@ -313,15 +318,17 @@ def strip(
     :class:`DocumentKeys` ``strippable``: the only ones it can match, so the same result). ``always_keep``
     keys are never stripped; lines and blocks of ``always_strip`` keys are removed wherever they stand.
     A document of fewer than ``running_min_pages`` pages (text without page breaks) first loses the
-    lines that recur through a page at regular intervals (:func:`_unpaged_running`).
+    lines that recur through a page at regular intervals (:func:`_unpaged_running`), unless ``unpaged``
+    is False: text written for a screen (HTML, Markdown) had no printed pages, and a line recurring
+    through it (a code line, a parameter list's first item) is its own.
     ``compiled``: lay the pages out with the compiled walk (the same result).
     """
     keep = {boilerplate_key(k) for k in config.always_keep}
-    if len(pages) < config.running_min_pages:  # text without page breaks: its running lines stand inside
-        unpaged = [_unpaged_running(page, config, keep) for page in pages]
-        if any(unpaged):
+    if unpaged and len(pages) < config.running_min_pages:  # no page breaks: running lines stand inside
+        running = [_unpaged_running(page, config, keep) for page in pages]
+        if any(running):
             first: list[StrippedLine] = []
-            pages = [_dropped(page, drop, first) for page, drop in zip(pages, unpaged, strict=True)]
+            pages = [_dropped(page, drop, first) for page, drop in zip(pages, running, strict=True)]
             result = _strip_pages(pages, chrome, config, keep, compiled)
             return StripResult(result.pages, (*first, *result.stripped))
     return _strip_pages(pages, chrome, config, keep, compiled)
