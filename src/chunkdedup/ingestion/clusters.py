@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from chunkdedup.config import Config, NearConfig, SemanticConfig
 from chunkdedup.dedup.settings import NUMPY_KEYS, near_edge_settings, near_fingerprints
 from chunkdedup.store import Store
+from chunkdedup.store.band_tables import fold_keys
 from chunkdedup.store.review import ReviewQueue
 from chunkdedup.store.vectors import recorded_embedder
 from chunkdedup.types import GroupRow
@@ -55,7 +56,8 @@ class HeldBands:
         if new:
             self._seen.update(ids[i] for i in new)
             self._ids.extend(ids[i] for i in new)
-            self._keys.append(keys[new] if len(new) < len(ids) else keys)
+            # folded as the index keeps them (32 bits a key): half the memory, the same band rows
+            self._keys.append(fold_keys(keys[new] if len(new) < len(ids) else keys))
         return len(new)
 
     def take(self) -> tuple[list[str], np.ndarray] | None:
