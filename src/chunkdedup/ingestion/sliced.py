@@ -16,7 +16,7 @@ from chunkdedup.ingestion.stages import known_records
 from chunkdedup.parse import InputFile, input_fingerprint
 from chunkdedup.parse.jsonl import RecordLedger
 from chunkdedup.parse.registry import record_prefix
-from chunkdedup.parse.slices import SLICE_RECORDS, RecordSlice, record_slices
+from chunkdedup.parse.slices import RecordSlice, record_slices
 from chunkdedup.store import Store
 from chunkdedup.text import boilerplate
 from chunkdedup.types import Document, FileResult, FileStatus, KnownFile, Page, ParsedFile
@@ -72,7 +72,7 @@ def store_sliced(
     stored: Sequence[str] | None = None,
     at_hand: AtHand | None = None,
     compiled: bool = False,
-    size: int = SLICE_RECORDS,
+    size: int | None = None,
 ) -> FileResult:
     """Parse, key and store a :func:`~chunkdedup.parse.slices.sliceable` file ``size`` records at a
     time, in one transaction of its own: what :func:`~chunkdedup.ingestion.stages.parse_input` then

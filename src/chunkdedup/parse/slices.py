@@ -42,12 +42,14 @@ class RecordSlice:
     split_notes: tuple[str, ...] = ()
 
 
-def sliceable(inp: InputFile, config: ParseConfig, over: int = SLICED_BYTES) -> bool:
-    """Whether ``inp`` is a JSON Lines file of more than ``over`` bytes (within ``max_file_bytes``)
-    that is plain UTF-8 (:func:`~chunkdedup.parse.text.plain_utf8`): its lines can be read a block at
-    a time, each line the one a whole read gives (and it holds more than blanks). Read a block at a time."""
+def sliceable(inp: InputFile, config: ParseConfig, over: int | None = None) -> bool:
+    """Whether ``inp`` is a JSON Lines file of more than ``over`` bytes (``None``: :data:`SLICED_BYTES`;
+    within ``max_file_bytes``) that is plain UTF-8 (:func:`~chunkdedup.parse.text.plain_utf8`) and
+    holds more than blank lines: its lines can be read a block at a time, each the line a whole read
+    gives. Read a block at a time."""
     if inp.path.suffix.lower() not in _SUFFIXES:
         return False
+    over = SLICED_BYTES if over is None else over
     try:
         size = inp.path.stat().st_size
         if not over < size <= config.max_file_bytes:
@@ -98,11 +100,13 @@ def record_slices(
     config: ParseConfig,
     ledger: RecordLedger,
     keep: Keep | None = None,
-    size: int = SLICE_RECORDS,
+    size: int | None = None,
 ) -> Iterator[RecordSlice]:
-    """The records of a :func:`sliceable` file, at most ``size`` lines a slice, built as
+    """The records of a :func:`sliceable` file, at most ``size`` records (``None``: :data:`SLICE_RECORDS`)
+    a slice, built as
     :class:`~chunkdedup.parse.jsonl.JsonlParser` builds them (``keep``: as its ``parse_known``);
     ``ledger`` takes each slice's records. ``ledger.check()`` then says whether the file holds."""
+    size = SLICE_RECORDS if size is None else size
     prefix = record_prefix(inp)
     number = 0
     items: list[tuple[int, Callable[[], Extracted] | str]] = []
