@@ -532,7 +532,8 @@ def chunk_phase(
     batch in one transaction, in order. The exact keys of the groups go to ``kept`` (group id -> key):
     the cluster pass holds the key of every group it re-decides anyway (the guard and the word
     differences need them), and these need not be computed again. Into an index with no bands yet (a
-    first ingest) the band keys go to ``bands``, for the cluster pass to write; else to the stage.
+    first ingest) the band keys go to ``bands``, for the cluster pass to write, and no key to ``kept``
+    (that pass reads only the groups with a band neighbour); else to the stage.
     ``at_hand``: pages of documents as this run's parse phase stored them (taken from it as they are
     used), not read back. On an index with no groups, the group indexes it does not read are made
     once at its end (:meth:`Store.defer_indexes`). ``emptied`` collects the documents whose every
@@ -595,7 +596,9 @@ def chunk_phase(
             for batch in held:
                 if batch.band_keys is not None:
                     signed += bands.add(batch.band_ids, batch.band_keys)
-        if hashing is not None:
+        if hashing is not None and not first:
+            # a first ingest's cluster pass reads only the groups with a band neighbour (few): their keys
+            # are made from their texts there, not held for every group (1M tiny records: ~250 MB)
             kept.update((k.canonical_id, k.key) for d in docs for k in d.keyed)
         if emptied is not None:
             emptied.extend(d.doc_id for d in docs if not d.keyed and d.stripped)
