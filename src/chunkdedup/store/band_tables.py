@@ -45,7 +45,10 @@ def fold_keys(keys: npt.ArrayLike) -> npt.NDArray[np.int32]:
     """:func:`fold_key` of every key of an array (int64 or uint64), as int32."""
     import numpy as np
 
-    return np.asarray(keys).astype(np.int64, copy=False).astype(np.int32)
+    given = np.asarray(keys)
+    if given.dtype == np.int32:  # folded already (a first ingest's held keys): no copy through int64
+        return given
+    return given.astype(np.int64, copy=False).astype(np.int32)
 
 
 def pack_bands(keys: Sequence[int]) -> bytes:

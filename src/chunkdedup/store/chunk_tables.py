@@ -325,13 +325,21 @@ class ChunkTables(BandTables, EmbeddingTables):
     def existing_groups(self, ids: Sequence[str]) -> list[str]:
         """Those of ``ids`` (sorted) still in the index, in their order: from one scan of the ids when
         they are half the groups or more, else 500 a statement."""
-        if len(ids) * 2 >= self.group_count():
-            wanted = set(ids)
-            held = {r[0] for r in self.conn.execute("SELECT id FROM groups") if r[0] in wanted}
-            del wanted
-        else:
+        if len(ids) * 2 < self.group_count():
             held = {r[0] for r in self._batched("SELECT id FROM groups WHERE id IN ({})", ids)}
-        return [gid for gid in ids if gid in held]
+            return [gid for gid in ids if gid in held]
+        # both sorted (the index of ids: byte order, as str's for UTF-8): one merge, no set of either
+        out: list[str] = []
+        stored = (r[0] for r in self.conn.execute("SELECT id FROM groups ORDER BY id"))
+        at = next(stored, None)
+        for gid in ids:
+            while at is not None and at < gid:
+                at = next(stored, None)
+            if at is None:
+                break
+            if at == gid:
+                out.append(gid)
+        return out
 
     def apply(
         self,
