@@ -101,6 +101,14 @@ def _largest(index: Path, n: int = 10) -> list[tuple[str, float]]:
         conn.close()
 
 
+def _canonicals(index: Path) -> int:
+    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM canonicals").fetchone()[0])
+    finally:
+        conn.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pdf-chars", type=int, default=5_000_000)
@@ -126,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
             wall, peak = _ingest(folder, index)
             size, text = index.stat().st_size, (folder / "tiny.jsonl").stat().st_size
             print(f"{args.records:,} tiny records ({text / 1e6:.1f} MB): {wall:.1f} s, peak RSS so far "
-                  f"{peak:,.0f} MB, index {size / 1e6:.1f} MB = {size / text:.1f}x the file")
+                  f"{peak:,.0f} MB, index {size / 1e6:.1f} MB = {size / text:.1f}x the file, "
+                  f"{_canonicals(index):,} canonical chunks")
             for name, mb in _largest(index):
                 print(f"    {name:32s} {mb:7.1f} MB")
         if "pdf" not in args.skip:
