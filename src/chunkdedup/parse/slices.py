@@ -19,7 +19,7 @@ from chunkdedup.normalize import bytes_hash
 from chunkdedup.parse.base import Extracted, Keep
 from chunkdedup.parse.discover import InputFile
 from chunkdedup.parse.jsonl import RecordLedger, parse_record
-from chunkdedup.parse.registry import record_document, record_prefix, split_long_pages
+from chunkdedup.parse.registry import record_document, split_long_pages
 from chunkdedup.types import Document
 
 #: a JSON Lines file larger than this (bytes) is read a slice at a time
@@ -33,12 +33,11 @@ _SUFFIXES = (".jsonl", ".ndjson", ".json-lines")
 
 @dataclass(frozen=True, slots=True)
 class RecordSlice:
-    """The records of one slice, in file order: those built (``documents``), the ids of those the
-    index holds as they are (``kept``, see :class:`~chunkdedup.parse.base.RecordParser`), and the
-    notes of pages split for their length (a file's notes give them after its records')."""
+    """The records of one slice built, in file order (those the index holds as they are, see
+    :class:`~chunkdedup.parse.base.RecordParser`, are not: the ledger counts their ids), and the notes of
+    pages split for their length (a file's notes give them after its records')."""
 
     documents: tuple[Document, ...]
-    kept: tuple[str, ...] = ()
     split_notes: tuple[str, ...] = ()
 
 
@@ -107,7 +106,6 @@ def record_slices(
     :class:`~chunkdedup.parse.jsonl.JsonlParser` builds them (``keep``: as its ``parse_known``);
     ``ledger`` takes each slice's records. ``ledger.check()`` then says whether the file holds."""
     size = SLICE_RECORDS if size is None else size
-    prefix = record_prefix(inp)
     number = 0
     items: list[tuple[int, Callable[[], Extracted] | str]] = []
     with inp.path.open("rb") as f:
@@ -121,10 +119,10 @@ def record_slices(
                 if item is not None:
                     items.append(item)
                 if len(items) >= size:
-                    yield _slice(inp, config, ledger, items, prefix)
+                    yield _slice(inp, config, ledger, items)
                     items = []
         if items:
-            yield _slice(inp, config, ledger, items, prefix)
+            yield _slice(inp, config, ledger, items)
 
 
 def _item(line: bytes, number: int, keep: Keep | None) -> tuple[int, Callable[[], Extracted] | str] | None:
@@ -145,15 +143,14 @@ def _slice(
     config: ParseConfig,
     ledger: RecordLedger,
     items: list[tuple[int, Callable[[], Extracted] | str]],
-    prefix: str,
 ) -> RecordSlice:
-    records, kept = ledger.take(items)
+    records, _ = ledger.take(items)
     notes: list[str] = []
     # a record always has its own content hash (its line's): the file's is never needed
     documents = tuple(
         record_document(inp, split_long_pages(ex, config.max_page_chars, notes), "") for ex in records
     )
-    return RecordSlice(documents, tuple(prefix + rid for rid in kept), tuple(notes))
+    return RecordSlice(documents, tuple(notes))
 
 
 __all__ = ["SLICED_BYTES", "SLICE_RECORDS", "RecordSlice", "record_slices", "sliceable"]
