@@ -13,6 +13,7 @@
 Example:
     python benchmarks/memory.py
     python benchmarks/memory.py --records 1000000 --skip pdf --skip html
+    python benchmarks/memory.py --records 300000 --skip pdf --skip html --phases
 """
 
 from __future__ import annotations
@@ -36,6 +37,35 @@ import pypdfium2 as pdfium
 page = pdfium.PdfDocument(sys.argv[1])[0]
 page.get_textpage().get_text_range()
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+#: one ingest in this process, its RSS sampled every 0.1 s with the phase the main thread is in (by the
+#: sequence's function on its stack): the peak of each phase, in MB
+_PHASES = """
+import json, sys, threading, time
+from chunkdedup import ingest
+PHASES = (("update_clusters", "cluster pass"), ("chunk_phase", "chunk"), ("_parse_phase", "parse"),
+          ("sync", "text and vector index"))
+main = threading.get_ident()
+peaks = {}
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS"))
+def phase():
+    frame, names = sys._current_frames().get(main), set()
+    while frame is not None:
+        names.add(frame.f_code.co_name)
+        frame = frame.f_back
+    return next((label for name, label in PHASES if name in names), "other")
+def sample():
+    while True:
+        label, now = phase(), rss()
+        peaks[label] = max(peaks.get(label, 0), now)
+        time.sleep(0.1)
+threading.Thread(target=sample, daemon=True).start()
+ingest([sys.argv[1]], sys.argv[2])
+print(json.dumps(peaks))
 """
 
 
@@ -101,12 +131,22 @@ def _largest(index: Path, n: int = 10) -> list[tuple[str, float]]:
         conn.close()
 
 
+def _canonicals(index: Path) -> int:
+    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM canonicals").fetchone()[0])
+    finally:
+        conn.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pdf-chars", type=int, default=5_000_000)
     parser.add_argument("--html-depth", type=int, default=20_000)
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--skip", action="append", default=[], choices=["pdf", "html", "records"])
+    parser.add_argument("--phases", action="store_true",
+                        help="ingest the records once more in one process, printing each phase's peak RSS")
     args = parser.parse_args(argv)
     # ru_maxrss of RUSAGE_CHILDREN is the largest child's so far: the rows run in order of size
     with tempfile.TemporaryDirectory(prefix="chunkdedup-memory-") as tmp:
@@ -126,9 +166,17 @@ def main(argv: list[str] | None = None) -> int:
             wall, peak = _ingest(folder, index)
             size, text = index.stat().st_size, (folder / "tiny.jsonl").stat().st_size
             print(f"{args.records:,} tiny records ({text / 1e6:.1f} MB): {wall:.1f} s, peak RSS so far "
-                  f"{peak:,.0f} MB, index {size / 1e6:.1f} MB = {size / text:.1f}x the file")
+                  f"{peak:,.0f} MB, index {size / 1e6:.1f} MB = {size / text:.1f}x the file, "
+                  f"{_canonicals(index):,} canonical chunks")
             for name, mb in _largest(index):
                 print(f"    {name:32s} {mb:7.1f} MB")
+            if args.phases:
+                again = root / "phases.sqlite"
+                done = subprocess.run([sys.executable, "-c", _PHASES, str(folder), str(again)],
+                                      capture_output=True, text=True, check=True)
+                peaks = json.loads(done.stdout.strip().splitlines()[-1])
+                said = ", ".join(f"{k} {v:,} MB" for k, v in peaks.items())
+                print(f"    peak RSS by phase (sampled): {said}")
         if "pdf" not in args.skip:
             folder = root / "pdf"
             folder.mkdir()

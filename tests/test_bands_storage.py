@@ -190,7 +190,7 @@ def test_a_first_ingests_edges_from_its_band_table_are_the_walks(policy_index: P
         assert _covers(table, ids) and not _covers(table, ids[1:])
         walked_seen, walked = _components(store, ids, near, {}, semantic=False)
         edges = _table_edges(store, table, near, {})
-        rows_seen = [r.id for r in walked_seen]
+        rows_seen = list(walked_seen)
     assert len(edges) > 20  # the corpus has near duplicates
     assert edges == walked
     assert rows_seen == ids

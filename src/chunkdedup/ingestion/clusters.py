@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from chunkdedup.config import Config, NearConfig, SemanticConfig
 from chunkdedup.dedup.settings import NUMPY_KEYS, near_edge_settings, near_fingerprints
 from chunkdedup.store import Store
+from chunkdedup.store.band_tables import fold_keys
 from chunkdedup.store.review import ReviewQueue
 from chunkdedup.store.vectors import recorded_embedder
-from chunkdedup.types import GroupRow
 
 # The array stack (NumPy, the MinHash and LSH steps, embedders) is imported where a pass has groups
 # to sign, embed or re-cluster: a run that changed nothing checks the settings and leaves, in a
@@ -55,7 +55,8 @@ class HeldBands:
         if new:
             self._seen.update(ids[i] for i in new)
             self._ids.extend(ids[i] for i in new)
-            self._keys.append(keys[new] if len(new) < len(ids) else keys)
+            # folded as the index keeps them (32 bits a key): half the memory, the same band rows
+            self._keys.append(fold_keys(keys[new] if len(new) < len(ids) else keys))
         return len(new)
 
     def take(self) -> tuple[list[str], np.ndarray] | None:
@@ -168,12 +169,20 @@ def update_clusters(
         return NearStats(signed, 0, 0, 0)
     if near.enabled or model is not None:
         given = near_edges() if near_edges is not None and near.enabled else None
-        rows, edges = _components(
+        seen, edges = _components(
             store, dirty, near, keys, semantic=model is not None, given=given, table=table, compiled=compiled
         )
     else:
-        rows, edges = tables.group_rows(dirty), {}
+        seen, edges = dirty, {}
+    del table
     from chunkdedup.dedup.near import decide
+
+    # a group on no edge leads itself (leader clustering joins only along edges, and the overrides name
+    # near pairs): only the groups on an edge are read and decided (at a first ingest of a million
+    # tiny records, a few thousand: their rows, not a million, are held)
+    on_edges = {gid for pair in edges for gid in pair}
+    rows = tables.group_rows(sorted(on_edges), keyed=keys)
+    alone = tables.existing_groups([gid for gid in seen if gid not in on_edges])
 
     texts: dict[str, str] = {}
     # a person's decisions from the review queue, beside the config's
@@ -182,7 +191,6 @@ def update_clusters(
     keep_apart = (*near.keep_apart, *((o.a, o.b) for o in decided if o.decision == "apart"))
     judged = bool(near.meaning) or near.numbering or bool(always_merge) or bool(keep_apart)
     if judged and edges:  # the meaning guard reads the texts of the groups on an edge
-        on_edges = {gid for pair in edges for gid in pair}
         texts = tables.group_texts([row.id for row in rows if row.text is None and row.id in on_edges])
     assignments, variants = decide(
         rows, edges, near.guard, near.linkage, keys,
@@ -190,11 +198,11 @@ def update_clusters(
         always_merge=always_merge, keep_apart=keep_apart, compiled=compiled,
     )
     with store.transaction():
-        # dirty and rows are sorted by id: equal lists are the same groups
-        tables.apply(assignments, variants, run_id, every_dirty=[row.id for row in rows] == dirty)
-    progress("cluster", len(rows), len(rows))
+        # dirty and seen are sorted by id: equal lists are the same groups
+        tables.apply(assignments, variants, run_id, every_dirty=list(seen) == dirty, alone=alone)
+    progress("cluster", len(seen), len(seen))
     merged = sum(a.relation != "exact" for a in assignments)
-    return NearStats(signed, len(rows), merged, len(variants))
+    return NearStats(signed, len(seen), merged, len(variants))
 
 
 def _table_neighbours(table: BandTable, compiled: bool = True) -> dict[str, list[str]]:
@@ -336,9 +344,9 @@ def _components(
     given: NearEdges | None = None,
     table: BandTable | None = None,
     compiled: bool | None = None,
-) -> tuple[list[GroupRow], Edges]:
-    """Every group connected to a dirty one by verified near edges or semantic edges, and those edges
-    with their relation and similarity (a pair with both keeps the near edge).
+) -> tuple[Sequence[str], Edges]:
+    """Every group connected to a dirty one by verified near edges or semantic edges (sorted), and those
+    edges with their relation and similarity (a pair with both keeps the near edge).
 
     Near candidates are the store's band neighbours, verified here by shingle Jaccard, or, when
     ``given``, the verified edges computed elsewhere (the Ray path): the same rule either way.
@@ -463,4 +471,4 @@ def _components(
             semantic_lookup,
         )
         texts.clear()  # before the rows are read: at a million groups, each is most of a GiB
-    return store.chunks.group_rows(seen, keyed=keys), edges
+    return seen, edges

@@ -58,10 +58,7 @@ def store_file(
         # the file queued before it that holds the id, else the index's
         owner = claimed.get(doc.doc_id, owners.get(doc.doc_id))
         if owner is not None and owner != path:
-            taken = (
-                f"document id {doc.doc_id!r} is already taken by {owner}: rename one of them, "
-                f"or remove the other with `chunkdedup remove` / --prune"
-            )
+            taken = taken_reason(doc.doc_id, owner)
             store.put_file(path, None, str(FileStatus.FAILED), taken, run_id)
             return FileResult(path, FileStatus.FAILED, (), taken)
     new_ids = {d.doc_id for d in pf.documents} | set(pf.kept)
@@ -86,6 +83,14 @@ def store_file(
     return FileResult(path, FileStatus.INGESTED, pf.doc_ids, notes)
 
 
+def taken_reason(doc_id: str, owner: str) -> str:
+    """Why a file is refused: one of its document ids is held by file ``owner``."""
+    return (
+        f"document id {doc_id!r} is already taken by {owner}: rename one of them, "
+        f"or remove the other with `chunkdedup remove` / --prune"
+    )
+
+
 def prune_missing(store: Store, inputs: Sequence[InputFile], run_id: int) -> None:
     """Remove every indexed file that is not among ``inputs`` (``--prune``), one transaction each;
     documents given in memory (``memory:NAME``) are no file and stay."""
@@ -96,4 +101,4 @@ def prune_missing(store: Store, inputs: Sequence[InputFile], run_id: int) -> Non
                 store.remove_file(path, run_id)
 
 
-__all__ = ["StoreQueue", "prune_missing", "store_file"]
+__all__ = ["StoreQueue", "prune_missing", "store_file", "taken_reason"]

@@ -45,6 +45,7 @@ from chunkdedup.ingestion.report import (
     emptied_notes,
     manifest_notes,
 )
+from chunkdedup.ingestion.sliced import AtHand, store_sliced
 from chunkdedup.ingestion.stages import (
     ChunkedBatch,
     ChunkJob,
@@ -61,6 +62,7 @@ from chunkdedup.parse import InputFile
 from chunkdedup.parse.discover import survey
 from chunkdedup.parse.ocr import AWAITING_OCR, ocr_ready
 from chunkdedup.parse.registry import from_print
+from chunkdedup.parse.slices import sliceable
 from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex, vectorindex
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.text import boilerplate
@@ -91,6 +93,9 @@ PARSE_BATCH_CHARS = STORE_BATCH_CHARS // 4
 #: page text (characters) the parse phase hands to the chunk phase as parsed, at most: those documents'
 #: pages are not read back and decompressed (50k records: 0.8-1.0 s of CPU); the rest are read back
 AT_HAND_CHARS = 128 * 1024 * 1024
+#: documents handed so, at most: a page and its tuple cost some 200 bytes beyond its text, so a
+#: million tiny records held so were over 300 MB until the chunk phase took them
+AT_HAND_DOCS = 65_536
 #: files per parse job: a few, so a pool's round trips stay cheap next to the parsing
 PARSE_JOB_FILES = 8
 #: input bytes per parse job, at most (a larger file is a job of its own): the results are taken in
@@ -330,13 +335,15 @@ def _parse_phase(
 ) -> list[FileResult]:
     """Parse and key the new and changed files on the executor; store them in input order, at most
     ``STORE_BATCH`` files or ``PARSE_BATCH_CHARS`` of page text a transaction. The pages of the
-    documents of the files stored go to ``at_hand`` (by doc id), up to ``AT_HAND_CHARS`` of text.
+    documents of the files stored go to ``at_hand`` (by doc id), up to ``AT_HAND_CHARS`` of text and
+    ``AT_HAND_DOCS`` documents. A large JSON Lines file is stored a slice of records at a time
+    (:func:`~chunkdedup.ingestion.sliced.store_sliced`).
     ``warm``: the run's use of the compiled kernels."""
     warm = warm or Warmup()
     results: list[FileResult] = []
     pending: list[ParsedInput] = []
     chars = 0
-    room = AT_HAND_CHARS
+    hand = AtHand(at_hand, AT_HAND_CHARS, AT_HAND_DOCS) if at_hand is not None else None
     # Under other parse settings than the last run's, nothing parsed before is known: every file is
     # parsed and every document stored again (its pages may be cut otherwise now).
     last = store.last_config()
@@ -348,7 +355,6 @@ def _parse_phase(
     reread: set[str] = set()
 
     def flush() -> None:
-        nonlocal room
         with store.transaction():
             # the files' new and changed documents are stored together, once every file is decided
             queue = StoreQueue()
@@ -359,14 +365,9 @@ def _parse_phase(
                     store, p.input, p.content_hash, p.parsed, cfg, run_id, p.keys, keep, ids, queue
                 )
                 results.append(result)
-                if at_hand is None or p.parsed is None or result.status != FileStatus.INGESTED:
-                    continue
-                # a stored document's pages are these (an unchanged one's too: the same content hash)
-                for doc in p.parsed.documents:
-                    size = sum(len(pg.text) for pg in doc.pages)
-                    if size <= room:
-                        at_hand[doc.doc_id] = doc.pages
-                        room -= size
+                if hand is not None and p.parsed is not None and result.status == FileStatus.INGESTED:
+                    # a stored document's pages are these (an unchanged one's too: the same content hash)
+                    hand.offer(p.parsed.documents)
             store.put_documents(queue.documents, run_id)
         pending.clear()
         collect_young()
@@ -392,7 +393,10 @@ def _parse_phase(
     if reread and not ocr_ready(cfg.parse):
         reread.clear()
     unchanged = [same and str(i.path) not in reread for i, same in zip(inputs, unchanged, strict=True)]
-    todo = [i for i in range(len(inputs)) if not unchanged[i]]
+    # a large JSON Lines file is parsed and stored here a slice of records at a time (store_sliced), not
+    # as a parse job whose result holds every record
+    sliced = {i for i in range(len(inputs)) if not unchanged[i] and sliceable(inputs[i], cfg.parse)}
+    todo = [i for i in range(len(inputs)) if not unchanged[i] and i not in sliced]
 
     def known(inp: InputFile) -> KnownFile:
         if first:
@@ -418,6 +422,21 @@ def _parse_phase(
     tick("parse", 0, len(inputs))
     parsed = (p for batch in executor.map(parse_inputs, jobs()) for p in batch)
     for done, (inp, h, same) in enumerate(zip(inputs, hashes, unchanged, strict=True), start=1):
+        if done - 1 in sliced:
+            if pending:
+                flush()
+                chars = 0
+            keep = same_parse and str(inp.path) not in reread
+            held = known(inp)
+            ids = stored.pop(str(inp.path), None)
+            results.append(
+                store_sliced(
+                    store, inp, h, held, cfg, run_id, keep_unchanged=keep, stored=ids, at_hand=hand,
+                    compiled=warm.compiled(True, PARSE_KERNELS),
+                )
+            )
+            collect_young()
+            continue
         p = ParsedInput(inp, h, None) if same else next(parsed)
         pending.append(p)
         if p.parsed is not None:
@@ -514,7 +533,8 @@ def chunk_phase(
     batch in one transaction, in order. The exact keys of the groups go to ``kept`` (group id -> key):
     the cluster pass holds the key of every group it re-decides anyway (the guard and the word
     differences need them), and these need not be computed again. Into an index with no bands yet (a
-    first ingest) the band keys go to ``bands``, for the cluster pass to write; else to the stage.
+    first ingest) the band keys go to ``bands``, for the cluster pass to write, and no key to ``kept``
+    (that pass reads only the groups with a band neighbour); else to the stage.
     ``at_hand``: pages of documents as this run's parse phase stored them (taken from it as they are
     used), not read back. On an index with no groups, the group indexes it does not read are made
     once at its end (:meth:`Store.defer_indexes`). ``emptied`` collects the documents whose every
@@ -579,7 +599,9 @@ def chunk_phase(
             for batch in held:
                 if batch.band_keys is not None:
                     signed += bands.add(batch.band_ids, batch.band_keys)
-        if hashing is not None:
+        if hashing is not None and not first:
+            # a first ingest's cluster pass reads only the groups with a band neighbour (few): their keys
+            # are made from their texts there, not held for every group (1M tiny records: ~250 MB)
             kept.update((k.canonical_id, k.key) for d in docs for k in d.keyed)
         if emptied is not None:
             emptied.extend(d.doc_id for d in docs if not d.keyed and d.stripped)

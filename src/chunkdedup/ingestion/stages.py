@@ -124,7 +124,7 @@ def parse_input(
             return ParsedInput(inp, None, failed)
     if is_unchanged(h, known.content_hash):
         return ParsedInput(inp, h, None)
-    pf = parse_file(inp, config.parse, _keep(inp, known, h))
+    pf = parse_file(inp, config.parse, known_records(inp, known, h))
     stored = known.document_hashes()
     keys = tuple(
         None
@@ -135,7 +135,7 @@ def parse_input(
     return ParsedInput(inp, h, pf, keys)
 
 
-def _keep(inp: InputFile, known: KnownFile, fingerprint: str | None) -> Keep | None:
+def known_records(inp: InputFile, known: KnownFile, fingerprint: str | None) -> Keep | None:
     """Which records of a changed multi-record file the index holds exactly as they would be built:
     the same bytes (content hash) at a place giving the same id (any line for a given id, the same
     line for a line-numbered one), in a file whose id and manifest metadata are unchanged (else
@@ -251,6 +251,7 @@ __all__ = [
     "chunk_pages",
     "fingerprint_inputs",
     "is_unchanged",
+    "known_records",
     "parse_input",
     "parse_inputs",
 ]

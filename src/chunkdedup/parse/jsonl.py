@@ -189,38 +189,73 @@ def gather_records(
     are strings, so an integer ``id`` and the same digits as a string (``5`` and ``"5"``) are one id,
     as :func:`record_id` makes them, and the reason says so.
     """
-    records: list[Extracted] = []
-    kept: list[str] = []
-    order: list[str] = []
-    found_notes: list[str] = list(notes)
-    seen: dict[str, list[int]] = {}
-    repeated: list[str] = []
-    for number, build in items:
-        if isinstance(build, str):
-            rid = build
-            kept.append(rid)
-        else:
-            try:
-                record = build()
-            except ParseError as e:
-                found_notes.append(f"{unit} {number}: {e.reason}")
-                continue
-            rid = record.record_id or ""
-            records.append(record)
-            found_notes.extend(f"{unit} {number}: {note}" for note in record.notes)
-        numbers = seen.setdefault(rid, [])
-        if len(numbers) == 1:
-            repeated.append(rid)
-        numbers.append(number)
-        order.append(rid)
-    if repeated:
-        raise ParseError(_repeated_ids(repeated, seen, unit))
-    if not records and not kept:
-        problems = [n for n in found_notes if n.startswith(f"{unit} ")]
-        raise ParseError(f"no usable {noun}; first problem: {problems[0]}" if problems else f"no {noun}s")
+    ledger = RecordLedger(noun, unit, notes)
+    records, kept = ledger.take(items)
+    ledger.check()
     if not kept:
-        return Extraction(documents=tuple(records), notes=tuple(found_notes))
-    return Extraction(tuple(records), tuple(found_notes), kept=tuple(kept), order=tuple(order))
+        return Extraction(documents=tuple(records), notes=ledger.notes())
+    return Extraction(tuple(records), ledger.notes(), kept=tuple(kept), order=ledger.order())
+
+
+class RecordLedger:
+    """What a multi-record file's records say of the file as a whole, kept as its records are built a
+    part at a time (:func:`gather_records` takes them all at once; a large JSON Lines file is read a
+    slice at a time, :mod:`chunkdedup.parse.slices`): the notes, every record id with its ``unit``
+    number (a repeated one fails the file) and whether any record was usable. It holds an id and a
+    number a record, not the records."""
+
+    def __init__(self, noun: str, unit: str, notes: Iterable[str] = ()) -> None:
+        self.noun, self.unit = noun, unit
+        self._notes: list[str] = list(notes)
+        self._first: dict[str, int] = {}  # each id's first number, in file order
+        self._more: dict[str, list[int]] = {}  # a repeated id's later numbers
+        self._usable = False
+
+    def take(
+        self, items: Iterable[tuple[int, Callable[[], Extracted] | str]]
+    ) -> tuple[list[Extracted], list[str]]:
+        """Build the records of ``items`` (in file order, after those taken before): the records built
+        and the ids of those given as ids (held as they are)."""
+        records: list[Extracted] = []
+        kept: list[str] = []
+        notes, first, more, unit = self._notes, self._first, self._more, self.unit
+        for number, build in items:
+            if isinstance(build, str):
+                rid = build
+                kept.append(rid)
+            else:
+                try:
+                    record = build()
+                except ParseError as e:
+                    notes.append(f"{unit} {number}: {e.reason}")
+                    continue
+                rid = record.record_id or ""
+                records.append(record)
+                notes.extend(f"{unit} {number}: {note}" for note in record.notes)
+            if rid in first:
+                more.setdefault(rid, []).append(number)
+            else:
+                first[rid] = number
+        self._usable = self._usable or bool(records) or bool(kept)
+        return records, kept
+
+    def check(self) -> None:
+        """Raise ``ParseError`` when the records taken fail the file: a repeated id, or none usable."""
+        if self._more:
+            seen = {rid: [self._first[rid], *numbers] for rid, numbers in self._more.items()}
+            raise ParseError(_repeated_ids(list(self._more), seen, self.unit))
+        if not self._usable:
+            problems = [n for n in self._notes if n.startswith(f"{self.unit} ")]
+            noun = self.noun
+            raise ParseError(f"no usable {noun}; first problem: {problems[0]}" if problems else f"no {noun}s")
+
+    def notes(self) -> tuple[str, ...]:
+        """The file's notes, then its records' (with their ``unit`` numbers), in file order."""
+        return tuple(self._notes)
+
+    def order(self) -> tuple[str, ...]:
+        """Every record id in file order (no id repeated: :meth:`check` passed)."""
+        return tuple(self._first)
 
 
 #: How many repeated ids, and lines of each, a reason names before it counts the rest.

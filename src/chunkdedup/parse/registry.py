@@ -183,7 +183,7 @@ def parse_file(inp: InputFile, config: ParseConfig, keep: Keep | None = None) ->
         whole = bytes_hash(data)
         split_notes: list[str] = []
         documents = tuple(
-            _document(inp, _split_long_pages(ex, config.max_page_chars, split_notes), whole)
+            record_document(inp, split_long_pages(ex, config.max_page_chars, split_notes), whole)
             for ex in extraction.documents
         )
         prefix = record_prefix(inp)  # _record_doc_id, for each of a file's (many) records
@@ -232,7 +232,7 @@ def split_page_text(text: str, limit: int) -> list[str]:
     return parts
 
 
-def _split_long_pages(ex: Extracted, limit: int, notes: list[str]) -> Extracted:
+def split_long_pages(ex: Extracted, limit: int, notes: list[str]) -> Extracted:
     """Pages over ``limit`` characters split into several (numbered on from there), with a note.
 
     Chunking, boilerplate and the store's offsets work page by page; one page of many megabytes would
@@ -277,7 +277,9 @@ def _record_doc_id(inp: InputFile, record_id: str) -> str:
     return record_prefix(inp) + record_id
 
 
-def _document(inp: InputFile, ex: Extracted, whole_hash: str) -> Document:
+def record_document(inp: InputFile, ex: Extracted, whole_hash: str) -> Document:
+    """The document of what a parser extracted from ``inp`` (``whole_hash``: the file's content hash,
+    for a document without its own)."""
     # The manifest is the operator's explicit statement about a file, so it wins over the file itself.
     typed = typed_metadata({**ex.metadata, **inp.metadata})
     return Document(

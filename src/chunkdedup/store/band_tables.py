@@ -45,7 +45,10 @@ def fold_keys(keys: npt.ArrayLike) -> npt.NDArray[np.int32]:
     """:func:`fold_key` of every key of an array (int64 or uint64), as int32."""
     import numpy as np
 
-    return np.asarray(keys).astype(np.int64, copy=False).astype(np.int32)
+    given = np.asarray(keys)
+    if given.dtype == np.int32:  # folded already (a first ingest's held keys): no copy through int64
+        return given
+    return given.astype(np.int64, copy=False).astype(np.int32)
 
 
 def pack_bands(keys: Sequence[int]) -> bytes:
@@ -98,6 +101,34 @@ def _interleaved(keys: npt.NDArray[np.int32], gids: npt.NDArray[np.int64], lo: i
     out[0::2] = keys[lo:hi]
     out[1::2] = gids[lo:hi]
     return list(out.tolist())
+
+
+def _sorted_rows(
+    rows: npt.NDArray[np.int32], gids: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
+    """The band rows of groups ``gids`` (``rows[i]``: the folded keys of ``gids[i]``, gids in
+    ``[0, 2**31)``) as (band key, gid) sorted, a repeated pair once (a key repeated within a group's
+    bands is one row, the table's key): one int64 a row, the key in its high half, sorted in place
+    (1M groups: 16M rows in 128 MB, where an order, the keys and the gids each taken through it,
+    then both filtered, held ~600 MB at once)."""
+    import sys
+
+    import numpy as np
+
+    packed = rows.astype(np.int64)
+    packed <<= 32
+    packed += gids.reshape(-1, 1)  # a gid is non-negative: the low half, without a carry
+    packed = packed.reshape(-1)
+    packed.sort()
+    if packed.size > 1:
+        repeated = packed[1:] == packed[:-1]
+        if repeated.any():
+            packed = np.delete(packed, np.flatnonzero(repeated) + 1)
+        del repeated
+    high = 1 if sys.byteorder == "little" else 0
+    keys = packed.view(np.int32)[high::2].copy()
+    np.bitwise_and(packed, 0xFFFFFFFF, out=packed)  # the gids, in place
+    return keys, packed
 
 
 def _band_insert(rows: int) -> str:
@@ -203,17 +234,26 @@ class BandTables(Tables):
         c = self.conn
         if self.has_bands():
             return None
-        where = dict(c.execute("SELECT id, gid FROM groups"))  # from the index of ids alone
         unsigned = {r[0] for r in c.execute("SELECT gid FROM groups WHERE signed IS NULL")}
-        # each held group's gid (-1: dropped since, no row), and for each gid, sorted, the last of its
-        # places in ids (a group named twice has the same keys twice): NumPy, not a dict per group
-        found = np.fromiter((where.get(g, -1) for g in ids), np.int64, len(ids))
+        # each held group's gid at the last of its places in ids (-1 elsewhere, and for a group dropped
+        # since: no row), from the index of ids alone; the places are looked up by the held ids' own
+        # strings (a dict of the groups' ids read back was ~200 MB at 1M groups)
+        place = {gid: i for i, gid in enumerate(ids)}
+        found = np.full(len(ids), -1, np.int64)
+        count = 0
+        for group_id, gid in c.execute("SELECT id, gid FROM groups"):
+            count += 1
+            i = place.get(group_id)
+            if i is not None:
+                found[i] = gid
+        del place
+        # for each gid, sorted, its place in ids (a group named twice has the same keys twice)
         places = np.flatnonzero(found >= 0)[::-1]
         gids, last = np.unique(found[places], return_index=True)
         places = places[last]
         held = dict(zip(gids.tolist(), [ids[i] for i in places.tolist()], strict=True))  # gid -> id
         rows = fold_keys(np.asarray(keys)[places])
-        if len(where) - len(unsigned) > len(held.keys() - unsigned):  # signed groups not held
+        if count - len(unsigned) > len(held.keys() - unsigned):  # signed groups not held
             sql = "SELECT id, gid, signed FROM groups WHERE signed IS NOT NULL"
             others = [(gid, gid_id, blob) for gid_id, gid, blob in c.execute(sql) if gid not in held]
             extra = np.array([np.frombuffer(blob, "<i4") for _, _, blob in others], np.int32)
@@ -222,18 +262,7 @@ class BandTables(Tables):
             held.update((g, gid_id) for g, gid_id, _ in others)
             in_order = np.argsort(gids, kind="stable")
             gids, rows = gids[in_order], rows[in_order]
-        # (band key, gid): the rows are in gid order, so a stable sort by key; each row's gid from its
-        # place (1M groups: 16M rows, each array made once)
-        by_key = np.argsort(rows.reshape(-1), kind="stable")
-        flat = rows.reshape(-1)[by_key]
-        by_key //= max(rows.shape[1], 1)
-        owner = gids[by_key]
-        del by_key
-        if flat.size:  # a key repeated within a group's bands is one row (the table's key)
-            first = np.ones(flat.size, bool)
-            first[1:] = (flat[1:] != flat[:-1]) | (owner[1:] != owner[:-1])
-            flat, owner = flat[first], owner[first]
-            del first
+        flat, owner = _sorted_rows(rows, gids)
         # many rows a statement: a statement per row spent most of the insert stepping and resetting
         # it (722k rows: 1.24-1.45 -> 0.35-0.38 s at 499 a statement). The values become Python ints a
         # statement at a time: all at once, 1M groups' 16M rows were 32M ints, over a GB.

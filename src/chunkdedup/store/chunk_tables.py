@@ -322,6 +322,25 @@ class ChunkTables(BandTables, EmbeddingTables):
             out.extend(GroupRow(r[0], None, (r[2], r[3], r[4]), r[5]) for r in rows)
         return sorted(out, key=lambda g: g.id)
 
+    def existing_groups(self, ids: Sequence[str]) -> list[str]:
+        """Those of ``ids`` (sorted) still in the index, in their order: from one scan of the ids when
+        they are half the groups or more, else 500 a statement."""
+        if len(ids) * 2 < self.group_count():
+            held = {r[0] for r in self._batched("SELECT id FROM groups WHERE id IN ({})", ids)}
+            return [gid for gid in ids if gid in held]
+        # both sorted (the index of ids: byte order, as str's for UTF-8): one merge, no set of either
+        out: list[str] = []
+        stored = (r[0] for r in self.conn.execute("SELECT id FROM groups ORDER BY id"))
+        at = next(stored, None)
+        for gid in ids:
+            while at is not None and at < gid:
+                at = next(stored, None)
+            if at is None:
+                break
+            if at == gid:
+                out.append(gid)
+        return out
+
     def apply(
         self,
         assignments: Sequence[Assignment],
@@ -329,28 +348,30 @@ class ChunkTables(BandTables, EmbeddingTables):
         run_id: int,
         *,
         every_dirty: bool = False,
+        alone: Sequence[str] = (),
     ) -> None:
         """Write decided clusters for a set of groups (whole components), their variants, and
         refresh every canonical that gained or lost a group; the groups stop being dirty.
 
         ``every_dirty``: the groups are exactly the dirty ones (a first ingest's), so the dirty table
-        is emptied in one statement instead of a delete per group."""
+        is emptied in one statement instead of a delete per group. ``alone``: groups of the set (in the
+        index) that lead themselves, given by id rather than as assignments (a first ingest's are most
+        of its groups: no row is made for those whose state is already that)."""
         c = self.conn
         ids = [a.group_id for a in assignments]
         state = "SELECT id, canonical_id, relation, similarity, differing FROM groups"
-        if len(ids) == self.group_count():  # every group (a first ingest's)
+        own = " WHERE canonical_id != id OR relation != 'exact' OR similarity != 1.0 OR differing != '[]'"
+        if len(ids) + len(alone) == self.group_count():  # every group (a first ingest's)
             # one scan keeps in C the groups that lead only themselves (most of them); the others are
             # read (479k groups: 3.3 s of 500-id queries)
             now: dict[str, tuple[Any, ...]] = {gid: (gid, "exact", 1.0, "[]") for gid in ids}
-            now.update(
-                (r[0], tuple(r[1:]))
-                for r in c.execute(
-                    state + " WHERE canonical_id != id OR relation != 'exact' OR similarity != 1.0"
-                    " OR differing != '[]'"
-                )
-            )
+            now.update((r[0], tuple(r[1:])) for r in c.execute(state + own))
+            assigned = set(ids)
+            moved = [gid for gid in now if gid not in assigned]  # alone, led by another group until now
+            del assigned
         else:
-            now = {r[0]: tuple(r[1:]) for r in self._batched(state + " WHERE id IN ({})", ids)}
+            now = {r[0]: tuple(r[1:]) for r in self._batched(state + " WHERE id IN ({})", [*ids, *alone])}
+            moved = [gid for gid in alone if now[gid] != (gid, "exact", 1.0, "[]")]
         # Sources mirror their group's cluster (replace_sources copies it to new ones): a group whose
         # cluster is unchanged (most of a fresh run's: leaders of themselves) is not rewritten, and
         # the canonicals to refresh are those a rewritten group leaves or joins (every other one is
@@ -362,6 +383,7 @@ class ChunkTables(BandTables, EmbeddingTables):
             for a in assignments
         ]
         changed = [row for row in decided if now.get(row[4]) != row[:4]]
+        changed += [(gid, "exact", 1.0, "[]", gid) for gid in moved]
         touched = {row[0] for row in changed} | {now[row[4]][0] for row in changed if row[4] in now}
         c.executemany(
             "UPDATE groups SET canonical_id=?, relation=?, similarity=?, differing=? WHERE id=?", changed
@@ -371,7 +393,7 @@ class ChunkTables(BandTables, EmbeddingTables):
             [(cid, rel, sim, gid) for cid, rel, sim, _, gid in changed],
         )
         if c.execute("SELECT 1 FROM variants LIMIT 1").fetchone() is not None:  # none on a first ingest
-            c.executemany("DELETE FROM variants WHERE a=? OR b=?", [(g, g) for g in ids])
+            c.executemany("DELETE FROM variants WHERE a=? OR b=?", [(g, g) for g in (*ids, *alone)])
         c.executemany(
             "INSERT OR REPLACE INTO variants(a, b, similarity, differing, reason) VALUES (?, ?, ?, ?, ?)",
             [(a, b, s, json.dumps(list(d)), why) for a, b, s, d, why in variants],
@@ -379,7 +401,7 @@ class ChunkTables(BandTables, EmbeddingTables):
         if every_dirty:
             c.execute("DELETE FROM dirty")
         else:  # a statement per id: one staged DELETE ... IN was slower (478k ids: 1.15 vs 0.77 s)
-            c.executemany("DELETE FROM dirty WHERE group_id=?", [(g,) for g in ids])
+            c.executemany("DELETE FROM dirty WHERE group_id=?", [(g,) for g in (*ids, *alone)])
         self.refresh_canonicals(sorted(touched), run_id)
 
     def refresh_canonicals(

@@ -1,0 +1,156 @@
+"""A large JSON Lines file read a slice of records at a time: the documents of one slice are held at
+once, never the file's, and what decides the file as a whole (its notes, a repeated id, whether any
+record was usable) is kept by a :class:`~chunkdedup.parse.jsonl.RecordLedger` across its slices.
+
+The slices give the documents, notes and ids that :func:`~chunkdedup.parse.registry.parse_file` gives
+for the same file, in the same order: the writer stores them a slice at a time in one transaction,
+so the file is still stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+
+from chunkdedup.config import ParseConfig
+from chunkdedup.normalize import bytes_hash
+from chunkdedup.parse.base import Extracted, Keep
+from chunkdedup.parse.discover import InputFile
+from chunkdedup.parse.jsonl import RecordLedger, parse_record
+from chunkdedup.parse.registry import record_document, split_long_pages
+from chunkdedup.types import Document
+
+#: a JSON Lines file larger than this (bytes) is read a slice at a time
+SLICED_BYTES = 16 * 1024 * 1024
+#: records a slice holds at most
+SLICE_RECORDS = 16_384
+#: bytes read from the file at a time
+_BLOCK_BYTES = 1 << 20
+_SUFFIXES = (".jsonl", ".ndjson", ".json-lines")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordSlice:
+    """The records of one slice built, in file order (those the index holds as they are, see
+    :class:`~chunkdedup.parse.base.RecordParser`, are not: the ledger counts their ids), and the notes of
+    pages split for their length (a file's notes give them after its records')."""
+
+    documents: tuple[Document, ...]
+    split_notes: tuple[str, ...] = ()
+
+
+def sliceable(inp: InputFile, config: ParseConfig, over: int | None = None) -> bool:
+    """Whether ``inp`` is a JSON Lines file of more than ``over`` bytes (``None``: :data:`SLICED_BYTES`;
+    within ``max_file_bytes``) that is plain UTF-8 (:func:`~chunkdedup.parse.text.plain_utf8`) and
+    holds more than blank lines: its lines can be read a block at a time, each the line a whole read
+    gives. Read a block at a time."""
+    if inp.path.suffix.lower() not in _SUFFIXES:
+        return False
+    over = SLICED_BYTES if over is None else over
+    try:
+        size = inp.path.stat().st_size
+        if not over < size <= config.max_file_bytes:
+            return False
+        with inp.path.open("rb") as f:
+            blank = True
+            for block, first in _blocks(f.read):
+                if not _plain(block, first):
+                    return False
+                blank = blank and not block.strip()
+            return not blank  # a file of blanks is an empty file, as a whole read says
+    except OSError:
+        return False
+
+
+def _blocks(read: Callable[[int], bytes]) -> Iterator[tuple[bytes, bool]]:
+    """The file's bytes as blocks of whole lines (the last one as it ends), each with whether it is
+    the first."""
+    rest = b""
+    first = True
+    while block := read(_BLOCK_BYTES):
+        block = rest + block
+        cut = block.rfind(b"\n") + 1
+        if cut:
+            yield block[:cut], first
+            first = False
+            rest = block[cut:]
+        else:
+            rest = block
+    yield rest, first
+
+
+def _plain(block: bytes, first: bool) -> bool:
+    """Whether a block of whole lines is plain UTF-8 (no ``\\r``, no NUL, no BOM at the file's start)."""
+    if b"\r" in block or b"\x00" in block or (first and block.startswith(codecs.BOM_UTF8)):
+        return False
+    if block.isascii():
+        return True
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def record_slices(
+    inp: InputFile,
+    config: ParseConfig,
+    ledger: RecordLedger,
+    keep: Keep | None = None,
+    size: int | None = None,
+) -> Iterator[RecordSlice]:
+    """The records of a :func:`sliceable` file, at most ``size`` records (``None``: :data:`SLICE_RECORDS`)
+    a slice, built as
+    :class:`~chunkdedup.parse.jsonl.JsonlParser` builds them (``keep``: as its ``parse_known``);
+    ``ledger`` takes each slice's records. ``ledger.check()`` then says whether the file holds."""
+    size = SLICE_RECORDS if size is None else size
+    number = 0
+    items: list[tuple[int, Callable[[], Extracted] | str]] = []
+    with inp.path.open("rb") as f:
+        for block, _ in _blocks(f.read):
+            lines = block.split(b"\n")
+            if block.endswith(b"\n"):
+                lines.pop()  # the next block's first line (or the file's last, empty one) follows
+            for line in lines:
+                number += 1
+                item = _item(line, number, keep)
+                if item is not None:
+                    items.append(item)
+                if len(items) >= size:
+                    yield _slice(inp, config, ledger, items)
+                    items = []
+        if items:
+            yield _slice(inp, config, ledger, items)
+
+
+def _item(line: bytes, number: int, keep: Keep | None) -> tuple[int, Callable[[], Extracted] | str] | None:
+    """What the whole-file parse makes of a line (``None``: a blank line, skipped)."""
+    if keep is not None:
+        h = bytes_hash(line)
+        rid = keep(h, number)
+        if rid is not None:
+            return number, rid
+        text = line.decode("utf-8")
+        return (number, partial(parse_record, text, number, h)) if text.strip() else None
+    text = line.decode("utf-8")
+    return (number, partial(parse_record, text, number)) if text.strip() else None
+
+
+def _slice(
+    inp: InputFile,
+    config: ParseConfig,
+    ledger: RecordLedger,
+    items: list[tuple[int, Callable[[], Extracted] | str]],
+) -> RecordSlice:
+    records, _ = ledger.take(items)
+    notes: list[str] = []
+    # a record always has its own content hash (its line's): the file's is never needed
+    documents = tuple(
+        record_document(inp, split_long_pages(ex, config.max_page_chars, notes), "") for ex in records
+    )
+    return RecordSlice(documents, tuple(notes))
+
+
+__all__ = ["SLICED_BYTES", "SLICE_RECORDS", "RecordSlice", "record_slices", "sliceable"]
