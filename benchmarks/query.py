@@ -274,14 +274,14 @@ def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, 
                 for i, cid in zip(range(lo, hi), ids, strict=True)
             ]
             conn.executemany(
-                'INSERT INTO sources(doc_id, page, start, "end", group_id, canonical_id, relation,'
-                " similarity) VALUES (?, 1, ?, 0, ?, ?, 'exact', 1.0)",
-                [(d, s, c, c) for d, s, c in src],
-            )
-            conn.executemany(
                 "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
                 " VALUES (?, ?, 1, ?, 1, ?, ?)",
                 [(c, t, d, s, c) for (d, s, c), t in zip(src, texts, strict=True)],
+            )
+            conn.executemany(
+                'INSERT INTO source_rows(doc_id, page, start, "end", gid)'
+                " SELECT ?, 1, ?, 0, gid FROM groups WHERE id=?",
+                src,
             )
         print(f"  synthetic: {hi:,}/{n_chunks:,} chunks", file=sys.stderr, end="\r")
     conn.execute("INSERT INTO groups_fts(groups_fts) VALUES ('optimize')")

@@ -65,7 +65,7 @@ def count(conn: sqlite3.Connection) -> IndexCounts:
         lines_running=int(stripped.get("running") or 0),
         lines_chrome=int(stripped.get("chrome") or 0),
         boilerplate_keys=_one(conn, "SELECT COUNT(DISTINCT khash) FROM stripped"),
-        sources=_one(conn, "SELECT COUNT(*) FROM sources"),
+        sources=_one(conn, "SELECT COUNT(*) FROM source_rows"),
         groups=_one(conn, "SELECT COUNT(*) FROM groups"),
         canonicals=_one(conn, "SELECT COUNT(*) FROM canonicals"),
         variants=_one(conn, "SELECT COUNT(*) FROM variants"),
