@@ -232,9 +232,12 @@ def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, 
     dates = ["2022-01-01", "2023-01-01", "2024-01-01", "2025-01-01"]
     with store.transaction():
         conn.executemany(
-            "INSERT INTO documents(doc_id, file_path, content_hash, unit, metadata, department, family,"
+            "INSERT INTO paths(path) VALUES (?)", [(f"/synthetic/d{d:07d}.txt",) for d in range(n_docs)]
+        )
+        conn.executemany(
+            "INSERT INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department, family,"
             " effective_date, n_pages, state, config_hash, run_id)"
-            " VALUES (?, ?, 'x', ?, ?, ?, ?, ?, 1, 'indexed', NULL, 0)",
+            " VALUES (?, (SELECT fkey FROM paths WHERE path=?), 'x', ?, ?, ?, ?, ?, 1, 'indexed', NULL, 0)",
             [
                 (
                     f"d{d:07d}",

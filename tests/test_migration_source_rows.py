@@ -1,5 +1,6 @@
 """Migration 0025: an index whose sources held their group's id, cluster, relation and similarity in each
-row is rewritten to source rows that name their group by its integer key, and answers as it did."""
+row, and whose documents held their file's path, is rewritten to rows that name their group and their
+file by integer keys, and answers as it did."""
 
 from __future__ import annotations
 
@@ -23,6 +24,20 @@ DROP TABLE source_rows;
 ALTER TABLE sources_before RENAME TO sources;
 CREATE INDEX sources_canonical ON sources(canonical_id, doc_id, page, start);
 CREATE INDEX sources_group ON sources(group_id, doc_id, page, start);
+CREATE TABLE documents_before(
+    doc_id TEXT PRIMARY KEY, file_path TEXT NOT NULL, content_hash TEXT NOT NULL,
+    unit TEXT NOT NULL, metadata TEXT NOT NULL, department TEXT, family TEXT,
+    effective_date TEXT, n_pages INTEGER NOT NULL, state TEXT NOT NULL,
+    config_hash TEXT, run_id INTEGER NOT NULL, title TEXT);
+INSERT INTO documents_before SELECT * FROM documents;
+DROP VIEW documents;
+DROP TABLE document_rows;
+DROP TABLE paths;
+ALTER TABLE documents_before RENAME TO documents;
+CREATE INDEX documents_file ON documents(file_path);
+CREATE INDEX documents_state ON documents(state);
+CREATE INDEX documents_family ON documents(family) WHERE family IS NOT NULL;
+CREATE INDEX documents_department ON documents(department) WHERE department IS NOT NULL;
 DELETE FROM migrations WHERE name = '0025_source_rows';
 """
 
@@ -39,9 +54,11 @@ def _answers(index: Path) -> tuple[list[Any], list[Any], list[Any]]:
 
 
 def _sources(index: Path) -> list[tuple[Any, ...]]:
+    """Every source row and every document row, as the tables (or their views) give them."""
     conn = sqlite3.connect(index)
     try:
-        return conn.execute("SELECT * FROM sources ORDER BY doc_id, page, start").fetchall()
+        return [*conn.execute("SELECT * FROM sources ORDER BY doc_id, page, start"),
+                *conn.execute("SELECT * FROM documents ORDER BY doc_id")]
     finally:
         conn.close()
 
@@ -52,7 +69,8 @@ def test_an_index_with_the_old_sources_migrates_and_answers_as_before(tmp_path: 
     ingest([POLICY / "current", POLICY / "history"], index)  # near copies and versions too
     before = _answers(index)
     rows = _sources(index)
-    assert {r[6] for r in rows} >= {"exact", "near"}
+    assert {r[6] for r in rows if len(r) == 8} >= {"exact", "near"}
+    assert all(isinstance(r[2], str) and len(r[2]) == 32 for r in rows if len(r) == 13)  # content hashes
     conn = sqlite3.connect(index)
     conn.executescript(_AS_BEFORE)
     conn.close()
@@ -65,6 +83,7 @@ def test_an_index_with_the_old_sources_migrates_and_answers_as_before(tmp_path: 
     finally:
         conn.close()
     assert names["sources"] == "view" and names["source_rows"] == "table"
+    assert names["documents"] == "view" and names["document_rows"] == "table"
     assert "sources_canonical" not in names and "sources_group" not in names
     assert "0025_source_rows" in applied
     assert _sources(index) == rows
