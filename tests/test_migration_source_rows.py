@@ -9,37 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkdedup import Index, ingest
-from conftest import POLICY
-
-#: the sources table as migrations 0001-0024 left it, filled from the rows and their groups
-_AS_BEFORE = """
-CREATE TABLE sources_before(
-    doc_id TEXT NOT NULL, page INTEGER NOT NULL, start INTEGER NOT NULL,
-    "end" INTEGER NOT NULL, group_id TEXT NOT NULL, canonical_id TEXT NOT NULL,
-    relation TEXT NOT NULL, similarity REAL NOT NULL,
-    PRIMARY KEY(doc_id, page, start)) WITHOUT ROWID;
-INSERT INTO sources_before SELECT * FROM sources;
-DROP VIEW sources;
-DROP TABLE source_rows;
-ALTER TABLE sources_before RENAME TO sources;
-CREATE INDEX sources_canonical ON sources(canonical_id, doc_id, page, start);
-CREATE INDEX sources_group ON sources(group_id, doc_id, page, start);
-CREATE TABLE documents_before(
-    doc_id TEXT PRIMARY KEY, file_path TEXT NOT NULL, content_hash TEXT NOT NULL,
-    unit TEXT NOT NULL, metadata TEXT NOT NULL, department TEXT, family TEXT,
-    effective_date TEXT, n_pages INTEGER NOT NULL, state TEXT NOT NULL,
-    config_hash TEXT, run_id INTEGER NOT NULL, title TEXT);
-INSERT INTO documents_before SELECT * FROM documents;
-DROP VIEW documents;
-DROP TABLE document_rows;
-DROP TABLE paths;
-ALTER TABLE documents_before RENAME TO documents;
-CREATE INDEX documents_file ON documents(file_path);
-CREATE INDEX documents_state ON documents(state);
-CREATE INDEX documents_family ON documents(family) WHERE family IS NOT NULL;
-CREATE INDEX documents_department ON documents(department) WHERE department IS NOT NULL;
-DELETE FROM migrations WHERE name = '0025_source_rows';
-"""
+from conftest import BEFORE_0025, POLICY
 
 _QUESTIONS = ("refund within thirty days", "privacy cookies", "shipping address change")
 
@@ -58,7 +28,9 @@ def _sources(index: Path) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(index)
     try:
         return [*conn.execute("SELECT * FROM sources ORDER BY doc_id, page, start"),
-                *conn.execute("SELECT * FROM documents ORDER BY doc_id")]
+                *conn.execute("SELECT * FROM documents ORDER BY doc_id"),
+                *conn.execute("SELECT id, n_sources, signature, updated_run FROM canonicals ORDER BY id"),
+                *conn.execute("SELECT * FROM tombstones ORDER BY canonical_id")]
     finally:
         conn.close()
 
@@ -71,10 +43,12 @@ def test_an_index_with_the_old_sources_migrates_and_answers_as_before(tmp_path: 
     rows = _sources(index)
     assert {r[6] for r in rows if len(r) == 8} >= {"exact", "near"}
     assert all(isinstance(r[2], str) and len(r[2]) == 32 for r in rows if len(r) == 13)  # content hashes
+    assert all(isinstance(r[2], bytes) for r in rows if len(r) == 4 and r[2] is not None)  # signatures
     conn = sqlite3.connect(index)
-    conn.executescript(_AS_BEFORE)
+    conn.executescript(BEFORE_0025)
     conn.close()
-    assert _sources(index) == rows
+    assert _sources(index) != rows  # hex signatures
+    assert [r for r in _sources(index) if len(r) != 4] == [r for r in rows if len(r) != 4]
     assert _answers(index) == before  # opening migrates it
     conn = sqlite3.connect(index)
     try:
