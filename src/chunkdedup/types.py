@@ -49,12 +49,18 @@ class Page:
 
     ``ocr_confidence`` is set on a page read by OCR (a scanned page: no text layer, or a garbled
     one): Tesseract's mean word confidence in [0, 1].
+
+    ``links``: the ``(start, end)`` character spans of the link texts in the page's navigation blocks
+    (a block the HTML parser found made mostly of links: a nav bar, a "previous / next topic" box),
+    in order. Boilerplate keys such a block by its template, its link texts masked, so chrome that
+    differs from page to page only in the pages it links to is one key.
     """
 
     number: int
     text: str
     has_text_layer: bool = True
     ocr_confidence: float | None = None
+    links: tuple[tuple[int, int], ...] = ()
 
     @property
     def ocr(self) -> bool:

@@ -5,6 +5,14 @@ site's navigation or footer links are then one block the corpus chrome can count
 one-word blocks too short to count (30 pages sharing an 8-link nav kept 8 of its links in every
 page's first chunk). ``<pre>`` keeps its text as written (code keeps its lines and indentation).
 
+**Navigation blocks.** A short block of two lines or more, at least half of them links (see
+:func:`_is_navigation`), is navigation: a nav bar, a breadcrumb, a sidebar box such as
+"Previous topic / <the previous page>". An element whose own blocks together make such a block (a ``<div>``
+holding a heading and a link) becomes one block of lines, as a list does.
+The page records where the link texts of its navigation blocks stand (:attr:`Page.links`), so the
+boilerplate keys such a block by its template, its link texts masked: the box that names a different
+previous page on every page is then one key, counted and stripped as corpus chrome.
+
 The tree is walked with a loop over the nodes' links (child, next, parent), not by recursion, so a
 deep page costs no Python stack. Before parsing, :func:`html_shape` reads the markup's tags (a vector
 scan, no tree), and a page whose parse would cost minutes or gigabytes is refused with a
@@ -15,6 +23,7 @@ and it opens unclosed formatting elements again in every block that follows.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +52,19 @@ _INLINE = frozenset(
 #: elements whose block children are lines of one block (its items), not blocks of their own
 _LISTS = frozenset({"ul", "ol", "menu"})
 _TEXT = "-text"
+
+#: a line is a link when its links hold at least this share of its letters and digits
+#: (:func:`_is_navigation`): "- next |" all, "Read the guide first." 8 of 17
+NAV_LINK_SHARE = 0.6
+#: the most words, lines and characters of a navigation block (:func:`_is_navigation`)
+NAV_MAX_WORDS = 40
+NAV_MAX_LINES = 16
+NAV_MAX_CHARS = 600
+# Where a link's text opens and closes while blocks are read: two noncharacters (Unicode keeps them for
+# a program's own use; they are taken out of the page's text first).
+_OPEN, _CLOSE = "\ufdd0", "\ufdd1"
+_MARKS = _OPEN + _CLOSE
+_LINK = re.compile(f"{_OPEN}([^{_OPEN}{_CLOSE}]*){_CLOSE}")
 
 #: deepest nesting read: 10x what the former recursive walk read (it ran out of Python's stack at 500
 #: <div>), and an HTML5 parse of a page this deep takes ~0.1 s
@@ -249,6 +271,37 @@ def html_blocks(markup: str) -> tuple[str | None, list[str]]:
         >>> html_blocks("<p>Run</p><pre>if x:\\n    y()\\n</pre>")[1]
         ['Run', 'if x:\\n    y()']
     """
+    title, marked = _marked_blocks(markup)
+    return title, [text for text in (_unmark(block)[0] for block in marked) if text]
+
+
+def html_page(markup: str) -> tuple[str | None, str, tuple[tuple[int, int], ...]]:
+    """The ``<title>``, the page's text (its blocks, a blank line between two) and the spans of the link
+    texts in its navigation blocks (:func:`_is_navigation`; see :attr:`Page.links`).
+
+    Example:
+        >>> html_page('<p>Intro</p><div><h4>Next topic</h4><p><a href="b.html">Lists</a></p></div>')
+        (None, 'Intro\\n\\nNext topic\\nLists', ((18, 23),))
+    """
+    title, marked = _marked_blocks(markup)
+    parts: list[str] = []
+    links: list[tuple[int, int]] = []
+    at = 0
+    for block in marked:
+        text, spans = _unmark(block)
+        if not text:
+            continue
+        if parts:
+            at += 2
+        if _is_navigation(text, spans):
+            links.extend((at + s, at + e) for s, e in spans)
+        parts.append(text)
+        at += len(text)
+    return title, "\n\n".join(parts), tuple(links)
+
+
+def _marked_blocks(markup: str) -> tuple[str | None, list[str]]:
+    """The title and the blocks, each link's text between ``_OPEN`` and ``_CLOSE``."""
     refusal = html_shape(markup).refusal()
     if refusal is not None:
         raise ParseError(refusal, skipped=True)
@@ -259,6 +312,76 @@ def html_blocks(markup: str) -> tuple[str | None, list[str]]:
     title_tag = tree.css_first("title")
     title = collapse_ws(_text(title_tag, "")) if title_tag is not None else ""
     return title or None, _blocks(document)
+
+
+def _unmark(block: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """A block without its link marks (each marked line's spaces collapsed again), and the spans of its
+    link texts, in order."""
+    if _OPEN not in block and _CLOSE not in block:
+        return block, ()
+    if "\n" not in block:  # one line: no navigation block, no spans wanted
+        return _unmarked(block), ()
+    lines: list[str] = []
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for line in block.split("\n"):
+        if _OPEN in line or _CLOSE in line:
+            clean = _unmarked(line)
+            pos = 0
+            for inner in _LINK.findall(line):
+                link = collapse_ws(inner)
+                found = clean.find(link, pos) if link else -1
+                if found >= 0:
+                    spans.append((at + found, at + found + len(link)))
+                    pos = found + len(link)
+            line = clean
+        lines.append(line)
+        at += len(line) + 1
+    return "\n".join(lines).strip("\n"), tuple(spans)
+
+
+def _unmarked(line: str) -> str:
+    """A collapsed line without its link marks (a mark between two spaces leaves two)."""
+    text = line.replace(_OPEN, "").replace(_CLOSE, "")
+    if "  " in text or text.startswith(" ") or text.endswith(" "):
+        return collapse_ws(text)
+    return text
+
+
+def _is_navigation(text: str, spans: tuple[tuple[int, int], ...]) -> bool:
+    """Whether a block is navigation: two lines or more, at most :data:`NAV_MAX_LINES`,
+    :data:`NAV_MAX_WORDS` and :data:`NAV_MAX_CHARS`, and at least half of its lines links
+    (:data:`NAV_LINK_SHARE` of a line's letters and digits in link texts): a box's label ("Next
+    topic") is one line, the page it names another."""
+    if not spans or len(text) > NAV_MAX_CHARS:
+        return False
+    lines = text.split("\n")
+    if not 2 <= len(lines) <= NAV_MAX_LINES:
+        return False
+    # words hold a letter or a digit: a list's dashes and a bar's "|" or "»" are none
+    if sum(1 for word in text.split() if word.isalnum() or _letters(word)) > NAV_MAX_WORDS:
+        return False
+    linked = 0
+    at = 0
+    for line in lines:
+        end = at + len(line)
+        inside = sum(_letters(text[max(s, at) : min(e, end)]) for s, e in spans if s < end and e > at)
+        if inside >= NAV_LINK_SHARE * _letters(line) > 0:
+            linked += 1
+        at = end + 1
+    return 2 * linked >= len(lines)
+
+
+def _letters(text: str) -> int:
+    """The letters and digits of ``text`` (a link line's separators, "|" or "»", are no part of it)."""
+    return sum(ch.isalnum() for ch in text)
+
+
+class _Nav(str):
+    """A navigation block joined from an element's blocks (:func:`_Frame.close`): an element around it
+    is not joined again, so a sidebar of several boxes keeps one template a box."""
+
+    __slots__ = ()
 
 
 @dataclass(slots=True)
@@ -274,19 +397,37 @@ class _Frame:
     level: int
     items: list[str] | None = None
     buf: list[str] = field(default_factory=list)
+    start: int = 0  # where the element's own blocks begin in ``out``
 
     def flush(self) -> None:
         if not self.buf:
             return
         text = collapse_ws("".join(self.buf))
         self.buf.clear()
-        if text:
+        if text and (text[0] not in _MARKS or text.strip(_MARKS + " ")):  # not a link's mark alone
             self.out.append(self.prefix + text)
 
     def close(self) -> None:
         self.flush()
-        if self.items is not None and self.out:
-            self.items.append("\n".join(self.out))
+        if self.items is not None:
+            if self.out:
+                self.items.append("\n".join(self.out))
+        elif self.level > 0 and 2 <= len(self.out) - self.start <= NAV_MAX_LINES:
+            self._join_navigation()
+
+    def _join_navigation(self) -> None:
+        """The element's blocks as one block of lines, when they are together a navigation block (at
+        least two, no navigation block among them, few words and lines, mostly links)."""
+        own = self.out[self.start :]
+        if any(isinstance(b, _Nav) for b in own):
+            return
+        joined = "\n".join(own)
+        # too few links for half its lines, or too long: most elements end here, unread
+        links, marks = joined.count(_OPEN), joined.count(_OPEN) + joined.count(_CLOSE)
+        if 2 * links < joined.count("\n") + 1 or len(joined) - marks > NAV_MAX_CHARS:
+            return
+        if _is_navigation(*_unmark(joined)):
+            self.out[self.start :] = [_Nav(joined)]
 
 
 def _blocks(document: LexborNode) -> list[str]:
@@ -297,6 +438,7 @@ def _blocks(document: LexborNode) -> list[str]:
     """
     blocks: list[str] = []
     frames = [_Frame(blocks, "", 0)]
+    links: list[int] = []  # the levels of the open links
     node: LexborNode | None = document.child
     level = 1
     while node is not None:
@@ -304,12 +446,18 @@ def _blocks(document: LexborNode) -> list[str]:
         tag = node.tag
         descend = False
         if tag == _TEXT:
-            top.buf.append(node.text_content or "")
+            text = node.text_content or ""
+            if _OPEN in text or _CLOSE in text:
+                text = text.replace(_OPEN, "").replace(_CLOSE, "")
+            top.buf.append(text)
         elif not node.is_element_node or tag in _DROP:
             pass
         elif tag == "br":
             top.buf.append("\n")
         elif tag in _INLINE:
+            if tag == "a":
+                top.buf.append(_OPEN)
+                links.append(level)
             descend = True
         elif tag == "tr":
             top.flush()
@@ -324,7 +472,7 @@ def _blocks(document: LexborNode) -> list[str]:
             if tag in _LISTS:
                 frames.append(_Frame([], "", level, items=top.out))
             else:
-                frames.append(_Frame(top.out, "- " if tag == "li" else "", level))
+                frames.append(_Frame(top.out, "- " if tag == "li" else "", level, start=len(top.out)))
             descend = True
         child = node.child if descend else None
         if child is not None:
@@ -332,6 +480,9 @@ def _blocks(document: LexborNode) -> list[str]:
             continue
         # leave ``node`` and every ancestor it is the last child of, closing the frames they opened
         while True:
+            if links and links[-1] == level:  # leaving a link
+                links.pop()
+                frames[-1].buf.append(_CLOSE)
             if frames[-1].level == level:
                 frames.pop().close()
             following = node.next
@@ -387,7 +538,7 @@ class HtmlParser:
 
     def parse(self, data: bytes) -> Extraction:
         """Decode, drop scripts and styles, and join the text blocks."""
-        title, blocks = html_blocks(decode_text(data))
-        page = Page(number=1, text="\n\n".join(blocks))
+        title, text, links = html_page(decode_text(data))
+        page = Page(number=1, text=text, links=links)
         metadata = {"title": title} if title else {}
         return Extraction(documents=(Extracted(pages=(page,), metadata=metadata),))

@@ -225,10 +225,17 @@ def _split_long_pages(ex: Extracted, limit: int, notes: list[str]) -> Extracted:
         return ex
     pages: list[Page] = []
     for page in ex.pages:
-        parts = split_page_text(page.text, limit) if len(page.text) > limit else [page.text]
+        if len(page.text) <= limit:
+            pages.append(replace(page, number=len(pages) + 1))
+            continue
+        parts = split_page_text(page.text, limit)
         first = len(pages) + 1
-        for part in parts:
-            pages.append(Page(len(pages) + 1, part, page.has_text_layer, page.ocr_confidence))
+        at = 0
+        for part in parts:  # the parts are the text, in order: each takes the links within it
+            end = at + len(part)
+            links = tuple((s - at, e - at) for s, e in page.links if at <= s and e <= end)
+            pages.append(Page(len(pages) + 1, part, page.has_text_layer, page.ocr_confidence, links))
+            at = end
         if len(parts) > 1:
             which = f"record {_shown_id(ex.record_id)} " if ex.record_id is not None else ""
             notes.append(

@@ -3,12 +3,14 @@ the candidates, their stored vectors score them, and exact search takes over whe
 
 An HNSW graph finds a question's nearest vectors in milliseconds, but approximately, and only a few
 hundred well. So :class:`AnnRetriever` asks the graph for ``oversample`` times ``limit`` keys (a
-shallow pass; a deep one for ``limit``), maps them to the groups still present (a key of a group
-removed since the folder's sync is dropped), and re-scores them with the stored float32 vectors in
-float64, as exact search does, keeping the best ``limit``; a hit's score is its true cosine
-whichever search found it. A deeper pass than ``exact_above`` (filters dropped most candidates, so
-the query pipeline asked again, deeper) is exact search over every vector, so a selective filter
-finds what exact search finds; a scope the filter names
+shallow pass; a deep one for ``limit``), maps them to their groups, and re-scores them with the
+stored float32 vectors in float64, as exact search does, keeping the best ``limit``; a hit's score
+is its true cosine whichever search found it. Keys are mapped, and vectors read (for MMR too), from
+the arrays beside the graph while the folder alone answers for the index
+(:meth:`~chunkdedup.store.vectorindex.AnnHandle.alone`); while a run is going, through SQLite (a key
+of a group removed since the folder's sync is dropped). A deeper pass than ``exact_above`` (filters
+dropped most candidates, so the query pipeline asked again, deeper) is exact search over every
+vector, so a selective filter finds what exact search finds; a scope the filter names
 (:class:`~chunkdedup.query.retrieve.Screening`) is ranked exactly, by its own vectors.
 
 No filter acts here: eligibility is decided on whatever retrieval returns
@@ -22,13 +24,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from chunkdedup.config import QueryConfig
 from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
 from chunkdedup.query.retrieve import Scored
-from chunkdedup.query.vectors import F32, VectorRetriever, _normalise
+from chunkdedup.query.vectors import F32, F64, VectorRetriever, _normalise, _normalise64
 from chunkdedup.store import Store, fulltext, vectorindex
 
 #: Passes deeper than this are exact (a graph's recall falls, and its cost rises, with the depth):
@@ -73,13 +77,39 @@ class AnnRetriever(VectorRetriever):
         asked = limit * self.oversample if limit < OVERSAMPLE_BELOW else limit
         while True:
             keys = self.handle.search(q, asked, self.expansion)
-            present = dict(fulltext.gid_group_ids(self.store, sorted({int(k) for k in keys})))
-            ids = [present[int(k)] for k in keys if int(k) in present]
+            ids = self.groups(keys)
             if len(ids) >= limit or len(keys) < asked:  # enough, or the graph holds no more
                 return self.rescored(raw, ids)[:limit]
             if asked > self.exact_above:  # most keys are of removed groups: the folder lags
                 return super().nearest(raw, limit)
             asked *= 2
+
+    def groups(self, keys: vectorindex.I64) -> list[str]:
+        """The groups of these graph keys, in order (a key of a group no longer present left out)."""
+        if self.handle.alone(self.store):
+            return self.handle.arrays.groups(keys)
+        present = dict(fulltext.gid_group_ids(self.store, sorted({int(k) for k in keys})))
+        return [present[int(k)] for k in keys if int(k) in present]
+
+    def key_groups(self, gids: Sequence[int]) -> tuple[tuple[int, str], ...]:
+        """``(gid, group id)`` of these ``groups.gid`` keys still present (any group's, as
+        :func:`~chunkdedup.store.fulltext.gid_group_ids` gives them: the tantivy folder's keys too):
+        from the folder's arrays while it alone answers for the index, SQLite for the rest."""
+        if not self.handle.alone(self.store):
+            return fulltext.gid_group_ids(self.store, gids)
+        held = self.handle.arrays.pairs(gids)
+        known = {g for g, _ in held}
+        rest = [g for g in gids if g not in known]  # a group without a vector
+        return (*held, *(fulltext.gid_group_ids(self.store, rest) if rest else ()))
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, F64]:
+        """The stored vectors of these group ids, normalised (ids without one left out): from the
+        folder's arrays while it alone answers for the index, else from SQLite."""
+        if not self.handle.alone(self.store):
+            return super().vectors(ids)
+        found, m = self.handle.arrays.vectors_of(ids)
+        rows = _normalise64(m.astype(np.float64))
+        return {i: rows[n] for n, i in enumerate(found)}
 
 
 def vector_retriever(

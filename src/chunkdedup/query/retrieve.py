@@ -233,14 +233,24 @@ class TantivyRetriever:
 
     ``handle`` is an open ``tantivy.Index``; it is reloaded on each call, so a sync by an ingest
     is seen by the next question. The score is tantivy's (a float32 widened, never rounded);
-    ties are ordered by group id.
+    ties are ordered by group id. ``keys`` maps the folder's ``gid`` keys to the groups still
+    present (default: :func:`~chunkdedup.store.fulltext.gid_group_ids`; hybrid search passes the
+    vector folder's map, :meth:`~chunkdedup.query.ann.AnnRetriever.key_groups`, which gives the same).
     """
 
-    def __init__(self, store: Store, handle: Any, *, parts: bool = True) -> None:
+    def __init__(
+        self,
+        store: Store,
+        handle: Any,
+        *,
+        parts: bool = True,
+        keys: Callable[[Sequence[int]], Sequence[tuple[int, str]]] | None = None,
+    ) -> None:
         self.store = store
         self.handle = handle
         self.parts = parts
         self._scope = _ScopeKeys()
+        self._keys = keys or (lambda gids: fulltext.gid_group_ids(store, gids))
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
         return self._search(text, limit, None)
@@ -300,7 +310,7 @@ class TantivyRetriever:
             return []
         keys = searcher.fast_field_values("gid", [address for _, address in hits])
         # keys read in key order: neighbouring rows share pages (20,000 keys: ~90 -> ~57 ms at 1M)
-        ids = dict(fulltext.gid_group_ids(self.store, sorted(g for g in keys if g is not None)))
+        ids = dict(self._keys(sorted(g for g in keys if g is not None)))
         scored = [Scored(ids[g], float(score)) for (score, _), g in zip(hits, keys, strict=True) if g in ids]
         return sorted(scored, key=lambda s: (-s.score, s.id))[:limit]
 

@@ -12,7 +12,7 @@ cosine of their stored vectors when the index has embeddings, else by shingle Ja
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,7 +20,7 @@ from chunkdedup.config import MAX_K, QueryConfig
 from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
 from chunkdedup.query.aliases import expand, load_aliases
-from chunkdedup.query.ann import vector_retriever
+from chunkdedup.query.ann import AnnRetriever, vector_retriever
 from chunkdedup.query.context import ContextRanked, ContextWeighting, DocumentContexts
 from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.question import check_question
@@ -189,7 +189,9 @@ def _retriever(
     vectors = vector_retriever(index.store, index.vector_handle, cfg, embedder)
     if which == "vector":
         return ranked(vectors, relative=True), vectors
-    text = ranked(bm25_retriever(index, cfg.word_parts))
+    # the vector folder's key map answers for tantivy's keys too (the same gids) without SQLite
+    keys = vectors.key_groups if isinstance(vectors, AnnRetriever) else None
+    text = ranked(bm25_retriever(index, cfg.word_parts, keys))
     return ReciprocalRankFusion([text, ranked(vectors, relative=True)]), vectors
 
 
@@ -197,12 +199,16 @@ def _weighting(cfg: QueryConfig) -> ContextWeighting:
     return ContextWeighting(cfg.context_b, cfg.context_k1, cfg.context_specificity)
 
 
-def bm25_retriever(index: Searchable, parts: bool = True) -> Retriever:
+def bm25_retriever(
+    index: Searchable,
+    parts: bool = True,
+    keys: Callable[[Sequence[int]], Sequence[tuple[int, str]]] | None = None,
+) -> Retriever:
     """BM25 on the index's text engine: its tantivy folder when it has one, else FTS5 (``parts``:
-    letter-digit runs add their parts as terms)."""
+    letter-digit runs add their parts as terms; ``keys``: the tantivy keys' map to groups)."""
     handle = index.text_handle()
     if handle is not None:
-        return TantivyRetriever(index.store, handle, parts=parts)
+        return TantivyRetriever(index.store, handle, parts=parts, keys=keys)
     return Fts5Retriever(index.store, parts=parts)
 
 
@@ -216,7 +222,7 @@ def _similarity(index: Searchable, vectors: VectorRetriever | None, cfg: QueryCo
     shingles = ShingleJaccard(cfg.shingle_words)
     if vectors is not None:
         model = vectors.embedder
-        return EmbeddingSimilarity(lambda ids: read_vectors(store, ids, model.dim), lambda: model)
+        return EmbeddingSimilarity(vectors.vectors, lambda: model)
     if not has_embeddings(store):
         return shingles
     dim = int(store.meta("embedder_dim") or 0)

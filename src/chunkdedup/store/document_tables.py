@@ -134,12 +134,12 @@ class DocumentTables(BoilerplateTables):
         codec.learn(p.text for doc, _ in items for p in doc.pages)  # read only until it is trained
         self._keep_dict()
         page_rows = [
-            (doc.doc_id, p.number, int(p.has_text_layer), codec.encode(p.text))
+            (doc.doc_id, p.number, int(p.has_text_layer), codec.encode(p.text), _links(p))
             for doc, _ in items
             for p in doc.pages
         ]
         c.executemany(
-            "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, NULL)",
+            _INSERT_PAGE,
             [r for r in page_rows if r[0] not in over],
         )
         over_pages = [r for r in page_rows if r[0] in over]
@@ -255,12 +255,13 @@ class DocumentTables(BoilerplateTables):
     def load_pages(self, doc_id: str, *, clean: bool = False) -> tuple[Page, ...]:
         """A document's pages as parsed, or (``clean``) as stripped; a stripped page of a document not
         chunked yet reads as its raw text."""
-        column = CLEAN_TEXT if clean else RAW_TEXT
+        # a stripped page's text has moved: its link spans are those of the parsed text
+        column = CLEAN_TEXT + ", NULL" if clean else RAW_TEXT + ", links"
         rows = self.conn.execute(
             f"SELECT page, {column}, has_text, ocr_confidence FROM pages WHERE doc_id=? ORDER BY page",
             (doc_id,),
         )
-        return tuple(Page(r[0], r[1] or "", bool(r[2]), r[3]) for r in rows)
+        return tuple(Page(r[0], r[1] or "", bool(r[3]), r[4], _spans(r[2])) for r in rows)
 
     def doc_ids(self, *, stale_config: str | None = None) -> list[str]:
         """All document ids, or the indexed ones chunked under another config than ``stale_config``
@@ -409,10 +410,23 @@ _MOVE_DOCUMENT = (
 
 #: a page's row, new or written over the old one (its text to be cleaned again); has_text is set
 #: apart, where it changed (the partial index pages_without_text is written only then)
-_UPSERT_PAGE = (
-    "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, NULL)"
-    " ON CONFLICT(doc_id, page) DO UPDATE SET raw_text=excluded.raw_text, clean_text=NULL"
+_INSERT_PAGE = (
+    "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text, links) VALUES (?, ?, ?, ?, NULL, ?)"
 )
+_UPSERT_PAGE = (
+    _INSERT_PAGE + " ON CONFLICT(doc_id, page) DO UPDATE SET raw_text=excluded.raw_text, clean_text=NULL,"
+    " links=excluded.links"
+)
+
+
+def _links(page: Page) -> str | None:
+    """A page's :attr:`~chunkdedup.types.Page.links` as ``pages.links`` keeps them: a JSON list of
+    ``[start, end]``, NULL for none (most pages)."""
+    return json.dumps([list(span) for span in page.links], separators=(",", ":")) if page.links else None
+
+
+def _spans(value: str | None) -> tuple[tuple[int, int], ...]:
+    return tuple((int(s), int(e)) for s, e in json.loads(value)) if value else ()
 
 #: the staging table of :meth:`Store.put_contexts`
 _CONTEXT_STAGE = ("context_stage", "doc_id TEXT, text TEXT")

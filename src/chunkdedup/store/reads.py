@@ -49,8 +49,13 @@ class GroupText:
     text: str
 
 
+def _metadata(value: str | None) -> dict[str, Any]:
+    """A document's stored metadata (most documents have none: no JSON to parse)."""
+    return dict(json.loads(value)) if value and value != "{}" else {}
+
+
 def _fields(rows: list[Any]) -> list[DocumentFields]:
-    return [DocumentFields(r[0], dict(json.loads(r[1])), r[2], r[3], r[4]) for r in rows]
+    return [DocumentFields(r[0], _metadata(r[1]), r[2], r[3], r[4]) for r in rows]
 
 
 # -- documents ---------------------------------------------------------------------------------------
@@ -99,7 +104,7 @@ def group_documents(
             part,
         )
         out.extend(
-            GroupDocument(r[0], DocumentFields(r[1], json.loads(r[2]) if metadata else {}, r[3], r[4], r[5]))
+            GroupDocument(r[0], DocumentFields(r[1], _metadata(r[2]), r[3], r[4], r[5]))
             for r in rows
         )
     return tuple(out)

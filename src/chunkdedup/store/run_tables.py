@@ -43,19 +43,3 @@ class RunTables(Connection):
             "SELECT config FROM runs WHERE status='done' AND paths != '[]' ORDER BY id DESC LIMIT 1"
         ).fetchone()
         return None if row is None else Config.from_dict(json.loads(row[0]), source=f"{self.path} (last run)")
-
-    def runs(self) -> list[dict[str, Any]]:
-        rows = self.conn.execute(
-            "SELECT id, started, finished, status, paths, manifest FROM runs ORDER BY id"
-        )
-        return [
-            {
-                "id": r[0],
-                "started": r[1],
-                "finished": r[2],
-                "status": r[3],
-                "paths": json.loads(r[4]),
-                "manifest": r[5],
-            }
-            for r in rows
-        ]

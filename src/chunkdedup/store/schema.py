@@ -517,4 +517,11 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         UPDATE tombstones SET signature = stored_hash(signature) WHERE typeof(signature) = 'text';
         """,
     ),
+    (
+        "0028_page_links",
+        # Where the link texts of a page's navigation blocks stand (Page.links, JSON [[start, end], ...];
+        # NULL for none): boilerplate keys such a block with its link texts masked, and a document's
+        # keys are read again from its stored pages. A page parsed before has none until parsed again.
+        "ALTER TABLE pages ADD COLUMN links TEXT;",
+    ),
 )

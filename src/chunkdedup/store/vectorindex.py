@@ -21,6 +21,12 @@ most of it changed. Each sync writes a new generation (``g<N>/``) and then point
 one rename, so a reader never sees half a folder; a reader still holding the old generation keeps
 reading it.
 
+Beside the graph a generation holds, row for row, each key's group id and stored vector
+(:mod:`chunkdedup.store.vectorarrays`, memory-mapped): while no run has begun since the folder's sync
+(:meth:`AnnHandle.alone`), a question's candidates are mapped and scored from them, not from SQLite.
+While a run is going (it commits its batches as it goes) or after one failed, the keys are mapped and
+the vectors read through SQLite, so a group removed since the sync is never returned.
+
 Example:
     >>> with Store.open("index.sqlite") as store, store.writer(30.0):  # doctest: +SKIP
     ...     sync(store, min_vectors=0)
@@ -40,18 +46,23 @@ from typing import TYPE_CHECKING, Any
 import xxhash
 
 from chunkdedup.config import ANN_MIN_VECTORS
-from chunkdedup.errors import MissingExtraError
-from chunkdedup.store import Store
+from chunkdedup.errors import IndexError_, MissingExtraError
+from chunkdedup.store import Store, vectorarrays
+from chunkdedup.store.vectorarrays import FolderArrays
 
-#: The folder's layout; a folder of another layout is rebuilt.
-FORMAT = 1
+#: The folder's layout; a folder of another layout is not used (a sync brings it up to this one).
+FORMAT = 2
+#: Layouts whose graph file this one keeps as it is (layout 1 had no arrays beside it: a sync adds
+#: them without building the graph again); a folder of any other layout is rebuilt.
+GRAPH_FORMATS = frozenset({1, 2})
 #: HNSW settings: links per node, and the candidate list while adding and (at least) while searching.
 CONNECTIVITY = 16
 EXPANSION_ADD = 64
 #: At 1M clustered vectors (benchmarks/ann.py) recall@10 of 20 candidates was 0.64 at 64, 0.80 at
 #: 128, 0.84 at 256 and 0.90 at 512, the search itself 1.0-4.2 ms: a small share of a question's cost.
 EXPANSION_SEARCH = 256
-#: Vectors are held as float16 in the graph (half the memory; a hit's score is re-read from SQLite).
+#: Vectors are held as float16 in the graph (half the memory; a hit's score is computed from the
+#: float32 vector stored: the folder's arrays, or SQLite).
 DTYPE = "f16"
 #: When more than this share of the folder's keys changed, it is rebuilt rather than updated.
 REBUILD_SHARE = 0.5
@@ -62,6 +73,7 @@ if TYPE_CHECKING:  # numpy is imported where vectors are read: an ingest without
     import numpy as np
     import numpy.typing as npt
 
+    F32 = npt.NDArray[np.float32]
     I64 = npt.NDArray[np.int64]
     U64 = npt.NDArray[np.uint64]
 
@@ -94,14 +106,23 @@ class AnnSync:
 
 
 class AnnHandle:
-    """An open generation of the folder: the HNSW graph (memory-mapped) and its state."""
+    """An open generation of the folder: the HNSW graph, its state, and the arrays beside it (each
+    key's group id and stored vector), all memory-mapped."""
 
-    __slots__ = ("generation", "index", "state")
+    __slots__ = ("arrays", "generation", "index", "state")
 
-    def __init__(self, generation: str, index: Any, state: AnnState) -> None:
+    def __init__(self, generation: str, index: Any, state: AnnState, arrays: FolderArrays) -> None:
         self.generation = generation
         self.index = index
         self.state = state
+        self.arrays = arrays
+
+    def alone(self, store: Store) -> bool:
+        """Whether the folder alone answers for ``store`` now: it holds the index's vectors, keys
+        and groups exactly when no run has begun since the one it was synced for. A run commits its
+        batches as it goes, so while one runs (or after one failed) SQLite may have dropped a group
+        the folder still holds: keys are then mapped, and vectors read, through SQLite."""
+        return latest_run(store) == self.state.run
 
     def search(self, vector: npt.NDArray[np.float32], count: int, expansion: int = EXPANSION_SEARCH) -> I64:
         """The ``gid`` keys of the (about) ``count`` nearest vectors, nearest first (``expansion``:
@@ -126,6 +147,12 @@ def import_usearch() -> ModuleType:
     except ImportError:
         raise MissingExtraError("the approximate vector index", "ann", "usearch") from None
     return usearch.index
+
+
+def latest_run(store: Store) -> int:
+    """The id of the index's latest run, finished or not (0 when none has begun)."""
+    row = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
+    return int(row[0])
 
 
 def has_usearch() -> bool:
@@ -199,8 +226,11 @@ def load(store: Store, held: AnnHandle | None = None) -> AnnHandle | None:
     state = _state(path / gen)
     if why_not(store, state) is not None or state is None or not has_usearch():
         return None
+    arrays = FolderArrays.open(path / gen)
+    if arrays is None or len(arrays.gids) != state.count:
+        return None
     graph = import_usearch().Index.restore(str(path / gen / "hnsw.usearch"), view=True)
-    return None if graph is None else AnnHandle(gen, graph, state)
+    return None if graph is None else AnnHandle(gen, graph, state, arrays)
 
 
 # -- building and updating --------------------------------------------------------------------------
@@ -211,15 +241,16 @@ def fingerprints(ids: Sequence[str]) -> U64:
     return np.fromiter((xxhash.xxh3_64_intdigest(i.encode()) for i in ids), dtype=np.uint64, count=len(ids))
 
 
-def _embedded_keys(store: Store) -> tuple[I64, U64]:
-    """``gid`` and id fingerprint of every group holding a vector, by ``gid``."""
+def _embedded_keys(store: Store) -> tuple[I64, U64, list[str]]:
+    """``gid``, id fingerprint and id of every group holding a vector, by ``gid``."""
     import numpy as np
 
     rows = store.conn.execute(
         "SELECT g.gid, g.id FROM groups g JOIN embeddings e ON e.group_id = g.id ORDER BY g.gid"
     ).fetchall()
     gids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    return gids, fingerprints([r[1] for r in rows])
+    ids = [r[1] for r in rows]
+    return gids, fingerprints(ids), ids
 
 
 def _vectors(rows: Sequence[tuple[int, bytes]], dim: int) -> tuple[U64, npt.NDArray[np.float32]]:
@@ -257,6 +288,37 @@ def _add_gids(store: Store, graph: Any, dim: int, gids: Sequence[int]) -> None:
             graph.add(keys, m, threads=os.cpu_count() or 1)
 
 
+def _filler(store: Store, gids: I64, dim: int) -> Callable[[F32, Any], None]:
+    """What writes the arrays' vectors that the old generation did not hold: every row in one pass
+    in ``gid`` order, or the missing rows' ``gid`` 500 at a time."""
+    import numpy as np
+
+    def fill(out: F32, missing: Any) -> None:
+        rows = np.flatnonzero(missing)
+        if len(rows) == len(gids):
+            cursor = store.conn.execute(f"{_VECTORS} ORDER BY g.gid")
+            lo = 0
+            while block := cursor.fetchmany(_BLOCK):
+                keys, m = _vectors(block, dim)
+                if not np.array_equal(keys.astype(np.int64), gids[lo : lo + len(block)]):
+                    raise IndexError_(
+                        f"the vectors of {store.path} changed while {folder(store.path)} was written"
+                        f" (a sync holds the writer lock): run `chunkdedup vector-index {store.path}` again"
+                    )
+                out[lo : lo + len(block)] = m
+                lo += len(block)
+            return
+        for lo in range(0, len(rows), 500):
+            part = [int(g) for g in gids[rows[lo : lo + 500]]]
+            found = store.conn.execute(f"{_VECTORS} WHERE g.gid IN ({','.join('?' * len(part))})", part)
+            got = found.fetchall()
+            if got:
+                keys, m = _vectors(got, dim)
+                out[np.searchsorted(gids, keys.astype(np.int64))] = m
+
+    return fill
+
+
 def sync(
     store: Store,
     *,
@@ -268,9 +330,10 @@ def sync(
 
     A folder is made when usearch is installed and the index holds at least ``min_vectors`` vectors;
     one that exists is kept up to date whatever the count (deleted when the index holds no vectors).
-    A folder of another embedder or layout is rebuilt; otherwise the changed keys are removed and
-    added (rebuilt when more than :data:`REBUILD_SHARE` of them changed). The caller holds the
-    writer lock (one sync at a time).
+    A folder of another embedder or graph layout is rebuilt; otherwise the changed keys are removed
+    and added (rebuilt when more than :data:`REBUILD_SHARE` of them changed), and the arrays beside
+    the graph written again (the vectors of kept keys copied from the old generation). The caller
+    holds the writer lock (one sync at a time).
     """
     tick = progress or (lambda stage, done, total: None)
     path = folder(store.path)
@@ -287,21 +350,24 @@ def sync(
 
     name, dim = recorded
     run = last_run(store) if run is None else run
-    gids, prints = _embedded_keys(store)
+    gids, prints, ids = _embedded_keys(store)
     old = None if gen is None else _state(path / gen)
-    same = old is not None and old.format == FORMAT and (old.embedder, old.dim) == recorded
+    same = old is not None and old.format in GRAPH_FORMATS and (old.embedder, old.dim) == recorded
     rebuilt, added, removed = True, len(gids), 0
-    graph = None
-    if same and gen is not None:
+    graph: Any = None
+    if same and gen is not None and old is not None:
         held = np.load(path / gen / "keys.npy")
         old_pairs = set(zip(held[:, 0].tolist(), held[:, 1].tolist(), strict=True))
         new_pairs = set(zip(gids.astype(np.uint64).tolist(), prints.tolist(), strict=True))
         gone = sorted(old_pairs - new_pairs)
         came = sorted(new_pairs - old_pairs)
-        if not gone and not came:  # the same vectors: only the run it answers for moves
-            _write_state(path / gen, AnnState(name, dim, run, len(gids)))
-            return AnnSync(True, False, 0, 0, len(gids))
-        if len(gone) + len(came) <= REBUILD_SHARE * max(1, len(old_pairs)):
+        if not gone and not came:
+            if old.format == FORMAT and FolderArrays.open(path / gen) is not None:
+                # the same vectors: only the run it answers for moves
+                _write_state(path / gen, AnnState(name, dim, run, len(gids)))
+                return AnnSync(True, False, 0, 0, len(gids))
+            graph, rebuilt, added = path / gen / "hnsw.usearch", False, 0  # the arrays are added
+        elif len(gone) + len(came) <= REBUILD_SHARE * max(1, len(old_pairs)):
             graph = import_usearch().Index.restore(str(path / gen / "hnsw.usearch"), view=False)
             if graph is not None:
                 if gone:
@@ -312,12 +378,24 @@ def sync(
         graph = _new_graph(dim)
         _add_all(store, graph, dim, lambda done, n: tick("vector index", done, n), len(gids))
     keys = np.stack([gids.astype(np.uint64), prints], axis=1)
-    _write(path, gen, graph, keys, AnnState(name, dim, run, len(gids)))
+    state = AnnState(name, dim, run, len(gids))
+    _write(path, gen, graph, keys, state, lambda at, kept: vectorarrays.write(
+        at, keys[:, 0], ids, dim, _filler(store, gids, dim), kept
+    ))
     return AnnSync(True, rebuilt, added, removed, len(gids))
 
 
-def _write(path: Path, old: str | None, graph: Any, keys: U64, state: AnnState) -> None:
-    """A new generation beside the old, ``current`` pointed at it in one rename, the old removed."""
+def _write(
+    path: Path,
+    old: str | None,
+    graph: Any,
+    keys: U64,
+    state: AnnState,
+    arrays: Callable[[Path, Path | None], None],
+) -> None:
+    """A new generation beside the old (``graph``: the graph, or the path of the old one's file when
+    it is kept as it is; ``arrays(gen, old)`` writes the arrays), ``current`` pointed at it in one
+    rename, the old removed."""
     import numpy as np
 
     path.mkdir(parents=True, exist_ok=True)
@@ -325,8 +403,12 @@ def _write(path: Path, old: str | None, graph: Any, keys: U64, state: AnnState) 
     gen = path / f"g{number}"
     shutil.rmtree(gen, ignore_errors=True)
     gen.mkdir()
-    graph.save(str(gen / "hnsw.usearch"))
+    if isinstance(graph, Path):
+        shutil.copyfile(graph, gen / "hnsw.usearch")
+    else:
+        graph.save(str(gen / "hnsw.usearch"))
     np.save(gen / "keys.npy", keys)
+    arrays(gen, None if old is None or not (path / old).is_dir() else path / old)
     _write_state(gen, state)
     pointer = path / "current.tmp"
     pointer.write_text(gen.name, encoding="utf-8")

@@ -24,11 +24,14 @@ counts, and what :func:`strip` could remove in it), :func:`is_chrome` and :func:
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from types import MappingProxyType
 
 from chunkdedup.config import BoilerplateConfig
 from chunkdedup.normalize import boilerplate_key, has_letters, has_words
@@ -38,6 +41,7 @@ from chunkdedup.types import DocumentKeys as DocumentKeys
 from chunkdedup.types import Page, StrippedLine
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
+_NO_MASKS: Mapping[int, str] = MappingProxyType({})
 
 
 #: in text without page breaks, the longest line read as a running header or footer, and the fewest
@@ -73,6 +77,7 @@ def _page_blocks(
             return []
         return [_block([Line(0, text, boilerplate_key(text) if len(text) <= limit else "", True)], config)]
     raw = text.split("\n")
+    masked = masked_links(raw, page.links) if page.links else {}
     nonblank = [i for i, line in enumerate(raw) if line and not line.isspace()]  # line.strip(), uncopied
     n = config.edge_lines
     edge = set(nonblank[:n]) | set(nonblank[-n:])
@@ -82,7 +87,7 @@ def _page_blocks(
     current: list[Line] = []
     for j, i in enumerate(nonblank):
         if current and current[-1].at != i - 1:
-            blocks.append(_block(current, config, edges=edges))
+            blocks.append(_block(current, config, edges=edges, masked=masked))
             current = []
         line = raw[i]
         on_edge = i in edge
@@ -92,14 +97,63 @@ def _page_blocks(
             keyed = True
         else:  # a line alone in its block: its key is the block's
             keyed = not edges and not current and (j == last or nonblank[j + 1] != i + 1)
-        current.append(Line(i, line, boilerplate_key(line) if keyed else "", on_edge))
+        current.append(Line(i, line, _line_key(line, masked.get(i)) if keyed else "", on_edge))
     if current:
-        blocks.append(_block(current, config, edges=edges))
+        blocks.append(_block(current, config, edges=edges, masked=masked))
     return blocks
 
 
-def _block(lines: list[Line], config: BoilerplateConfig, *, edges: bool = False) -> Block:
-    """The block of consecutive non-blank ``lines`` (``edges``: a block of several lines is not keyed)."""
+def masked_links(lines: Sequence[str], links: Sequence[tuple[int, int]]) -> dict[int, str]:
+    """The lines (by index) that hold a link text of a navigation block (:attr:`Page.links`, spans of
+    the page's text, whose lines are ``lines``), each link text masked as ``@``: the key of the block's
+    template, the same on every page whatever pages its links name.
+
+    Example:
+        >>> masked_links(["Next topic", "Lists and tuples"], [(11, 27)])
+        {1: '@'}
+    """
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    cuts: dict[int, list[tuple[int, int]]] = {}
+    for s, e in links:
+        i = bisect.bisect_right(starts, s) - 1
+        while 0 <= i < len(lines) and starts[i] < e:
+            lo, hi = max(s - starts[i], 0), min(e - starts[i], len(lines[i]))
+            if lo < hi:
+                cuts.setdefault(i, []).append((lo, hi))
+            i += 1
+    out: dict[int, str] = {}
+    for i, spans in cuts.items():
+        line, parts, at = lines[i], [], 0
+        for lo, hi in sorted(spans):
+            parts.append(line[at:lo] + "@")
+            at = max(at, hi)
+        out[i] = "".join(parts) + line[at:]
+    return out
+
+
+def _line_key(line: str, masked: str | None) -> str:
+    """A line's key: its template's (its link texts masked) when the template holds a word of its own
+    ("next topic @"), else its text's ("- @ |", a line of links only, would be every such line's)."""
+    if masked is not None:
+        key = boilerplate_key(masked)
+        if has_letters(key):
+            return key
+    return boilerplate_key(line)
+
+
+def _block(
+    lines: list[Line],
+    config: BoilerplateConfig,
+    *,
+    edges: bool = False,
+    masked: Mapping[int, str] = _NO_MASKS,
+) -> Block:
+    """The block of consecutive non-blank ``lines`` (``edges``: a block of several lines is not keyed;
+    ``masked``: the lines whose link texts are masked, :func:`masked_links`).
+
+    A navigation block is keyed by its template (:func:`masked_links`) when the template holds a word
+    of its own ("previous topic @", not "- @ - @": a list of two links anywhere would share that), and
+    is then counted however few its words: it is links, not a table's header."""
     if len(lines) == 1:  # a one-line block's text is its line's: the line's key is the block's
         text = lines[0].text
         key = lines[0].key
@@ -107,6 +161,10 @@ def _block(lines: list[Line], config: BoilerplateConfig, *, edges: bool = False)
         text = " ".join(ln.text for ln in lines)
         # Boilerplate is short: a longer block gets no key (and is never counted or stripped).
         key = boilerplate_key(text) if len(text) <= config.max_block_chars and not edges else ""
+        if key and masked and any(ln.at in masked for ln in lines):
+            template = boilerplate_key(" ".join(masked.get(ln.at, ln.text) for ln in lines))
+            if has_letters(template):
+                return Block(tuple(lines), template, True)
     counted = bool(key) and has_words(text, config.min_block_words) and has_letters(key)
     return Block(tuple(lines), key, counted)
 
@@ -183,7 +241,7 @@ def document_keys(
     """
     if len(pages) == 1 and "\n" not in pages[0].text:
         return _one_line_keys(pages[0].text, config)
-    if compiled:
+    if compiled and not any(p.links for p in pages):  # the compiled walk masks no link
         n, seen, counted = _compiled_keys(pages, config)
     else:
         # it reads block keys and edge-line keys only
@@ -275,6 +333,7 @@ def _strip_pages(
     """:func:`strip` but for the running lines inside a page of text without page breaks."""
     forced = {boilerplate_key(k) for k in config.always_strip} - keep
     keep_ids = {key_id(k) for k in keep}
+    compiled = compiled and not any(p.links for p in pages)  # the compiled walk masks no link
     chrome_ids = set(chrome) - keep_ids
     if not forced and not chrome_ids and len(pages) < config.running_min_pages:
         # no chrome, nothing forced, too few pages for a running line: nothing can go
@@ -391,12 +450,41 @@ def _dropped(page: Page, drop: dict[int, StrippedLine], stripped: list[StrippedL
     """``page`` without the lines ``drop`` holds (by index), whose records join ``stripped`` in order."""
     if not drop:
         return page
+    stripped.extend(drop[i] for i in sorted(drop))
+    if page.links:
+        return _dropped_with_links(page, drop)
     lines = page.text.split("\n")
     text = "\n".join(line for i, line in enumerate(lines) if i not in drop)
     if "\n\n\n" in text:
         text = _BLANK_RUNS.sub("\n\n", text)
-    stripped.extend(drop[i] for i in sorted(drop))
     return Page(page.number, text.strip("\n"), page.has_text_layer)
+
+
+def _dropped_with_links(page: Page, drop: Collection[int]) -> Page:
+    """:func:`_dropped`'s page, line by line (runs of empty lines made one, empty lines at the ends
+    left out, as its blank-run rule and strip do), with the link spans of the lines kept moved to where
+    those lines now stand (a link text stands within one line)."""
+    lines = page.text.split("\n")
+    kept: list[int] = []
+    for i, line in enumerate(lines):
+        if i in drop or (not line and (not kept or not lines[kept[-1]])):
+            continue
+        kept.append(i)
+    while kept and not lines[kept[-1]]:
+        kept.pop()
+    old = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    new: dict[int, int] = {}
+    at = 0
+    for i in kept:
+        new[i] = at
+        at += len(lines[i]) + 1
+    links = []
+    for s, e in page.links:
+        i = bisect.bisect_right(old, s) - 1
+        if i in new:
+            links.append((new[i] + s - old[i], new[i] + e - old[i]))
+    text = "\n".join(lines[i] for i in kept)
+    return Page(page.number, text, page.has_text_layer, links=tuple(links))
 
 
 def _compiled_strip(
