@@ -79,9 +79,10 @@ DEFAULT_OUT = REPO / "benchmarks" / "results" / "ingest_floor.json"
 #: The floor's tables: the columns the ingest fills, keys as the store declares them; secondary
 #: indexes are made after the rows (:data:`INDEXES`).
 SCHEMA = """
-CREATE TABLE documents(
-    doc_id TEXT PRIMARY KEY, file_path TEXT NOT NULL, content_hash TEXT NOT NULL,
-    unit TEXT NOT NULL, metadata TEXT NOT NULL, department TEXT, family TEXT,
+CREATE TABLE paths(fkey INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+CREATE TABLE document_rows(
+    doc_id TEXT PRIMARY KEY, fkey INTEGER NOT NULL, content_hash TEXT NOT NULL,
+    unit TEXT NOT NULL, metadata TEXT, department TEXT, family TEXT,
     effective_date TEXT, n_pages INTEGER NOT NULL, title TEXT, state TEXT NOT NULL,
     config_hash TEXT, run_id INTEGER NOT NULL);
 CREATE TABLE pages(
@@ -95,11 +96,9 @@ CREATE TABLE stripped(
     PRIMARY KEY(doc_id, khash, scope)) WITHOUT ROWID;
 CREATE TABLE bp_keys(khash INTEGER PRIMARY KEY, key TEXT NOT NULL);
 CREATE TABLE chrome(khash INTEGER PRIMARY KEY, units INTEGER NOT NULL);
-CREATE TABLE sources(
-    doc_id TEXT NOT NULL, page INTEGER NOT NULL, start INTEGER NOT NULL,
-    "end" INTEGER NOT NULL, group_id TEXT NOT NULL, canonical_id TEXT NOT NULL,
-    relation TEXT NOT NULL, similarity REAL NOT NULL,
-    PRIMARY KEY(doc_id, page, start)) WITHOUT ROWID;
+CREATE TABLE source_rows(
+    doc_id TEXT NOT NULL, page INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
+    gid INTEGER NOT NULL, PRIMARY KEY(doc_id, page, start)) WITHOUT ROWID;
 CREATE TABLE groups(
     gid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL,
     n_sources INTEGER NOT NULL, rep_doc TEXT NOT NULL, rep_page INTEGER NOT NULL,
@@ -122,13 +121,12 @@ CREATE VIRTUAL TABLE contexts_fts USING fts5(
     text, content='contexts', content_rowid='dkey', tokenize='porter unicode61');
 """
 INDEXES = """
-CREATE INDEX documents_file ON documents(file_path);
-CREATE INDEX documents_state ON documents(state);
-CREATE INDEX documents_family ON documents(family);
+CREATE INDEX documents_file ON document_rows(fkey);
+CREATE INDEX documents_state ON document_rows(state);
+CREATE INDEX documents_family ON document_rows(family) WHERE family IS NOT NULL;
 CREATE INDEX doc_keys_doc ON doc_keys(doc_id);
 CREATE INDEX stripped_key ON stripped(khash);
-CREATE INDEX sources_canonical ON sources(canonical_id, doc_id, page, start);
-CREATE INDEX sources_group ON sources(group_id, doc_id, page, start);
+CREATE INDEX source_rows_gid ON source_rows(gid, doc_id, page, start);
 CREATE INDEX groups_canonical ON groups(canonical_id);
 CREATE INDEX variants_b ON variants(b);
 """
@@ -186,6 +184,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
     from chunkdedup.store.band_tables import fold_keys
     from chunkdedup.store.core import document_row
     from chunkdedup.store.pagetext import PageCodec
+    from chunkdedup.store.schema import stored_hash
     from chunkdedup.text import boilerplate
     from chunkdedup.text.chunk import chunk_document
     from chunkdedup.types import Document, FileStatus, GroupRow, Page
@@ -311,7 +310,16 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
 
     with clock("rows"):
         run_id, config_hash = 1, "floor"
-        document_rows = [(d.doc_id, *document_row(d), "indexed", config_hash, run_id) for d in docs]
+        # a document row as the store keeps it (migrations 0024-0025): its file by a key into paths,
+        # its content hash in 16 bytes, no '{}' metadata
+        fkey = {path: i + 1 for i, path in enumerate(sorted({d.path for d in docs}))}
+        document_rows = []
+        for d in docs:
+            path, content_hash, unit, metadata, *rest = document_row(d)
+            kept = None if metadata == "{}" else metadata
+            own = "" if unit == f"doc:{d.doc_id}" else unit  # its own unit as '' (migration 0024)
+            row = (d.doc_id, fkey[path], stored_hash(content_hash), own, kept, *rest)
+            document_rows.append((*row, "indexed", config_hash, run_id))
         page_rows = [
             (d.doc_id, p.number, int(p.has_text_layer), raw, clean_pages.get((d.doc_id, p.number)))
             for d, p, raw in zip(
@@ -386,7 +394,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
         for cid in canonical_ids:
             srcs = by_canonical[cid]  # in (doc_id, page, start) order: source_rows are
             text = first[srcs[0][6]].text  # the canonical's first source is its group's first
-            signature = key_hash(json.dumps([text, [list(r[:6]) for r in srcs]]))
+            signature = stored_hash(key_hash(json.dumps([text, [list(r[:6]) for r in srcs]])))
             canonical_rows.append((cid, None if srcs[0][6] == cid else text, len(srcs), signature, run_id))
         variant_rows = [(a, b, s, json.dumps(list(diff)), why) for a, b, s, diff, why in variants]
     with clock("contexts"):
@@ -414,7 +422,9 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
     with clock("bulk_insert"):
         conn.execute("BEGIN")
         c = conn
-        c.executemany("INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", document_rows)
+        c.executemany("INSERT INTO paths(fkey, path) VALUES (?, ?)", [(k, p) for p, k in fkey.items()])
+        c.executemany("INSERT INTO document_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      document_rows)
         c.executemany(
             "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text) VALUES (?, ?, ?, ?, ?)",
             page_rows,
@@ -425,7 +435,10 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
         c.executemany("INSERT INTO chrome(khash, units) VALUES (?, ?)", sorted(chrome.items()))
         c.executemany("INSERT INTO bp_keys(khash, key) VALUES (?, ?)", sorted(bp_keys.items()))
         c.executemany("INSERT INTO stripped VALUES (?, ?, ?, ?, ?, ?)", stripped_rows)
-        c.executemany("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)", source_rows)
+        c.executemany(  # a source names its group by its integer key (migration 0025)
+            'INSERT INTO source_rows(doc_id, page, start, "end", gid) VALUES (?, ?, ?, ?, ?)',
+            [(*r[:4], gkey[r[4]]) for r in source_rows],
+        )
         c.executemany(
             "INSERT INTO groups(gid, id, text, n_sources, rep_doc, rep_page, rep_start, signed, canonical_id,"
             " relation, similarity, differing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -232,9 +232,12 @@ def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, 
     dates = ["2022-01-01", "2023-01-01", "2024-01-01", "2025-01-01"]
     with store.transaction():
         conn.executemany(
-            "INSERT INTO documents(doc_id, file_path, content_hash, unit, metadata, department, family,"
+            "INSERT INTO paths(path) VALUES (?)", [(f"/synthetic/d{d:07d}.txt",) for d in range(n_docs)]
+        )
+        conn.executemany(
+            "INSERT INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department, family,"
             " effective_date, n_pages, state, config_hash, run_id)"
-            " VALUES (?, ?, 'x', ?, ?, ?, ?, ?, 1, 'indexed', NULL, 0)",
+            " VALUES (?, (SELECT fkey FROM paths WHERE path=?), 'x', ?, ?, ?, ?, ?, 1, 'indexed', NULL, 0)",
             [
                 (
                     f"d{d:07d}",
@@ -274,14 +277,14 @@ def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, 
                 for i, cid in zip(range(lo, hi), ids, strict=True)
             ]
             conn.executemany(
-                'INSERT INTO sources(doc_id, page, start, "end", group_id, canonical_id, relation,'
-                " similarity) VALUES (?, 1, ?, 0, ?, ?, 'exact', 1.0)",
-                [(d, s, c, c) for d, s, c in src],
-            )
-            conn.executemany(
                 "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
                 " VALUES (?, ?, 1, ?, 1, ?, ?)",
                 [(c, t, d, s, c) for (d, s, c), t in zip(src, texts, strict=True)],
+            )
+            conn.executemany(
+                'INSERT INTO source_rows(doc_id, page, start, "end", gid)'
+                " SELECT ?, 1, ?, 0, gid FROM groups WHERE id=?",
+                src,
             )
         print(f"  synthetic: {hi:,}/{n_chunks:,} chunks", file=sys.stderr, end="\r")
     conn.execute("INSERT INTO groups_fts(groups_fts) VALUES ('optimize')")

@@ -21,6 +21,40 @@ POLICY = DATA / "site-policy"
 POLICY_MANIFEST = POLICY / "manifest.jsonl"
 
 
+#: An index of this version made as migrations 0001-0024 left it (before 0025): the sources and documents
+#: tables filled from their rows, the hashes as 32 hex digits. ``executescript`` it.
+BEFORE_0025 = """
+CREATE TABLE sources_before(
+    doc_id TEXT NOT NULL, page INTEGER NOT NULL, start INTEGER NOT NULL,
+    "end" INTEGER NOT NULL, group_id TEXT NOT NULL, canonical_id TEXT NOT NULL,
+    relation TEXT NOT NULL, similarity REAL NOT NULL,
+    PRIMARY KEY(doc_id, page, start)) WITHOUT ROWID;
+INSERT INTO sources_before SELECT * FROM sources;
+DROP VIEW sources;
+DROP TABLE source_rows;
+ALTER TABLE sources_before RENAME TO sources;
+CREATE INDEX sources_canonical ON sources(canonical_id, doc_id, page, start);
+CREATE INDEX sources_group ON sources(group_id, doc_id, page, start);
+CREATE TABLE documents_before(
+    doc_id TEXT PRIMARY KEY, file_path TEXT NOT NULL, content_hash TEXT NOT NULL,
+    unit TEXT NOT NULL, metadata TEXT NOT NULL, department TEXT, family TEXT,
+    effective_date TEXT, n_pages INTEGER NOT NULL, state TEXT NOT NULL,
+    config_hash TEXT, run_id INTEGER NOT NULL, title TEXT);
+INSERT INTO documents_before SELECT * FROM documents;
+DROP VIEW documents;
+DROP TABLE document_rows;
+DROP TABLE paths;
+ALTER TABLE documents_before RENAME TO documents;
+CREATE INDEX documents_file ON documents(file_path);
+CREATE INDEX documents_state ON documents(state);
+CREATE INDEX documents_family ON documents(family) WHERE family IS NOT NULL;
+CREATE INDEX documents_department ON documents(department) WHERE department IS NOT NULL;
+UPDATE canonicals SET signature = lower(hex(signature)) WHERE typeof(signature) = 'blob';
+UPDATE tombstones SET signature = lower(hex(signature)) WHERE typeof(signature) = 'blob';
+DELETE FROM migrations WHERE name = '0025_source_rows';
+"""
+
+
 def stop_at_chunk_write(monkeypatch: pytest.MonkeyPatch, nth: int) -> None:
     """Make the ``nth`` chunk-phase write (``Store.replace_chunks``) raise ``KeyboardInterrupt``, as a
     run killed there: the writes before it are committed, its transaction is rolled back."""

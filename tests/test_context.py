@@ -17,6 +17,7 @@ from chunkdedup.normalize import with_word_parts, word_parts
 from chunkdedup.parse.markdown import title as markdown_title
 from chunkdedup.query import search
 from chunkdedup.query.retrieve import content_terms, fts_query
+from conftest import BEFORE_0025
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SMALL = Config(chunk=ChunkConfig(target_words=12, max_words=30))
@@ -179,6 +180,7 @@ def test_an_alias_file_lets_a_short_name_find_the_long_one(tmp_path: Path) -> No
 def _downgrade(index: Path) -> None:
     """Make ``index`` look written before migration 0007: no contexts, no title column."""
     conn = sqlite3.connect(index)
+    conn.executescript(BEFORE_0025)
     with conn:
         for name in ("contexts_ai", "contexts_ad", "contexts_au"):
             conn.execute(f"DROP TRIGGER {name}")

@@ -54,8 +54,10 @@ def test_unchanged_pages_keep_one_copy_and_an_old_index_migrates(tmp_path: Path)
         )
         conn.execute("DROP TABLE pages")
         conn.execute("ALTER TABLE old_pages RENAME TO pages")
-        # the later migrations that shape the pages table (0021's column) were not applied either
-        conn.execute("DELETE FROM migrations WHERE name IN ('0009_pages_rowid', '0021_page_ocr')")
+        # the later migrations that shape the pages table (0021's and 0028's columns) were not applied either
+        conn.execute(
+            "DELETE FROM migrations WHERE name IN ('0009_pages_rowid', '0021_page_ocr', '0028_page_links')"
+        )
     conn.close()
     assert _pages(index) == before  # Index.open migrates
     conn = sqlite3.connect(index)

@@ -210,7 +210,7 @@ def _overview(index: Path) -> dict[str, Any]:
 def test_the_overview_of_a_fresh_index_reads_the_stored_counts(policy_copy: Path, traced: list[str]) -> None:
     body = _overview(policy_copy)
     assert traced, "the trace saw nothing"
-    scans = [s for s in traced if "COUNT(*) FROM sources" in s or "COUNT(*) FROM groups" in s]
+    scans = [s for s in traced if "COUNT(*) FROM source_rows" in s or "COUNT(*) FROM groups" in s]
     assert not scans, scans
     live = _live(policy_copy)
     assert body["funnel"]["raw_chunks"] == live.sources
@@ -225,7 +225,7 @@ def test_the_overview_of_an_older_index_counts_the_tables(policy_copy: Path, tra
     conn.close()
     traced.clear()
     body = _overview(policy_copy)
-    assert any("COUNT(*) FROM sources" in s for s in traced)
+    assert any("COUNT(*) FROM source_rows" in s for s in traced)
     body.pop("index_bytes")
     expected.pop("index_bytes")
     assert body == expected

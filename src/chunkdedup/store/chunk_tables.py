@@ -2,7 +2,9 @@
 
 Three levels, each derived from the one below by a rule on the data:
 
-* ``sources``: one row per chunk (document, page, offsets), with its exact-key ``group_id``;
+* ``sources``: one row per chunk (document, page, offsets), with its exact-key ``group_id``; stored
+  in ``source_rows``, which names the group by its integer key, and read through the ``sources``
+  view, which adds the group's id, cluster, relation and similarity (migration 0025);
 * ``groups``: one row per exact key; its text and order are those of its smallest source;
 * ``canonicals``: one row per cluster of groups (its id is the leader group's id); the text is the
   leader's, the sources are those of every member group (relation ``exact`` for the leader's,
@@ -31,7 +33,7 @@ from chunkdedup.store.batches import insert_rows as insert_rows
 from chunkdedup.store.batches import rows_for_ids as rows_for_ids
 from chunkdedup.store.batches import staged_rows as staged_rows
 from chunkdedup.store.embedding_tables import EmbeddingTables
-from chunkdedup.store.schema import CLEAN_TEXT
+from chunkdedup.store.schema import CLEAN_TEXT, stored_hash
 from chunkdedup.types import Assignment, GroupRow, KeyedChunk
 
 #: Each group's first source (by document, page, offset), its count, and its end.
@@ -67,6 +69,8 @@ _NO_PAGES: Pages = {}
 
 _NO_SIGNED: Mapping[str, bytes] = {}
 
+_NO_GIDS: Mapping[str, int] = {}
+
 #: Groups a batch makes, with their source rows (doc_id, page, start, end, relation, similarity), sorted.
 Born = Mapping[str, Sequence[tuple[Any, ...]]]
 
@@ -77,11 +81,12 @@ _NONE_BORN: Born = {}
 _GROUP_STAGE = (
     "group_stage",
     "id TEXT, text TEXT, n_sources INTEGER, rep_doc TEXT, rep_page INTEGER, rep_start INTEGER,"
-    " canonical_id TEXT, signed BLOB",
+    " canonical_id TEXT, signed BLOB, gid INTEGER",
 )
 
-#: the columns of a new group's row, as refresh_groups writes them (the stage's, in its order)
-_GROUP_COLUMNS = "id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id, signed"
+#: the columns of a new group's row, as refresh_groups writes them (the stage's, in its order); its
+#: ``gid`` is given by replace_sources, whose source rows name it
+_GROUP_COLUMNS = "id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id, signed, gid"
 
 _ID_STAGE = ("id_stage", "id TEXT")
 
@@ -94,14 +99,15 @@ class ChunkTables(BandTables, EmbeddingTables):
 
     def drop_doc_sources(self, doc_id: str, run_id: int) -> int:
         """Delete a document's sources; re-derive its groups and canonicals. Returns canonicals touched."""
-        if self.conn.execute("SELECT 1 FROM sources WHERE doc_id=? LIMIT 1", (doc_id,)).fetchone() is None:
+        probe = "SELECT 1 FROM source_rows WHERE doc_id=? LIMIT 1"
+        if self.conn.execute(probe, (doc_id,)).fetchone() is None:
             return 0  # a new document (or one never chunked): nothing to re-derive
         return self.replace_sources([doc_id], (), run_id)
 
     def docs_with_sources(self, doc_ids: Sequence[str]) -> list[str]:
         """Those of ``doc_ids`` that have sources (were chunked before), sorted."""
-        return sorted({r[0] for r in self._batched("SELECT DISTINCT doc_id FROM sources WHERE doc_id IN ({})",
-                                                    sorted(set(doc_ids)))})
+        sql = "SELECT DISTINCT doc_id FROM source_rows WHERE doc_id IN ({})"
+        return sorted({r[0] for r in self._batched(sql, sorted(set(doc_ids)))})
 
     def replace_sources(
         self,
@@ -124,23 +130,23 @@ class ChunkTables(BandTables, EmbeddingTables):
         old = list(
             self._batched("SELECT DISTINCT group_id, canonical_id FROM sources WHERE doc_id IN ({})", ids)
         )
-        execute_for_ids(c, "DELETE FROM sources WHERE doc_id IN ({})", ids)
+        execute_for_ids(c, "DELETE FROM source_rows WHERE doc_id IN ({})", ids)
         new_groups = sorted({k.canonical_id for k in chunks})
-        current = dict(self._batched("SELECT id, canonical_id FROM groups WHERE id IN ({})", new_groups))
+        current: dict[str, str] = {}
+        gids: dict[str, int] = {}
+        for gid, group_id, canonical_id in self._batched(
+            "SELECT gid, id, canonical_id FROM groups WHERE id IN ({})", new_groups
+        ):
+            current[group_id] = canonical_id
+            gids[group_id] = gid
+        # a group this batch makes gets its integer key here, in id order (as its insert would give it),
+        # so that its source rows can name it before its row is written
+        top = int(c.execute("SELECT COALESCE(MAX(gid), 0) FROM groups").fetchone()[0])
+        gids.update((g, top + i) for i, g in enumerate((g for g in new_groups if g not in current), 1))
         c.executemany(
-            'INSERT INTO sources(doc_id, page, start, "end", group_id, canonical_id, relation, similarity)'
-            " VALUES (?, ?, ?, ?, ?, ?, 'exact', 1.0)",
-            [
-                (
-                    k.chunk.doc_id,
-                    k.chunk.page,
-                    k.chunk.start,
-                    k.chunk.end,
-                    k.canonical_id,
-                    current.get(k.canonical_id, k.canonical_id),
-                )
-                for k in chunks
-            ],
+            'INSERT INTO source_rows(doc_id, page, start, "end", gid) VALUES (?, ?, ?, ?, ?)',
+            [(k.chunk.doc_id, k.chunk.page, k.chunk.start, k.chunk.end, gids[k.canonical_id])
+             for k in chunks],
         )
         # A group this batch makes (none of that id existed) has these chunks for all its sources, and
         # is its own canonical: its rows are known here, not read back (most groups of a first ingest)
@@ -153,19 +159,11 @@ class ChunkTables(BandTables, EmbeddingTables):
         for rows in born.values():
             rows.sort()  # by (doc_id, page, start): the order of the sources' key
         old_canonicals = {r[1] for r in old}
-        lost = self.refresh_groups(sorted({r[0] for r in old} | set(new_groups)), pages, born, signed)
-        self._copy_group_relation([g for g in new_groups if g in current])  # a born group is exact
+        group_ids = sorted({r[0] for r in old} | set(new_groups))
+        lost = self.refresh_groups(group_ids, pages, born, signed, gids)
         canonicals = old_canonicals | set(current.values()) | lost | set(new_groups)
         self.refresh_canonicals(sorted(canonicals), run_id, pages, born)
         return len(old_canonicals)
-
-    def _copy_group_relation(self, group_ids: Sequence[str]) -> None:
-        """New sources of a group that is a near member carry the member's relation and similarity."""
-        self.conn.executemany(
-            "UPDATE sources SET relation=(SELECT relation FROM groups g WHERE g.id=sources.group_id),"
-            " similarity=(SELECT similarity FROM groups g WHERE g.id=sources.group_id) WHERE group_id=?",
-            [(g,) for g in group_ids],
-        )
 
     def refresh_groups(
         self,
@@ -173,6 +171,7 @@ class ChunkTables(BandTables, EmbeddingTables):
         pages: Pages = _NO_PAGES,
         born: Born = _NONE_BORN,
         signed: Mapping[str, bytes] = _NO_SIGNED,
+        gids: Mapping[str, int] = _NO_GIDS,
     ) -> set[str]:
         """Re-derive groups from their sources; mark new, moved, reworded or emptied ones dirty.
 
@@ -181,7 +180,8 @@ class ChunkTables(BandTables, EmbeddingTables):
         :meth:`span_texts`), and a group whose text, count and first source are unchanged is not written.
         ``born``: groups not in the index yet, with every source row they have (sorted), not read.
         ``signed``: the ``signed`` values (band keys) of new groups of a first ingest, written with
-        their rows (:meth:`put_first_bands` writes their band rows).
+        their rows (:meth:`put_first_bands` writes their band rows). ``gids``: the integer keys the
+        new groups' source rows name (:meth:`replace_sources` gives them).
         """
         c = self.conn
         stored = [g for g in ids if g not in born]
@@ -204,7 +204,7 @@ class ChunkTables(BandTables, EmbeddingTables):
                 continue
             doc_id, page, start, n, text = now
             if was is None:
-                inserts.append((gid, text, n, doc_id, page, start, gid, signed.get(gid)))
+                inserts.append((gid, text, n, doc_id, page, start, gid, signed.get(gid), gids[gid]))
                 dirty.append(gid)
                 continue
             if (was[4], was[5], tuple(was[:3])) != (text, n, (doc_id, page, start)):
@@ -222,7 +222,7 @@ class ChunkTables(BandTables, EmbeddingTables):
                 updates,
             )
         elif updates:
-            with staged_rows(c, _GROUP_STAGE, [(u[5], *u[:5], u[5], None) for u in updates]) as stage:
+            with staged_rows(c, _GROUP_STAGE, [(u[5], *u[:5], u[5], None, None) for u in updates]) as stage:
                 c.execute(
                     "UPDATE groups SET text=s.text, n_sources=s.n_sources, rep_doc=s.rep_doc,"
                     f" rep_page=s.rep_page, rep_start=s.rep_start FROM {stage} s WHERE groups.id = s.id"
@@ -372,7 +372,7 @@ class ChunkTables(BandTables, EmbeddingTables):
         else:
             now = {r[0]: tuple(r[1:]) for r in self._batched(state + " WHERE id IN ({})", [*ids, *alone])}
             moved = [gid for gid in alone if now[gid] != (gid, "exact", 1.0, "[]")]
-        # Sources mirror their group's cluster (replace_sources copies it to new ones): a group whose
+        # Sources read their cluster through their group (the ``sources`` view): a group whose
         # cluster is unchanged (most of a fresh run's: leaders of themselves) is not rewritten, and
         # the canonicals to refresh are those a rewritten group leaves or joins (every other one is
         # as its sources are: each write of sources refreshes the canonicals it touches).
@@ -388,10 +388,6 @@ class ChunkTables(BandTables, EmbeddingTables):
         c.executemany(
             "UPDATE groups SET canonical_id=?, relation=?, similarity=?, differing=? WHERE id=?", changed
         )
-        c.executemany(
-            "UPDATE sources SET canonical_id=?, relation=?, similarity=? WHERE group_id=?",
-            [(cid, rel, sim, gid) for cid, rel, sim, _, gid in changed],
-        )
         if c.execute("SELECT 1 FROM variants LIMIT 1").fetchone() is not None:  # none on a first ingest
             c.executemany("DELETE FROM variants WHERE a=? OR b=?", [(g, g) for g in (*ids, *alone)])
         c.executemany(
@@ -403,6 +399,15 @@ class ChunkTables(BandTables, EmbeddingTables):
         else:  # a statement per id: one staged DELETE ... IN was slower (478k ids: 1.15 vs 0.77 s)
             c.executemany("DELETE FROM dirty WHERE group_id=?", [(g,) for g in (*ids, *alone)])
         self.refresh_canonicals(sorted(touched), run_id)
+
+    def _by_canonical(self, sql: str) -> str:
+        """``sql``, which finds clusters' sources by ``canonical_id IN``, as it is read now: while the
+        groups' index by canonical is deferred (a first ingest's chunk phase, before any cluster pass),
+        every group leads itself, and a cluster's sources are its group's, found without a scan."""
+        held = "SELECT 1 FROM sqlite_master WHERE type='index' AND name='groups_canonical'"
+        if self.conn.execute(held).fetchone() is not None:
+            return sql
+        return sql.replace("WHERE canonical_id IN", "WHERE group_id IN")
 
     def refresh_canonicals(
         self,
@@ -426,13 +431,14 @@ class ChunkTables(BandTables, EmbeddingTables):
         # it; they can only if that canonical has a row (a source cites a canonical that exists), so
         # only then are a born group's sources counted (on a first ingest: hardly ever)
         own = [cid for cid in ids if cid in born]
-        counted = dict(self._batched(_CANONICAL_COUNTS, [cid for cid in own if cid in state]))
+        counts = self._by_canonical(_CANONICAL_COUNTS)
+        counted = dict(self._batched(counts, [cid for cid in own if cid in state]))
         for cid in own:
             if cid not in state or counted.get(cid) == len(born[cid]):
                 sources[cid] = list(born[cid])
                 leader_first.add(cid)
         read = [cid for cid in ids if cid not in sources]
-        for r in self._batched(_CANONICAL_SOURCES, read):
+        for r in self._batched(self._by_canonical(_CANONICAL_SOURCES), read):
             rows_of = sources.setdefault(r[0], [])
             if not rows_of and r[7] == r[0]:
                 leader_first.add(r[0])
@@ -461,7 +467,8 @@ class ChunkTables(BandTables, EmbeddingTables):
                     deleted.append((cid, run_id, *state[cid]))
                 continue
             text = texts[cid]
-            signature = key_hash(json.dumps([text, rows]))  # a tuple is a JSON list, as a list is
+            # a tuple is a JSON list, as a list is; kept in 16 bytes (migration 0025)
+            signature = stored_hash(key_hash(json.dumps([text, rows])))
             old = state[cid][0] if cid in state else None
             # the text is kept once, in the leader group, when it is the leader's (CANONICAL_TEXT)
             stored = None if cid in leader_first else text

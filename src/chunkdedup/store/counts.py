@@ -55,8 +55,8 @@ def count(conn: sqlite3.Connection) -> IndexCounts:
     """The counts from the tables (each scan uses the table's smallest index)."""
     stripped = dict(conn.execute("SELECT scope, SUM(lines) FROM stripped GROUP BY scope").fetchall())
     return IndexCounts(
-        documents=_one(conn, "SELECT COUNT(*) FROM documents"),
-        pending_documents=_one(conn, "SELECT COUNT(*) FROM documents WHERE state='pending'"),
+        documents=_one(conn, "SELECT COUNT(*) FROM document_rows"),
+        pending_documents=_one(conn, "SELECT COUNT(*) FROM document_rows WHERE state='pending'"),
         pages=_one(conn, "SELECT COUNT(*) FROM pages"),
         # a scanned page read by OCR has text, though no text layer
         pages_without_text=_one(
@@ -65,7 +65,7 @@ def count(conn: sqlite3.Connection) -> IndexCounts:
         lines_running=int(stripped.get("running") or 0),
         lines_chrome=int(stripped.get("chrome") or 0),
         boilerplate_keys=_one(conn, "SELECT COUNT(DISTINCT khash) FROM stripped"),
-        sources=_one(conn, "SELECT COUNT(*) FROM sources"),
+        sources=_one(conn, "SELECT COUNT(*) FROM source_rows"),
         groups=_one(conn, "SELECT COUNT(*) FROM groups"),
         canonicals=_one(conn, "SELECT COUNT(*) FROM canonicals"),
         variants=_one(conn, "SELECT COUNT(*) FROM variants"),

@@ -120,6 +120,8 @@ class DocumentTables(BoilerplateTables):
         doc_rows = [(doc.doc_id, *rows[doc.doc_id], run_id) for doc, _ in items]
         inserted = [r for r in doc_rows if r[0] not in over]
         rewritten = [r for r in doc_rows if r[0] in over]
+        paths = sorted({r[1] for r in doc_rows})  # a document row names its file by its path's key
+        c.executemany("INSERT OR IGNORE INTO paths(path) VALUES (?)", [(p,) for p in paths])
         c.executemany(_REPLACE_DOCUMENT, inserted)
         c.executemany(_UPSERT_DOCUMENT, rewritten)
         c.executemany(_MOVE_DOCUMENT, [(r[1], r[5], r[6], r[0], r[1], r[5], r[6]) for r in rewritten])
@@ -163,8 +165,14 @@ class DocumentTables(BoilerplateTables):
         chunked = self.chunks.docs_with_sources(ids)
         touched = self.chunks.replace_sources(chunked, (), run_id) if chunked else 0
         self._doc_keys_change(ids)  # their units and keys no longer count
-        for table in ("pages", "doc_keys", "doc_chrome", "stripped", "contexts", "documents"):
+        sql = "SELECT DISTINCT fkey FROM document_rows WHERE doc_id IN ({})"
+        files = [r[0] for r in rows_for_ids(self.conn, sql, ids)]
+        for table in ("pages", "doc_keys", "doc_chrome", "stripped", "contexts", "document_rows"):
             execute_for_ids(self.conn, f"DELETE FROM {table} WHERE doc_id IN ({{}})", ids)
+        self.conn.executemany(  # a path no document names any more
+            "DELETE FROM paths WHERE fkey=?1 AND NOT EXISTS (SELECT 1 FROM document_rows WHERE fkey=?1)",
+            [(f,) for f in sorted(set(files))],
+        )
         return touched
 
     def files_with_documents(self, paths: Sequence[str]) -> set[str]:
@@ -221,7 +229,7 @@ class DocumentTables(BoilerplateTables):
         documents: a context is only written for a document and removed with it), they are the answer,
         and the documents are not scanned (an incremental run's contexts: 40 ms of a 50k-document join).
         """
-        if chunked is not None and _count(self.conn, "documents") == _count(self.conn, "contexts"):
+        if chunked is not None and _count(self.conn, "document_rows") == _count(self.conn, "contexts"):
             return sorted(set(chunked))
         rows = self.conn.execute(
             "SELECT d.doc_id FROM documents d LEFT JOIN contexts c USING(doc_id)"
@@ -356,7 +364,7 @@ class DocumentTables(BoilerplateTables):
         )
         execute_for_ids(
             c,
-            "UPDATE documents SET state='indexed', config_hash=?, run_id=? WHERE doc_id IN ({})",
+            "UPDATE document_rows SET state='indexed', config_hash=?, run_id=? WHERE doc_id IN ({})",
             ids,
             (stored_hash(config_hash), run_id),
         )
@@ -368,30 +376,36 @@ _DOCUMENT_ROWS = (
     " n_pages, title FROM documents d WHERE doc_id IN ({})"
 )
 
+#: a document's file (parameter 2) as ``document_rows`` keeps it: the key of its path (put first)
+_PATH_KEY = "(SELECT fkey FROM paths WHERE path=?2)"
+
 #: a document's unit (parameter 4) as ``documents`` keeps it: '' where it is its own (schema.DOC_UNIT)
 _OWN_UNIT = "CASE WHEN ?4 = 'doc:' || ?1 THEN '' ELSE ?4 END"
 
 #: :meth:`Store.put_documents`: a document row (pending chunking), new or replacing the old one
 _REPLACE_DOCUMENT = (
-    "INSERT OR REPLACE INTO documents(doc_id, file_path, content_hash, unit, metadata, department,"
+    "INSERT OR REPLACE INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department,"
     " family, effective_date, n_pages, title, state, config_hash, run_id)"
-    " VALUES (?1, ?2, ?3, " + _OWN_UNIT + ", ?5, ?6, ?7, ?8, ?9, ?10, 'pending', NULL, ?11)"
+    " VALUES (?1, " + _PATH_KEY + ", stored_hash(?3), " + _OWN_UNIT + ", NULLIF(?5, '{}'), ?6, ?7, ?8, ?9,"
+    " ?10, 'pending', NULL, ?11)"
 )
 
 #: the row written over the old one (a chunked document's): the indexed columns (file, department,
 #: family) are set by _MOVE_DOCUMENT, only where they changed
 _UPSERT_DOCUMENT = (
-    "INSERT INTO documents(doc_id, file_path, content_hash, unit, metadata, department, family,"
+    "INSERT INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department, family,"
     " effective_date, n_pages, title, state, config_hash, run_id)"
-    " VALUES (?1, ?2, ?3, " + _OWN_UNIT + ", ?5, ?6, ?7, ?8, ?9, ?10, 'pending', NULL, ?11)"
+    " VALUES (?1, " + _PATH_KEY + ", stored_hash(?3), " + _OWN_UNIT + ", NULLIF(?5, '{}'), ?6, ?7, ?8, ?9,"
+    " ?10, 'pending', NULL, ?11)"
     " ON CONFLICT(doc_id) DO UPDATE SET content_hash=excluded.content_hash, unit=excluded.unit,"
     " metadata=excluded.metadata, effective_date=excluded.effective_date, n_pages=excluded.n_pages,"
     " title=excluded.title, state='pending', config_hash=NULL, run_id=excluded.run_id"
 )
 
 _MOVE_DOCUMENT = (
-    "UPDATE documents SET file_path=?, department=?, family=? WHERE doc_id=?"
-    " AND (file_path IS NOT ? OR department IS NOT ? OR family IS NOT ?)"
+    "UPDATE document_rows SET fkey=(SELECT fkey FROM paths WHERE path=?), department=?, family=?"
+    " WHERE doc_id=?"
+    " AND (fkey IS NOT (SELECT fkey FROM paths WHERE path=?) OR department IS NOT ? OR family IS NOT ?)"
 )
 
 #: a page's row, new or written over the old one (its text to be cleaned again); has_text is set

@@ -178,8 +178,8 @@ def term_spread(store: Store, match: str) -> TermSpread:
         return TermSpread(0, 0)
     owned = store.conn.execute(
         "SELECT COUNT(*) FROM groups_fts WHERE groups_fts MATCH ?1 AND +rowid IN ("
-        " SELECT g.gid FROM contexts_fts f JOIN contexts c ON c.dkey = f.rowid"
-        " JOIN sources s ON s.doc_id = c.doc_id JOIN groups g ON g.id = s.group_id"
+        " SELECT s.gid FROM contexts_fts f JOIN contexts c ON c.dkey = f.rowid"
+        " JOIN source_rows s ON s.doc_id = c.doc_id"
         " WHERE contexts_fts MATCH ?1)",
         (match,),
     ).fetchone()[0]
