@@ -11,7 +11,8 @@ import pytest
 from chunkdedup.config import ParseConfig
 from chunkdedup.errors import ParseError
 from chunkdedup.parse import InputFile, parse_file
-from chunkdedup.parse.html import MAX_DEPTH, html_blocks, html_shape
+from chunkdedup.parse.html import html_blocks
+from chunkdedup.parse.html_shape import MAX_DEPTH, html_shape
 from chunkdedup.types import FileStatus, ParsedFile
 
 

@@ -92,17 +92,24 @@ _ID_STAGE = ("id_stage", "id TEXT")
 
 
 
+def _common(stored: Iterator[str], ids: Sequence[str]) -> list[str]:
+    """The ids of ``ids`` that ``stored`` yields, both sorted: one merge of the two."""
+    out: list[str] = []
+    at = next(stored, None)
+    for gid in ids:
+        while at is not None and at < gid:
+            at = next(stored, None)
+        if at is None:
+            break
+        if at == gid:
+            out.append(gid)
+    return out
+
+
 class ChunkTables(BandTables, EmbeddingTables):
     """Reads and writes of sources, groups, canonicals and variants on one connection, with the band and
     edge tables (:class:`~chunkdedup.store.band_tables.BandTables`) and the embedding tables
     (:class:`~chunkdedup.store.embedding_tables.EmbeddingTables`) of the same groups."""
-
-    def drop_doc_sources(self, doc_id: str, run_id: int) -> int:
-        """Delete a document's sources; re-derive its groups and canonicals. Returns canonicals touched."""
-        probe = "SELECT 1 FROM source_rows WHERE doc_id=? LIMIT 1"
-        if self.conn.execute(probe, (doc_id,)).fetchone() is None:
-            return 0  # a new document (or one never chunked): nothing to re-derive
-        return self.replace_sources([doc_id], (), run_id)
 
     def docs_with_sources(self, doc_ids: Sequence[str]) -> list[str]:
         """Those of ``doc_ids`` that have sources (were chunked before), sorted."""
@@ -329,17 +336,7 @@ class ChunkTables(BandTables, EmbeddingTables):
             held = {r[0] for r in self._batched("SELECT id FROM groups WHERE id IN ({})", ids)}
             return [gid for gid in ids if gid in held]
         # both sorted (the index of ids: byte order, as str's for UTF-8): one merge, no set of either
-        out: list[str] = []
-        stored = (r[0] for r in self.conn.execute("SELECT id FROM groups ORDER BY id"))
-        at = next(stored, None)
-        for gid in ids:
-            while at is not None and at < gid:
-                at = next(stored, None)
-            if at is None:
-                break
-            if at == gid:
-                out.append(gid)
-        return out
+        return _common((r[0] for r in self.conn.execute("SELECT id FROM groups ORDER BY id")), ids)
 
     def apply(
         self,
