@@ -40,7 +40,6 @@ from chunkdedup.text.lines import Block, Line
 from chunkdedup.types import DocumentKeys as DocumentKeys
 from chunkdedup.types import Page, StrippedLine
 
-_BLANK_RUNS = re.compile(r"\n{3,}")
 _NO_MASKS: Mapping[int, str] = MappingProxyType({})
 
 
@@ -112,7 +111,7 @@ def masked_links(lines: Sequence[str], links: Sequence[tuple[int, int]]) -> dict
         >>> masked_links(["Next topic", "Lists and tuples"], [(11, 27)])
         {1: '@'}
     """
-    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    starts = _line_starts(lines)
     cuts: dict[int, list[tuple[int, int]]] = {}
     for s, e in links:
         i = bisect.bisect_right(starts, s) - 1
@@ -454,23 +453,12 @@ def _keep_structure(text: str, drop: dict[int, StrippedLine], chrome: Sequence[i
 
 
 def _dropped(page: Page, drop: dict[int, StrippedLine], stripped: list[StrippedLine]) -> Page:
-    """``page`` without the lines ``drop`` holds (by index), whose records join ``stripped`` in order."""
+    """``page`` without the lines ``drop`` holds (by index), whose records join ``stripped`` in order:
+    a run of empty lines left by them is one, and empty lines at the ends go. The link spans of the
+    lines kept (:attr:`Page.links`; a link text stands within one line) move with their lines."""
     if not drop:
         return page
     stripped.extend(drop[i] for i in sorted(drop))
-    if page.links:
-        return _dropped_with_links(page, drop)
-    lines = page.text.split("\n")
-    text = "\n".join(line for i, line in enumerate(lines) if i not in drop)
-    if "\n\n\n" in text:
-        text = _BLANK_RUNS.sub("\n\n", text)
-    return Page(page.number, text.strip("\n"), page.has_text_layer)
-
-
-def _dropped_with_links(page: Page, drop: Collection[int]) -> Page:
-    """:func:`_dropped`'s page, line by line (runs of empty lines made one, empty lines at the ends
-    left out, as its blank-run rule and strip do), with the link spans of the lines kept moved to where
-    those lines now stand (a link text stands within one line)."""
     lines = page.text.split("\n")
     kept: list[int] = []
     for i, line in enumerate(lines):
@@ -479,7 +467,10 @@ def _dropped_with_links(page: Page, drop: Collection[int]) -> Page:
         kept.append(i)
     while kept and not lines[kept[-1]]:
         kept.pop()
-    old = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    text = "\n".join(lines[i] for i in kept)
+    if not page.links:
+        return Page(page.number, text, page.has_text_layer)
+    old = _line_starts(lines)
     new: dict[int, int] = {}
     at = 0
     for i in kept:
@@ -490,8 +481,12 @@ def _dropped_with_links(page: Page, drop: Collection[int]) -> Page:
         i = bisect.bisect_right(old, s) - 1
         if i in new:
             links.append((new[i] + s - old[i], new[i] + e - old[i]))
-    text = "\n".join(lines[i] for i in kept)
     return Page(page.number, text, page.has_text_layer, links=tuple(links))
+
+
+def _line_starts(lines: Sequence[str]) -> list[int]:
+    """Where each of a text's lines (``text.split("\\n")``) begins, and the text's length plus one."""
+    return list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
 
 
 def _compiled_strip(
