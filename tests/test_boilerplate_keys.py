@@ -5,6 +5,7 @@ pages and stripped lines as keying every line, on generated text and on the proj
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Sequence
 
 import pytest
@@ -91,7 +92,7 @@ def _plain_strip(pages: Sequence[Page], chrome: Collection[int], config: Boilerp
         if drop:
             lines = page.text.split("\n")
             text = "\n".join(line for i, line in enumerate(lines) if i not in drop)
-            text = boilerplate._BLANK_RUNS.sub("\n\n", text)
+            text = re.sub(r"\n{3,}", "\n\n", text)
             out_pages.append(Page(page.number, text.strip("\n"), page.has_text_layer))
             stripped.extend(drop[i] for i in sorted(drop))
         else:
