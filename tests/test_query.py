@@ -286,6 +286,27 @@ def test_latest_version_policy_cites_only_current_versions(policy_index: Path) -
     assert superseded_seen, "the corpus holds old versions: `all` must be able to show them"
 
 
+def test_a_documents_next_version_read_alone_is_its_familys(policy_index: Path) -> None:
+    """Without a filter the next newer date is read for the candidates' documents alone
+    (:func:`reads.next_versions`): the same date as over their families' every version."""
+    from chunkdedup.store import reads
+
+    with Index.open(policy_index) as ix:
+        ids = [r[0] for r in ix.store.conn.execute("SELECT doc_id FROM documents")]
+        docs = reads.documents(ix.store, ids)
+        rows = reads.family_documents(ix.store, sorted({d.family for d in docs if d.family}))
+        expect: dict[str, str | None] = {}
+        for r in rows:
+            if r.family and r.effective_date:
+                newer = [
+                    o.effective_date for o in rows
+                    if o.family == r.family and o.effective_date and o.effective_date > r.effective_date
+                ]
+                expect[r.doc_id] = min(newer) if newer else None
+        assert reads.next_versions(ix.store, ids) == expect
+        assert sum(v is not None for v in expect.values()) > 50 and None in expect.values()
+
+
 def test_latest_within_the_filter_answers_as_of_a_date(policy_index: Path) -> None:
     docs = _docs(policy_index)
     cutoff = "2023-01-01"

@@ -189,3 +189,73 @@ def test_an_unchanged_text_is_not_reindexed(tmp_path: Path) -> None:
     with sqlite3.connect(index) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='logged'").fetchone() is None
         assert conn.execute("SELECT n_sources FROM groups").fetchall() == [(2,)]
+
+
+#: questions that ask for an amount (the figures' boost applies) over the policies
+AMOUNT_QUESTIONS = [
+    "How much is paid for the GitHub Sponsors matching fund?",
+    "What percentage of revenue is shared with developers?",
+    "How many days do I have to pay an invoice?",
+    "What is the total amount of fees for a failed payment?",
+]
+
+
+def _older_folder(index: Path) -> None:
+    """Make ``index``'s folder as a build before the figures field made it: text and gid only."""
+    path = textindex.folder(index)
+    shutil.rmtree(path)
+    path.mkdir()
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("text", stored=False, tokenizer_name="en_stem", index_option="freq")
+    sb.add_integer_field("gid", stored=False, indexed=True, fast=True)
+    writer = tantivy.Index(sb.build(), path=str(path)).writer(64 * 1024 * 1024)
+    with sqlite3.connect(index) as conn:
+        for gid, text in conn.execute("SELECT gid, text FROM groups ORDER BY gid"):
+            writer.add_document(tantivy.Document(text=text, gid=int(gid)))
+        conn.execute("UPDATE meta SET value='1' WHERE key='text_built'")
+    writer.commit()
+    writer.wait_merging_threads()
+
+
+def test_the_folder_keeps_each_texts_figures_and_an_older_folder_ranks_the_same(
+    policy_tantivy: Path, tmp_path: Path
+) -> None:
+    """The folder keeps each text's share of figures, so the amount boost reads no text; a folder built
+    before it (no such field) gives the same results from the texts, and the next ingest rebuilds it."""
+    from chunkdedup.figures import number_density
+    from chunkdedup.query.numbers import asks_amount
+    from chunkdedup.store import reads
+
+    assert all(asks_amount(q) for q in AMOUNT_QUESTIONS)
+
+    def results(index: Path) -> list[list[tuple[str, float]]]:
+        with Index.open(index) as ix:
+            return [[(h.id, h.score) for h in search(ix, q, k=10).hits] for q in AMOUNT_QUESTIONS + QUESTIONS]
+
+    index = tmp_path / "policy.sqlite"
+    shutil.copy(policy_tantivy, index)
+    shutil.copytree(textindex.folder(policy_tantivy), textindex.folder(index))
+    with Index.open(index) as ix:
+        tan = bm25_retriever(ix)
+        assert isinstance(tan, TantivyRetriever)
+        found = [s.id for q in AMOUNT_QUESTIONS for s in tan.retrieve(q, 50)]
+        texts = {g.id: g.text for g in reads.groups(ix.store, found)}
+        kept = tan.figures(found)
+        assert kept.keys() == set(found)
+        assert kept == {g: number_density(t) for g, t in texts.items()}
+        assert max(kept.values()) > 0.05 and min(kept.values()) == 0, sorted(kept.values())[-5:]
+    now = results(index)
+    _older_folder(index)
+    with Index.open(index) as ix:
+        old = bm25_retriever(ix)
+        assert isinstance(old, TantivyRetriever)
+        assert old.retrieve(AMOUNT_QUESTIONS[0], 10) and old.figures(found) == {}
+        assert ix.stats()["text_engine"]["pending"] > 1000  # the older folder waits for its rebuild
+    assert results(index) == now
+    report = ingest([POLICY], index, manifest=POLICY_MANIFEST)
+    assert report.totals["text_index"]["rebuilt"] is True
+    with Index.open(index) as ix:
+        tan = bm25_retriever(ix)
+        assert isinstance(tan, TantivyRetriever)
+        assert tan.retrieve(AMOUNT_QUESTIONS[0], 10) and tan.figures(found[:10]).keys() == set(found[:10])
+    assert results(index) == now

@@ -40,6 +40,7 @@ from chunkdedup.query.eligible import Eligibility
 from chunkdedup.query.numbers import asks_amount, number_density
 from chunkdedup.query.records import ContextMatch
 from chunkdedup.query.retrieve import (
+    Figured,
     Retriever,
     Scored,
     TermScored,
@@ -297,9 +298,12 @@ class ContextRanked:
                 default=0.0,
             )
         if self._figures(text):
-            texts = self.contexts.texts(looked)
+            # the base's own figures when it keeps them (a tantivy folder), else the texts' read
+            known = self.base.figures(looked) if isinstance(self.base, Figured) else {}
+            texts = self.contexts.texts([g for g in looked if g not in known])
             for g in out:
-                out[g] += self.numbers * number_density(texts.get(g, ""))
+                share = known[g] if g in known else number_density(texts.get(g, ""))
+                out[g] += self.numbers * share
         return out
 
     def _cut(

@@ -56,14 +56,25 @@ class Eligibility:
             self._add_docs(reads.documents(self.store, missing))
 
     def _add_docs(self, rows: Iterable[DocumentFields]) -> None:
+        # what a filter reads of a document (none without a filter: every document passes)
         for r in rows:
-            self.docs[r.doc_id] = DocInfo(r.doc_id, r.metadata, _fields(r), r.family, r.effective_date)
+            fields = _fields(r) if self.filter else {}
+            self.docs[r.doc_id] = DocInfo(r.doc_id, r.metadata, fields, r.family, r.effective_date)
 
     def passes(self, doc_id: str) -> bool:
-        return self.filter.passes(self.docs[doc_id].fields)
+        return not self.filter or self.filter.passes(self.docs[doc_id].fields)
 
     def _load_versions(self, doc_ids: Iterable[str]) -> None:
-        """``superseded[doc]``: the next newer effective date in its family among passing documents."""
+        """``superseded[doc]``: the next newer effective date in its family among passing documents.
+
+        Without a filter every document passes: the date is read for these documents alone, not
+        their families' every version."""
+        if not self.filter:
+            todo = {i for i in doc_ids if (d := self.docs[i]).family and d.effective_date}
+            todo -= self.superseded.keys()
+            if todo:
+                self.superseded.update(reads.next_versions(self.store, sorted(todo)))
+            return
         families = {
             d.family for i in doc_ids if (d := self.docs[i]).family and d.effective_date
         } - self._families

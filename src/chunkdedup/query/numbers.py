@@ -3,16 +3,17 @@
 "What was 3M's FY2018 capital expenditure?" is answered by a cash-flow statement, a table of figures
 whose words ("Purchases of property, plant and equipment") are not the question's; a narrative page
 that repeats "capital expenditure" outscores it on text. :func:`asks_amount` tells such a question
-by its words, :func:`number_density` measures how much of a passage is figures; context ranking adds
-``number_weight`` times the density to each candidate's score for such questions
-(:mod:`chunkdedup.query.context`).
+by its words, :func:`~chunkdedup.figures.number_density` measures how much of a passage is figures
+(the tantivy folder keeps it for each text); context ranking adds ``number_weight`` times the density
+to each candidate's score for such questions (:mod:`chunkdedup.query.context`).
 """
 
 from __future__ import annotations
 
 import re
-import string
 from itertools import pairwise
+
+from chunkdedup.figures import number_density
 
 #: words that ask for an amount (lowercased question words; a phrase is its words in order)
 _AMOUNT = """
@@ -25,11 +26,6 @@ AMOUNT_WORDS: frozenset[str] = frozenset(_AMOUNT.split())
 #: phrases that ask for an amount
 AMOUNT_PHRASES: tuple[tuple[str, str], ...] = (("how", "much"), ("how", "many"))
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_PUNCTUATION = string.punctuation.encode()
-_SHAPE = bytes(
-    ord("0") if chr(b).isdigit() else ord(" ") if chr(b).isspace() and b < 128 else ord("a")
-    for b in range(256)
-)
 
 
 def asks_amount(question: str) -> bool:
@@ -47,20 +43,4 @@ def asks_amount(question: str) -> bool:
     return any(pair in AMOUNT_PHRASES for pair in pairwise(words))
 
 
-def number_density(text: str) -> float:
-    """The share of a text's tokens (whitespace-separated, holding a letter or digit) that are
-    figures, a token whose first letter or digit is a digit (``1,234``, ``(567)``, ``$12.5``,
-    ``34.9%``); 0 for a text without tokens. A statement table is mostly figures, a narrative page
-    mostly words.
-
-    Example:
-        >>> number_density("Net sales $ 81,797 $ 82,959 (1.4)%")
-        0.6
-    """
-    # counted in C over a byte map (a query reads hundreds of candidates' texts): each digit becomes
-    # 0, each other letter or byte of a non-ASCII character a, whitespace a space, punctuation nothing
-    shape = text.encode().translate(_SHAPE, _PUNCTUATION)
-    tokens = len(shape.split())
-    if not tokens:
-        return 0.0
-    return (shape.count(b" 0") + shape.startswith(b"0")) / tokens
+__all__ = ["AMOUNT_PHRASES", "AMOUNT_WORDS", "asks_amount", "number_density"]

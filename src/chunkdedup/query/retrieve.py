@@ -85,6 +85,15 @@ class TermScored(Protocol):
     def term_within(self, term: str, limit: int, groups: Sequence[str]) -> Sequence[Scored]: ...
 
 
+@runtime_checkable
+class Figured(Protocol):
+    """A retriever that knows the share of figures (:func:`~chunkdedup.figures.number_density`) of
+    the groups it has returned, without reading their text: context ranking's number boost asks it
+    first (:mod:`chunkdedup.query.context`) and reads the text of the rest."""
+
+    def figures(self, groups: Sequence[str]) -> dict[str, float]: ...
+
+
 def kept(retriever: Retriever, text: str, limit: int, groups: frozenset[str]) -> list[Scored]:
     """What ``retriever.retrieve(text, limit)`` holds of a scope: the fallback for a retriever that
     cannot rank a scope on its own (its ``limit`` places count outside groups too)."""
@@ -251,6 +260,13 @@ class TantivyRetriever:
         self.parts = parts
         self._scope = _ScopeKeys()
         self._keys = keys or (lambda gids: fulltext.gid_group_ids(store, gids))
+        self._figures: dict[str, float] = {}  # the groups returned so far (a retriever is one question's)
+        self._has_figures: bool | None = None  # the folder keeps them (one built before does not)
+
+    def figures(self, groups: Sequence[str]) -> dict[str, float]:
+        """The share of figures of those of ``groups`` this retriever has returned, as the folder
+        keeps it (:class:`Figured`); none from a folder built without it."""
+        return {g: self._figures[g] for g in groups if g in self._figures}
 
     def retrieve(self, text: str, limit: int) -> list[Scored]:
         return self._search(text, limit, None)
@@ -312,7 +328,22 @@ class TantivyRetriever:
         # keys read in key order: neighbouring rows share pages (20,000 keys: ~90 -> ~57 ms at 1M)
         ids = dict(self._keys(sorted(g for g in keys if g is not None)))
         scored = [Scored(ids[g], float(score)) for (score, _), g in zip(hits, keys, strict=True) if g in ids]
+        self._keep_figures(searcher, [address for _, address in hits], [ids.get(g) for g in keys])
         return sorted(scored, key=lambda s: (-s.score, s.id))[:limit]
+
+    def _keep_figures(self, searcher: Any, addresses: list[Any], ids: list[str | None]) -> None:
+        """Keep the share of figures of the groups these hits name, when the folder has it."""
+        if self._has_figures is False:
+            return
+        try:
+            values = searcher.fast_field_values("figures", addresses)
+        except ValueError:  # a folder built before the field: the next ingest rebuilds it
+            self._has_figures = False
+            return
+        self._has_figures = True
+        for group, value in zip(ids, values, strict=True):
+            if group is not None and value is not None:
+                self._figures[group] = float(value)
 
     def _query(self, terms: Sequence[str]) -> Any:
         """The question's terms OR-ed, each quoted: user text is never read as query syntax."""

@@ -126,6 +126,23 @@ def family_documents(store: Store, families: Sequence[str]) -> tuple[DocumentFie
     return documents_by(store, "family", families)
 
 
+def next_versions(store: Store, doc_ids: Sequence[str]) -> dict[str, str | None]:
+    """For each of these documents with a family and an effective date: the next newer effective date
+    in its family over every document of the index (None when it is the newest), read for these
+    documents alone (a family's other versions are not returned)."""
+    out: dict[str, str | None] = {}
+    for part, marks in in_lists(doc_ids):
+        rows = store.conn.execute(
+            "SELECT d.doc_id, (SELECT MIN(o.effective_date) FROM documents o"
+            " WHERE o.family = d.family AND o.effective_date > d.effective_date)"
+            f" FROM documents d WHERE d.doc_id IN ({marks})"
+            " AND d.family IS NOT NULL AND d.effective_date IS NOT NULL",
+            part,
+        )
+        out.update((r[0], r[1]) for r in rows)
+    return out
+
+
 def metadata_keys(store: Store) -> frozenset[str]:
     """Every metadata key some document has."""
     rows = store.conn.execute("SELECT DISTINCT j.key FROM documents, json_each(documents.metadata) AS j")

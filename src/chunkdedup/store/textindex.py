@@ -34,6 +34,7 @@ from types import ModuleType
 from typing import Any
 
 from chunkdedup.errors import ConfigError, MissingExtraError
+from chunkdedup.figures import number_density
 from chunkdedup.store import Store
 from chunkdedup.store.fts_prebuild import DEFERRED_FTS, FtsPrebuild
 
@@ -45,6 +46,9 @@ ENGINES = ("fts5", "tantivy")
 SLOW_FTS5_GROUPS = 50_000
 _BATCH = 10_000
 _HEAP = 256 * 1024 * 1024  # the tantivy writer's memory budget (split between its threads)
+#: ``text_built`` of a folder built with today's fields (``text``, ``gid`` and ``figures``); a folder
+#: built before (``"1"``: no ``figures``) is rebuilt by the next :func:`sync`, and read meanwhile
+FOLDER_BUILT = "2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +95,7 @@ def pending(store: Store) -> int:
     """Changes not yet in the tantivy folder (0 for fts5, whose table moves with each transaction)."""
     if engine(store) != "tantivy":
         return 0
-    if store.meta("text_built") != "1":
+    if store.meta("text_built") != FOLDER_BUILT:
         return int(store.conn.execute("SELECT COUNT(*) FROM groups").fetchone()[0])
     return int(store.conn.execute("SELECT COUNT(DISTINCT gid) FROM text_log").fetchone()[0])
 
@@ -135,7 +139,13 @@ def _schema(tantivy: ModuleType) -> Any:
     # en_stem: lowercase, split on non-alphanumerics, English Snowball stems (as FTS5's porter)
     sb.add_text_field("text", stored=False, tokenizer_name="en_stem", index_option="freq")
     sb.add_integer_field("gid", stored=False, indexed=True, fast=True)
+    # the text's share of figures (number_density), read for a question that asks for an amount
+    sb.add_float_field("figures", stored=False, indexed=False, fast=True)
     return sb.build()
+
+
+def _document(tantivy: ModuleType, gid: int, text: str) -> Any:
+    return tantivy.Document(text=text, gid=gid, figures=number_density(text))
 
 
 #: The row triggers that feed FTS5 (groups and document contexts) and the tantivy change log. While
@@ -222,7 +232,7 @@ def sync(
     path = folder(store.path)
     conn = store.conn
     upto = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM text_log").fetchone()[0])
-    rebuild = store.meta("text_built") != "1" or not (path / "meta.json").exists()
+    rebuild = store.meta("text_built") != FOLDER_BUILT or not (path / "meta.json").exists()
     if rebuild:
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
@@ -231,7 +241,7 @@ def sync(
         writer = ix.writer(_HEAP)
         done = 0
         for gid, text in conn.execute("SELECT gid, text FROM groups ORDER BY gid"):
-            writer.add_document(tantivy.Document(text=text, gid=int(gid)))
+            writer.add_document(_document(tantivy, int(gid), text))
             done += 1
             if done % _BATCH == 0:
                 tick("text index", done, total)
@@ -249,12 +259,12 @@ def sync(
                 writer.delete_documents_by_term("gid", gid)
             marks = ",".join("?" * len(part))
             for gid, text in conn.execute(f"SELECT gid, text FROM groups WHERE gid IN ({marks})", part):
-                writer.add_document(tantivy.Document(text=text, gid=int(gid)))
+                writer.add_document(_document(tantivy, int(gid), text))
             tick("text index", min(lo + 500, len(changed)), len(changed))
         n = len(changed)
     writer.commit()
     writer.wait_merging_threads()
     with store.transaction():
         conn.execute("DELETE FROM text_log WHERE seq <= ?", (upto,))
-        store.set_meta("text_built", "1")
+        store.set_meta("text_built", FOLDER_BUILT)
     return SyncStats(name, rebuild, n)
