@@ -34,6 +34,9 @@ from chunkdedup.store.schema import MIGRATIONS, MetaKey, stored_hash
 
 #: The page cache of each connection, KiB.
 PAGE_CACHE_KIB = 256 * 1024
+#: How much of the file a read-only connection maps into memory (SQLite caps it at its build's
+#: maximum, 2 GiB by default; the rest of a larger file is read as usual)
+READ_MAP_BYTES = 1 << 40
 
 #: The SQLite page size of a new index file (SQLite's default is 4 KiB). Rows of 1-4 KB (a page's or a
 #: group's text) leave much of a 4 KiB B-tree page unused: 50k one-chunk records took 272 MB at 4 KiB,
@@ -114,6 +117,11 @@ class Connection:
             # per-document refreshes misses it. Up to 256 MiB (allocated only as pages are used):
             # a 100k-chunk ingest took 65 s instead of 80 s, measured in both orders.
             conn.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
+            if readonly:
+                # a reader (a query, the web view) reads the file through a memory map: a question's
+                # first reads of its candidates' rows then copy no page into the cache (1M chunks:
+                # hybrid p50 ~55 -> ~45 ms on questions not asked before); writers keep plain reads
+                conn.execute(f"PRAGMA mmap_size = {READ_MAP_BYTES}")
             if not readonly:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
