@@ -287,8 +287,8 @@ def test_latest_version_policy_cites_only_current_versions(policy_index: Path) -
 
 
 def test_a_documents_next_version_read_alone_is_its_familys(policy_index: Path) -> None:
-    """Without a filter the next newer date is read for the candidates' documents alone
-    (:func:`reads.next_versions`): the same date as over their families' every version."""
+    """Without a filter the next newer date is read with the candidates' documents alone
+    (``reads.documents(next_versions=True)``): the same date as over their families' every version."""
     from chunkdedup.store import reads
 
     with Index.open(policy_index) as ix:
@@ -303,7 +303,9 @@ def test_a_documents_next_version_read_alone_is_its_familys(policy_index: Path) 
                     if o.family == r.family and o.effective_date and o.effective_date > r.effective_date
                 ]
                 expect[r.doc_id] = min(newer) if newer else None
-        assert reads.next_versions(ix.store, ids) == expect
+        read = reads.documents(ix.store, ids, next_versions=True)
+        assert {r.doc_id: r.next_version for r in read if r.family and r.effective_date} == expect
+        assert all(r.next_version is None for r in read if not (r.family and r.effective_date))
         assert sum(v is not None for v in expect.values()) > 50 and None in expect.values()
 
 

@@ -32,7 +32,7 @@ from chunkdedup.config import QueryConfig
 from chunkdedup.embed import Embedder
 from chunkdedup.errors import ConfigError
 from chunkdedup.query.retrieve import Scored
-from chunkdedup.query.vectors import F32, F64, VectorRetriever, _normalise, _normalise64
+from chunkdedup.query.vectors import F32, F64, VectorRetriever, _normalise, _normalise64, cosines
 from chunkdedup.store import Store, fulltext, vectorindex
 
 #: Passes deeper than this are exact (a graph's recall falls, and its cost rises, with the depth):
@@ -77,12 +77,21 @@ class AnnRetriever(VectorRetriever):
         asked = limit * self.oversample if limit < OVERSAMPLE_BELOW else limit
         while True:
             keys = self.handle.search(q, asked, self.expansion)
-            ids = self.groups(keys)
+            ids, stored = self._keyed(keys)
             if len(ids) >= limit or len(keys) < asked:  # enough, or the graph holds no more
-                return self.rescored(raw, ids)[:limit]
+                return (self.rescored(raw, ids) if stored is None else cosines(raw, stored))[:limit]
             if asked > self.exact_above:  # most keys are of removed groups: the folder lags
                 return super().nearest(raw, limit)
             asked *= 2
+
+    def _keyed(self, keys: vectorindex.I64) -> tuple[list[str], dict[str, F64] | None]:
+        """The groups of these graph keys, in order, and their stored vectors normalised: read by the
+        keys' rows of the folder's arrays while it alone answers for the index (no search by group
+        id); else None (:meth:`rescored` reads them)."""
+        if not self.handle.alone(self.store):
+            return self.groups(keys), None
+        ids, m = self.handle.arrays.keyed(keys)
+        return ids, dict(zip(ids, _normalise64(m.astype(np.float64)), strict=True))
 
     def groups(self, keys: vectorindex.I64) -> list[str]:
         """The groups of these graph keys, in order (a key of a group no longer present left out)."""

@@ -52,8 +52,13 @@ class Eligibility:
     def load_docs(self, doc_ids: Iterable[str]) -> None:
         """Read these documents' fields into the cache (so :meth:`passes` can answer for them)."""
         missing = sorted(set(doc_ids) - self.docs.keys())
-        if missing:
-            self._add_docs(reads.documents(self.store, missing))
+        if not missing:
+            return
+        # without a filter every document passes: its next version is the index's, read with it
+        rows = reads.documents(self.store, missing, next_versions=not self.filter)
+        self._add_docs(rows)
+        if not self.filter:
+            self.superseded.update((r.doc_id, r.next_version) for r in rows if r.family and r.effective_date)
 
     def _add_docs(self, rows: Iterable[DocumentFields]) -> None:
         # what a filter reads of a document (none without a filter: every document passes)
@@ -67,13 +72,9 @@ class Eligibility:
     def _load_versions(self, doc_ids: Iterable[str]) -> None:
         """``superseded[doc]``: the next newer effective date in its family among passing documents.
 
-        Without a filter every document passes: the date is read for these documents alone, not
-        their families' every version."""
+        Without a filter every document passes: :meth:`load_docs` read it with the document, for
+        that document alone, not its family's every version."""
         if not self.filter:
-            todo = {i for i in doc_ids if (d := self.docs[i]).family and d.effective_date}
-            todo -= self.superseded.keys()
-            if todo:
-                self.superseded.update(reads.next_versions(self.store, sorted(todo)))
             return
         families = {
             d.family for i in doc_ids if (d := self.docs[i]).family and d.effective_date

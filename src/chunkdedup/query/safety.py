@@ -8,7 +8,6 @@ Each step takes candidates ranked best first and returns (kept, dropped-with-rea
 from __future__ import annotations
 
 import importlib
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -18,7 +17,6 @@ from chunkdedup.dedup.settings import NUMPY_CHARS
 from chunkdedup.normalize import exact_key
 from chunkdedup.query.records import Candidate, Dropped
 
-_WS = re.compile(r"\s+")
 T = TypeVar("T")
 
 
@@ -44,7 +42,8 @@ def dedup_chunks(chunks: list[str]) -> list[str]:
 
 
 def _dedup_key(text: str) -> str:
-    return _WS.sub(" ", text.lower()).strip()
+    # str.split() splits on the characters \s matches (str.isspace): runs collapsed, ends stripped
+    return " ".join(text.lower().split())
 
 
 def dedup_step(cands: Sequence[Candidate]) -> tuple[list[Candidate], list[Dropped]]:

@@ -244,10 +244,7 @@ class VectorRetriever:
 
     def rescored(self, raw: F32, ids: Sequence[str]) -> list[Scored]:
         """These groups (those still holding a vector) by their float64 cosine to ``raw``, best first."""
-        q64 = _normalise64(raw.astype(np.float64))[0]
-        stored = self.vectors(ids)
-        ranked = sorted(((i, float(v @ q64)) for i, v in stored.items()), key=lambda p: (-p[1], p[0]))
-        return [Scored(i, s) for i, s in ranked]
+        return cosines(raw, self.vectors(ids))
 
     def among(self, text: str, limit: int, groups: frozenset[str]) -> list[Scored]:
         """The best ``limit`` of ``groups`` (:class:`~chunkdedup.query.retrieve.Screening`): the
@@ -258,6 +255,14 @@ class VectorRetriever:
         stored = self.vectors(sorted(groups))
         ranked = sorted(((i, float(v @ q64)) for i, v in stored.items()), key=lambda p: (-p[1], p[0]))
         return [Scored(i, s) for i, s in ranked[:limit]]
+
+
+def cosines(raw: F32, stored: dict[str, F64]) -> list[Scored]:
+    """Groups by the float64 cosine of their stored vector (normalised, as :meth:`VectorRetriever.vectors`
+    gives them) to the question vector ``raw``, best first (ties by id)."""
+    q64 = _normalise64(raw.astype(np.float64))[0]
+    ranked = sorted(((i, float(v @ q64)) for i, v in stored.items()), key=lambda p: (-p[1], p[0]))
+    return [Scored(i, s) for i, s in ranked]
 
 
 class EmbeddingSimilarity:

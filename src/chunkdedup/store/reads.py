@@ -30,6 +30,9 @@ class DocumentFields:
     department: str | None
     family: str | None
     effective_date: str | None
+    #: the next newer effective date in its family over the whole index (None: the newest, or not
+    #: read; :func:`documents` reads it when asked)
+    next_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +58,7 @@ def _metadata(value: str | None) -> dict[str, Any]:
 
 
 def _fields(rows: list[Any]) -> list[DocumentFields]:
-    return [DocumentFields(r[0], _metadata(r[1]), r[2], r[3], r[4]) for r in rows]
+    return [DocumentFields(r[0], _metadata(r[1]), r[2], r[3], r[4], *r[5:]) for r in rows]
 
 
 # -- documents ---------------------------------------------------------------------------------------
@@ -63,17 +66,25 @@ def _fields(rows: list[Any]) -> list[DocumentFields]:
 NAMING_COLUMNS = {"doc": "doc_id", "family": "family", "department": "department"}
 
 
+#: a document's next newer effective date in its family (the documents table aliased ``d``)
+_NEXT_VERSION = (
+    "(SELECT MIN(o.effective_date) FROM document_rows o"
+    " WHERE o.family = d.family AND o.effective_date > d.effective_date)"
+)
+
+
 def documents_by(
-    store: Store, key: str, values: Sequence[str], limit: int = -1
+    store: Store, key: str, values: Sequence[str], limit: int = -1, *, next_versions: bool = False
 ) -> tuple[DocumentFields, ...]:
     """The fields of the documents whose ``key`` (one of :data:`NAMING_COLUMNS`) is one of ``values``;
     at most ``limit`` of them when it is given (a caller that finds ``limit`` knows there may be
-    more)."""
+    more); with ``next_versions``, each one's next newer version's date over the whole index."""
     column = NAMING_COLUMNS[key]  # a fixed name, never user input
+    after = f", {_NEXT_VERSION}" if next_versions else ""
     out: list[DocumentFields] = []
     for part, marks in in_lists(values):
         rows = store.conn.execute(
-            "SELECT doc_id, metadata, department, family, effective_date FROM documents"
+            f"SELECT doc_id, metadata, department, family, effective_date{after} FROM documents d"
             f" WHERE {column} IN ({marks}) LIMIT ?",
             [*part, limit - len(out) if limit >= 0 else -1],
         ).fetchall()
@@ -83,9 +94,12 @@ def documents_by(
     return tuple(out)
 
 
-def documents(store: Store, doc_ids: Sequence[str]) -> tuple[DocumentFields, ...]:
-    """The fields of these documents (ids not in the index are left out)."""
-    return documents_by(store, "doc", doc_ids)
+def documents(
+    store: Store, doc_ids: Sequence[str], *, next_versions: bool = False
+) -> tuple[DocumentFields, ...]:
+    """The fields of these documents (ids not in the index are left out); with ``next_versions``,
+    each one's next newer version's date over the whole index (one read, not its family's)."""
+    return documents_by(store, "doc", doc_ids, next_versions=next_versions)
 
 
 def group_documents(
@@ -124,23 +138,6 @@ def document_groups(store: Store, doc_ids: Sequence[str]) -> frozenset[str]:
 def family_documents(store: Store, families: Sequence[str]) -> tuple[DocumentFields, ...]:
     """The fields of every document of these families."""
     return documents_by(store, "family", families)
-
-
-def next_versions(store: Store, doc_ids: Sequence[str]) -> dict[str, str | None]:
-    """For each of these documents with a family and an effective date: the next newer effective date
-    in its family over every document of the index (None when it is the newest), read for these
-    documents alone (a family's other versions are not returned)."""
-    out: dict[str, str | None] = {}
-    for part, marks in in_lists(doc_ids):
-        rows = store.conn.execute(
-            "SELECT d.doc_id, (SELECT MIN(o.effective_date) FROM documents o"
-            " WHERE o.family = d.family AND o.effective_date > d.effective_date)"
-            f" FROM documents d WHERE d.doc_id IN ({marks})"
-            " AND d.family IS NOT NULL AND d.effective_date IS NOT NULL",
-            part,
-        )
-        out.update((r[0], r[1]) for r in rows)
-    return out
 
 
 def metadata_keys(store: Store) -> frozenset[str]:
@@ -184,30 +181,35 @@ def canonical_sources(store: Store, canonical_ids: Sequence[str]) -> tuple[Sourc
     for part, marks in in_lists(canonical_ids):
         rows = store.conn.execute(
             'SELECT doc_id, page, start, "end", group_id, canonical_id, relation, similarity FROM sources'
-            f" WHERE canonical_id IN ({marks}) ORDER BY canonical_id, doc_id, page, start",
+            f" WHERE canonical_id IN ({marks})",
             part,
-        )
+        ).fetchall()
+        # sorted here: SQLite's ORDER BY sorts the joined rows in a temporary B-tree (~2x the read)
+        rows.sort(key=lambda r: (r[5], r[0], r[1], r[2]))
         out.extend(SourceRow(*r) for r in rows)
     return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
 class VariantTables:
-    """Which variant layout an index has: ``variants`` at all, and ``groups`` (pairs of groups)."""
+    """Which variant layout an index has: ``variants``, a pair at all (an index without one needs no
+    look-up per candidate), and ``groups`` (pairs of groups)."""
 
     variants: bool
     grouped: bool
 
 
 def variant_tables(store: Store) -> VariantTables:
-    """Which of ``variants`` and ``groups`` the index has (an index of any schema version)."""
+    """Whether the index holds a variant pair, and whether it has ``groups`` (an index of any schema
+    version)."""
     tables = {
         r[0]
         for r in store.conn.execute(
             "SELECT name FROM sqlite_master WHERE type='table' AND name IN ('variants', 'groups')"
         )
     }
-    return VariantTables("variants" in tables, "groups" in tables)
+    held = "variants" in tables and bool(store.conn.execute("SELECT 1 FROM variants LIMIT 1").fetchall())
+    return VariantTables(held, "groups" in tables)
 
 
 def variant_pairs(store: Store, ids: Sequence[str], *, grouped: bool) -> tuple[tuple[str, str], ...]:

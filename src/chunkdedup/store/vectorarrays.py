@@ -65,15 +65,28 @@ class FolderArrays:
 
     def pairs(self, keys: Sequence[int] | I64) -> list[tuple[int, str]]:
         """``(key, group id)`` of each key the folder holds, in the order given."""
+        k, rows = self._rows(keys)
+        names = [i.decode("ascii") for i in self.ids[rows]]
+        return list(zip(k.tolist(), names, strict=True))
+
+    def keyed(self, keys: Sequence[int] | I64) -> tuple[list[str], F32]:
+        """The group id and stored vector of each key the folder holds, in the order given."""
+        import numpy as np
+
+        _, rows = self._rows(keys)
+        m: F32 = np.asarray(self.vectors[rows], dtype=np.float32)
+        return [i.decode("ascii") for i in self.ids[rows]], m
+
+    def _rows(self, keys: Sequence[int] | I64) -> tuple[U64, I64]:
+        """The keys the folder holds, in the order given, and their rows."""
         import numpy as np
 
         k = np.asarray(keys, dtype=np.uint64)
         if not len(k) or not len(self.gids):
-            return []
+            return k[:0], np.empty(0, dtype=np.int64)
         rows = _positions(self.gids, k)
         hit = self.gids[rows] == k
-        names = [i.decode("ascii") for i in self.ids[rows[hit]]]
-        return list(zip(k[hit].tolist(), names, strict=True))
+        return k[hit], rows[hit]
 
     def vectors_of(self, ids: Sequence[str]) -> tuple[list[str], F32]:
         """The stored vectors of these group ids (each once, in the order given; ids the folder does
