@@ -186,3 +186,64 @@ def test_the_cluster_pass_reads_only_the_groups_on_an_edge(
     assert merged > 5 and dirty == 0  # near copies joined their originals; nothing left to decide
     # a read of every group (all are dirty) would be ``total`` at once
     assert 2 * merged <= max(read) < total / 2 and sum(read) < total
+
+
+def _write_parquet(path: Path, records: list[dict[str, object]], row_group: int = 9) -> None:
+    """``records`` as a Parquet file of small row groups, with rows a whole read notes (no text, an
+    integer id, a text too long for one page)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = [{"id": str(r["id"]), "text": r["text"], "department": r.get("department")} for r in records]
+    rows[3:3] = [
+        {"id": "empty", "text": "", "department": None},
+        {"id": "7", "text": "seven", "department": "d1"},
+    ]
+    rows.append({"id": "long", "text": "x " * 1500, "department": None})
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=row_group)
+
+
+def test_a_sliced_parquet_file_gives_the_index_and_outcome_of_a_whole_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large Parquet file is read a batch of rows at a time (never the whole table): the index,
+    its documents' ids and the file's notes are a whole read's."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _write_parquet(docs / "shard.parquet", _records(60))
+    whole = _outcome(tmp_path / "whole.sqlite", [docs])
+    sizes: list[int] = []
+    put = Store.put_documents
+
+    def counted(self: Store, items: Any, run_id: int) -> None:
+        sizes.append(len(items))
+        put(self, items, run_id)
+
+    with monkeypatch.context() as m:
+        m.setattr(slices, "SLICED_BYTES", 0)
+        m.setattr(slices, "SLICE_RECORDS", SLICE)
+        m.setattr(Store, "put_documents", counted)
+        parts = _outcome(tmp_path / "sliced.sqlite", [docs])
+    assert parts == whole
+    notes = str(whole[0][0][3])
+    assert len(whole[0][0][2]) == 62 and "row 4" in notes and "split into pages" in notes
+    assert sum(sizes) == 62 and max(sizes) <= SLICE  # one slice of rows held at a time
+    assert digests(tmp_path / "sliced.sqlite") == digests(tmp_path / "whole.sqlite")
+
+
+def test_a_repeated_row_id_fails_a_sliced_parquet_file_as_a_whole_read(
+    tmp_path: Path, sliced: list[int]
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    records = _records(30)
+    records.append({"id": "r2", "text": "the id of row 3, again"})
+    _write_parquet(docs / "shard.parquet", records)
+    report = ingest([docs], tmp_path / "i.sqlite")
+    assert report.files[0].status == "failed"
+    assert report.files[0].reason == "record id 'r2' is used on rows 3 and 33: give each record a unique 'id'"
+    with Store.open(tmp_path / "i.sqlite") as store:  # nothing of the file was kept
+        assert store.docs_of_file(str(docs / "shard.parquet")) == []
+    (docs / "shard.parquet").write_bytes(b"PAR1 damaged")  # not sliceable: the whole read says why
+    report = ingest([docs], tmp_path / "i.sqlite")
+    assert report.files[0].status == "failed"
+    assert "not a readable Parquet file" in (report.files[0].reason or "")

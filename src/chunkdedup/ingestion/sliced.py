@@ -1,8 +1,8 @@
-"""A large JSON Lines file stored a slice of records at a time (:mod:`chunkdedup.parse.slices`), in one
-transaction: the parse phase holds one slice's documents, not the file's, and the file is stored whole
-or not at all, with the outcome a whole read gives (a repeated id, an id another file holds or no
-usable record fails it, its notes in file order). Also :class:`AtHand`, the pages the parse phase
-hands to the chunk phase."""
+"""A large JSON Lines or Parquet file stored a slice of records at a time
+(:mod:`chunkdedup.parse.slices`), in one transaction: the parse phase holds one slice's documents, not
+the file's, and the file is stored whole or not at all, with the outcome a whole read gives (a
+repeated id, an id another file holds or no usable record fails it, its notes in file order). Also
+:class:`AtHand`, the pages the parse phase hands to the chunk phase."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from chunkdedup.errors import ParseError
 from chunkdedup.ingestion.files import store_file, taken_reason
 from chunkdedup.ingestion.stages import known_records
 from chunkdedup.parse import InputFile, input_fingerprint
-from chunkdedup.parse.jsonl import RecordLedger
 from chunkdedup.parse.registry import record_prefix
-from chunkdedup.parse.slices import RecordSlice, record_slices
+from chunkdedup.parse.slices import RecordSlice, ledger_for, record_slices
 from chunkdedup.store import Store
 from chunkdedup.text import boilerplate
 from chunkdedup.types import Document, FileResult, FileStatus, KnownFile, Page, ParsedFile
@@ -86,7 +85,7 @@ def store_sliced(
         failed = ParsedFile(path, (), FileStatus.FAILED, f"cannot read: {e}")
         with store.transaction():
             return store_file(store, inp, None, failed, cfg, run_id)
-    ledger = RecordLedger("record", "line")
+    ledger = ledger_for(inp)
     bp = cfg.boilerplate
     try:
         with store.transaction():

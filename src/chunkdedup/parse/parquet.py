@@ -1,15 +1,24 @@
-"""Parquet shards: one document per row, from its ``text``, ``id`` and other columns (as JSONL)."""
+"""Parquet shards: one document per row, from its ``text``, ``id`` and other columns (as JSONL).
+
+A whole read (:class:`ParquetParser`) and a read of a batch of rows at a time (:func:`rows`, for a
+large file: :mod:`chunkdedup.parse.slices`) build each row alike (:func:`row_record`)."""
 
 from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
+from typing import Any
 
 from chunkdedup.errors import ParseError
 from chunkdedup.normalize import bytes_hash
 from chunkdedup.parse.base import Extracted, Extraction
 from chunkdedup.parse.jsonl import gather_records, record_from_mapping
+
+#: what a Parquet file's records are called in its notes: (noun, unit)
+NAMES = ("row", "row")
 
 
 class ParquetParser:
@@ -17,24 +26,62 @@ class ParquetParser:
 
     def parse(self, data: bytes) -> Extraction:
         """Read every row group; a row's id is its ``id`` column, else ``@`` and its 1-based row number."""
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise ParseError("reading Parquet needs pyarrow: pip install 'chunkdedup[parquet]'") from None
+        pq = _pyarrow()
         try:
             table = pq.read_table(io.BytesIO(data))
         except Exception as e:  # pyarrow raises several types for damaged files
             raise ParseError(
                 f"not a readable Parquet file ({e}): the file is damaged or not Parquet"
             ) from None
-        if "text" not in table.column_names:
-            raise ParseError(f"no 'text' column (columns: {', '.join(table.column_names)})")
+        _check_columns(table.column_names)
+        items = ((n, partial(row_record, row, n)) for n, row in enumerate(table.to_pylist(), start=1))
+        noun, unit = NAMES
+        return gather_records(items, noun=noun, unit=unit)
 
-        def build(row: dict[str, object], number: int) -> Extracted:
-            if row.get("id") is not None and not isinstance(row["id"], str | int):
-                row["id"] = str(row["id"])
-            digest = bytes_hash(json.dumps(row, sort_keys=True, default=str).encode("utf-8"))
-            return record_from_mapping(row, number, digest)
 
-        rows = enumerate(table.to_pylist(), start=1)
-        return gather_records(((n, partial(build, row, n)) for n, row in rows), noun="row", unit="row")
+def row_record(row: dict[str, object], number: int) -> Extracted:
+    """One row as a record: its content hash is its values' (the row's JSON, keys sorted)."""
+    if row.get("id") is not None and not isinstance(row["id"], str | int):
+        row["id"] = str(row["id"])
+    digest = bytes_hash(json.dumps(row, sort_keys=True, default=str).encode("utf-8"))
+    return record_from_mapping(row, number, digest)
+
+
+def readable(path: Path) -> bool:
+    """Whether pyarrow is installed and reads ``path``'s footer (else a whole read says why not)."""
+    try:
+        import pyarrow.parquet as pq
+
+        pq.ParquetFile(path).close()
+    except Exception:  # pyarrow raises several types for damaged files
+        return False
+    return True
+
+
+def rows(path: Path, batch: int) -> Iterator[tuple[int, dict[str, object]]]:
+    """A :func:`readable` file's rows with their 1-based numbers, decoded ``batch`` rows at a time:
+    the rows a whole read gives, holding one batch of them at once."""
+    pq = _pyarrow()
+    with pq.ParquetFile(path) as f:
+        _check_columns(f.schema_arrow.names)
+        number = 0
+        for part in f.iter_batches(batch_size=batch):
+            for row in part.to_pylist():
+                number += 1
+                yield number, row
+
+
+def _check_columns(names: list[str]) -> None:
+    if "text" not in names:
+        raise ParseError(f"no 'text' column (columns: {', '.join(names)})")
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ParseError("reading Parquet needs pyarrow: pip install 'chunkdedup[parquet]'") from None
+    return pq
+
+
+__all__ = ["NAMES", "ParquetParser", "readable", "row_record", "rows"]

@@ -1,5 +1,5 @@
-"""A large JSON Lines file read a slice of records at a time: the documents of one slice are held at
-once, never the file's, and what decides the file as a whole (its notes, a repeated id, whether any
+"""A large JSON Lines or Parquet file read a slice of records at a time: the documents of one slice are
+held at once, never the file's, and what decides the file as a whole (its notes, a repeated id, whether any
 record was usable) is kept by a :class:`~chunkdedup.parse.jsonl.RecordLedger` across its slices.
 
 The slices give the documents, notes and ids that :func:`~chunkdedup.parse.registry.parse_file` gives
@@ -16,19 +16,22 @@ from functools import partial
 
 from chunkdedup.config import ParseConfig
 from chunkdedup.normalize import bytes_hash
+from chunkdedup.parse import parquet
 from chunkdedup.parse.base import Extracted, Keep
 from chunkdedup.parse.discover import InputFile
 from chunkdedup.parse.jsonl import RecordLedger, parse_record
 from chunkdedup.parse.registry import record_document, split_long_pages
 from chunkdedup.types import Document
 
-#: a JSON Lines file larger than this (bytes) is read a slice at a time
+#: a JSON Lines or Parquet file larger than this (bytes) is read a slice at a time
 SLICED_BYTES = 16 * 1024 * 1024
 #: records a slice holds at most
 SLICE_RECORDS = 16_384
 #: bytes read from the file at a time
 _BLOCK_BYTES = 1 << 20
 _SUFFIXES = (".jsonl", ".ndjson", ".json-lines")
+_PARQUET = ".parquet"
+Item = tuple[int, Callable[[], Extracted] | str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,17 +45,20 @@ class RecordSlice:
 
 
 def sliceable(inp: InputFile, config: ParseConfig, over: int | None = None) -> bool:
-    """Whether ``inp`` is a JSON Lines file of more than ``over`` bytes (``None``: :data:`SLICED_BYTES`;
-    within ``max_file_bytes``) that is plain UTF-8 (:func:`~chunkdedup.parse.text.plain_utf8`) and
-    holds more than blank lines: its lines can be read a block at a time, each the line a whole read
-    gives. Read a block at a time."""
-    if inp.path.suffix.lower() not in _SUFFIXES:
+    """Whether ``inp`` is a file of more than ``over`` bytes (``None``: :data:`SLICED_BYTES`; within
+    ``max_file_bytes``) that is a Parquet file pyarrow reads, or a JSON Lines file that is plain UTF-8
+    (:func:`~chunkdedup.parse.text.plain_utf8`) and holds more than blank lines: its lines can be read
+    a block at a time, each the line a whole read gives. Read a block at a time."""
+    suffix = inp.path.suffix.lower()
+    if suffix not in _SUFFIXES and suffix != _PARQUET:
         return False
     over = SLICED_BYTES if over is None else over
     try:
         size = inp.path.stat().st_size
         if not over < size <= config.max_file_bytes:
             return False
+        if suffix == _PARQUET:
+            return parquet.readable(inp.path)
         with inp.path.open("rb") as f:
             blank = True
             for block, first in _blocks(f.read):
@@ -94,6 +100,12 @@ def _plain(block: bytes, first: bool) -> bool:
     return True
 
 
+def ledger_for(inp: InputFile) -> RecordLedger:
+    """The ledger of a :func:`sliceable` file, naming its records as a whole read's notes do."""
+    noun, unit = parquet.NAMES if inp.path.suffix.lower() == _PARQUET else ("record", "line")
+    return RecordLedger(noun, unit)
+
+
 def record_slices(
     inp: InputFile,
     config: ParseConfig,
@@ -102,12 +114,31 @@ def record_slices(
     size: int | None = None,
 ) -> Iterator[RecordSlice]:
     """The records of a :func:`sliceable` file, at most ``size`` records (``None``: :data:`SLICE_RECORDS`)
-    a slice, built as
-    :class:`~chunkdedup.parse.jsonl.JsonlParser` builds them (``keep``: as its ``parse_known``);
-    ``ledger`` takes each slice's records. ``ledger.check()`` then says whether the file holds."""
+    a slice, built as a whole read builds them: JSON Lines as
+    :class:`~chunkdedup.parse.jsonl.JsonlParser` (``keep``: as its ``parse_known``), Parquet as
+    :class:`~chunkdedup.parse.parquet.ParquetParser` (every row built: ``keep`` is not read);
+    ``ledger`` (:func:`ledger_for`) takes each slice's records. ``ledger.check()`` then says whether
+    the file holds."""
     size = SLICE_RECORDS if size is None else size
+    if inp.path.suffix.lower() == _PARQUET:
+        found: Iterator[Item] = (
+            (n, partial(parquet.row_record, row, n)) for n, row in parquet.rows(inp.path, size)
+        )
+    else:
+        found = _lines(inp, keep)
+    items: list[Item] = []
+    for item in found:
+        items.append(item)
+        if len(items) >= size:
+            yield _slice(inp, config, ledger, items)
+            items = []
+    if items:
+        yield _slice(inp, config, ledger, items)
+
+
+def _lines(inp: InputFile, keep: Keep | None) -> Iterator[Item]:
+    """A JSON Lines file's items, line by line, as the whole-file parse makes them."""
     number = 0
-    items: list[tuple[int, Callable[[], Extracted] | str]] = []
     with inp.path.open("rb") as f:
         for block, _ in _blocks(f.read):
             lines = block.split(b"\n")
@@ -117,15 +148,10 @@ def record_slices(
                 number += 1
                 item = _item(line, number, keep)
                 if item is not None:
-                    items.append(item)
-                if len(items) >= size:
-                    yield _slice(inp, config, ledger, items)
-                    items = []
-        if items:
-            yield _slice(inp, config, ledger, items)
+                    yield item
 
 
-def _item(line: bytes, number: int, keep: Keep | None) -> tuple[int, Callable[[], Extracted] | str] | None:
+def _item(line: bytes, number: int, keep: Keep | None) -> Item | None:
     """What the whole-file parse makes of a line (``None``: a blank line, skipped)."""
     if keep is not None:
         h = bytes_hash(line)
@@ -142,7 +168,7 @@ def _slice(
     inp: InputFile,
     config: ParseConfig,
     ledger: RecordLedger,
-    items: list[tuple[int, Callable[[], Extracted] | str]],
+    items: list[Item],
 ) -> RecordSlice:
     records, _ = ledger.take(items)
     notes: list[str] = []
@@ -153,4 +179,4 @@ def _slice(
     return RecordSlice(documents, tuple(notes))
 
 
-__all__ = ["SLICED_BYTES", "SLICE_RECORDS", "RecordSlice", "record_slices", "sliceable"]
+__all__ = ["SLICED_BYTES", "SLICE_RECORDS", "RecordSlice", "ledger_for", "record_slices", "sliceable"]
