@@ -326,7 +326,7 @@ def _sign(
     # a few groups are signed by the NumPy path: the same band keys, no numba start-up
     hasher = MinHasher.from_config(config, compiled=total > NUMPY_KEYS if compiled is None else compiled)
     while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
-        _, bands = sign_keys(hasher, [group_key(keys, gid, text) for gid, text in batch], config)
+        bands = sign_keys(hasher, [group_key(keys, gid, text) for gid, text in batch], config)
         with store.transaction():
             store.chunks.sign_groups((gid, bands[i].tolist()) for i, (gid, _) in enumerate(batch))
         done += len(batch)

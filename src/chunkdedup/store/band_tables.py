@@ -53,8 +53,12 @@ def fold_keys(keys: npt.ArrayLike) -> npt.NDArray[np.int32]:
 
 def pack_bands(keys: Sequence[int]) -> bytes:
     """A group's band keys as its ``signed`` value: folded (:func:`fold_key`) 32-bit little-endian
-    integers, in order."""
-    return struct.pack(f"<{len(keys)}i", *map(fold_key, keys))
+    integers, in order; a group whose keys are all one key (a small shingle set's, see
+    :func:`chunkdedup.dedup.near.sign_keys`) keeps it once: its one band row."""
+    folded = [fold_key(k) for k in keys]
+    if len(set(folded)) == 1:
+        folded = folded[:1]
+    return struct.pack(f"<{len(folded)}i", *folded)
 
 
 def packed_band_keys(ids: Sequence[str], keys: npt.NDArray[np.int64]) -> dict[str, bytes]:
@@ -63,11 +67,19 @@ def packed_band_keys(ids: Sequence[str], keys: npt.NDArray[np.int64]) -> dict[st
     import numpy as np
 
     packed = np.ascontiguousarray(fold_keys(keys), dtype="<i4")
-    return {gid: packed[i].tobytes() for i, gid in enumerate(ids)}
+    single = (packed == packed[:, :1]).all(axis=1).tolist() if packed.size else []
+    return {gid: (packed[i, :1] if single[i] else packed[i]).tobytes() for i, gid in enumerate(ids)}
 
 
 def unpack_bands(blob: bytes) -> tuple[int, ...]:
     return struct.unpack(f"<{len(blob) // 4}i", blob)
+
+
+def band_array(blob: bytes, bands: int) -> npt.NDArray[np.int32]:
+    """A ``signed`` value as a row of ``bands`` folded keys (a one-key value repeated: the same rows)."""
+    import numpy as np
+
+    return np.resize(np.frombuffer(blob, "<i4"), bands)
 
 
 def pack_wide_bands(keys: Sequence[int]) -> bytes:
@@ -214,7 +226,7 @@ class BandTables(Tables):
         # appended to the stage, merged into bands in key order by merge_bands
         c.executemany(
             "INSERT INTO band_stage(group_id, band_key) VALUES (?, ?)",
-            [(gid, fold_key(b)) for gid, bands in rows for b in bands],
+            [(gid, b) for gid, bands in rows for b in dict.fromkeys(map(fold_key, bands))],
         )
 
     def put_first_bands(self, ids: Sequence[str], keys: npt.NDArray[np.int64]) -> BandTable | None:
@@ -256,7 +268,7 @@ class BandTables(Tables):
         if count - len(unsigned) > len(held.keys() - unsigned):  # signed groups not held
             sql = "SELECT id, gid, signed FROM groups WHERE signed IS NOT NULL"
             others = [(gid, gid_id, blob) for gid_id, gid, blob in c.execute(sql) if gid not in held]
-            extra = np.array([np.frombuffer(blob, "<i4") for _, _, blob in others], np.int32)
+            extra = np.array([band_array(blob, rows.shape[1]) for _, _, blob in others], np.int32)
             gids = np.concatenate((gids, np.array([g for g, _, _ in others], np.int64)))
             rows = np.concatenate((rows, extra.reshape(len(others), rows.shape[1])))
             held.update((g, gid_id) for g, gid_id, _ in others)
