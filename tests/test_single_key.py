@@ -230,3 +230,29 @@ def test_an_index_signed_before_the_rule_then_added_to_equals_a_fresh_ingest(tmp
     assert _export(old) == _export(fresh)
     cycled = [r for r in _export(old) if exact_key(r["text"]) in {exact_key(t) for t in _CYCLE}]
     assert len(cycled) == 1 and len(cycled[0]["sources"]) == 2
+
+
+def test_one_key_rows_written_from_memory_are_those_the_stage_writes(tmp_path: Path) -> None:
+    """A first ingest's band rows, written from memory (put_first_bands), and the stage's (sign_groups,
+    then the SQL merge) are the same rows and kept keys, for groups of one key and of 16."""
+    from chunkdedup.store import Store
+
+    index = tmp_path / "i.sqlite"
+    ingest([_write(tmp_path / "c1", _RECORDS + _MORE)], index)  # a first ingest: from memory
+    config = NearConfig()
+
+    def state(store: Store) -> tuple[list[Any], list[Any]]:
+        bands = store.conn.execute("SELECT band_key, gid FROM bands ORDER BY 1, 2").fetchall()
+        return bands, store.conn.execute("SELECT id, signed FROM groups ORDER BY id").fetchall()
+
+    with Store.open(index) as store, store.transaction():
+        memory = state(store)
+        groups = store.conn.execute("SELECT id, text FROM groups ORDER BY id").fetchall()
+        keys = sign_keys(MinHasher.from_config(config), [exact_key(t) for _, t in groups], config)
+        store.conn.execute("DELETE FROM bands")
+        store.conn.execute("UPDATE groups SET signed = NULL")
+        store.chunks.sign_groups(zip([g for g, _ in groups], keys.tolist(), strict=True))
+        store.chunks.merge_bands()
+        assert state(store) == memory
+    assert sorted({len(blob) for _, blob in memory[1]}) == [4, 64]  # both kinds of group are there
+    assert len(memory[0]) == sum(len(blob) // 4 for _, blob in memory[1])  # a row a kept key

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from chunkdedup.store.chunk_tables import BandTable
 
 _SIGN_BATCH = 4096
+#: the writer's page cache while the cluster pass runs, KiB (``PAGE_CACHE_KIB``, 256 MiB, the rest of
+#: the run): the pass writes its band rows in key order and reads the few groups on an edge, and the
+#: cache the chunk phase filled was a quarter of a GB of a 1M-record ingest's peak in this pass
+CLUSTER_PAGE_CACHE_KIB = 32 * 1024
 #: dirty groups whose band neighbours one join reads
 _NEIGHBOUR_BLOCK = 4096
 #: all neighbours from one scan of the bands once at least 1/this of the groups are dirty (the scan costs
