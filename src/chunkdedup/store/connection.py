@@ -310,7 +310,7 @@ class Connection:
         self.conn.execute(f"PRAGMA cache_size = -{int(kib)}")
         self.conn.execute("PRAGMA shrink_memory")
         # SQLite frees those pages into the C heap, where what was allocated among them holds them in
-        # the process: given back to the system, a 1M-record ingest's RSS fell from 835 to 539 MB here
+        # the process: they are given back to the system (benchmarks/README.md, memory.py)
         _trim_heap()
         try:
             yield
