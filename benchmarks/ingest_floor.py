@@ -248,7 +248,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
         keys = {gid: members[gid][0].key for gid in gids}
 
     with clock("minhash"):
-        _, bands = sign_keys(hasher, [keys[g] for g in gids], near)
+        bands = sign_keys(hasher, [keys[g] for g in gids], near)
 
     with clock("candidates"):
         flat = bands.ravel()

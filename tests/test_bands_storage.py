@@ -135,7 +135,7 @@ def test_a_first_ingest_writes_from_memory_the_bands_the_stage_writes(
     with Store.open(policy_index) as store:
         groups = store.conn.execute("SELECT id, text FROM groups ORDER BY gid DESC").fetchall()
         stored = _band_state(store.conn)
-    _, keys = sign_keys(MinHasher.from_config(near), [exact_key(t) for _, t in groups], near)
+    keys = sign_keys(MinHasher.from_config(near), [exact_key(t) for _, t in groups], near)
     ids = [g for g, _ in groups] + ["gone-since", groups[0][0]]  # a dropped group, and one named again
     keys = np.concatenate((keys, keys[:1], keys[:1]))
     if not every:  # a group whose keys are not held stays unsigned, without bands, either way
@@ -182,7 +182,7 @@ def test_a_first_ingests_edges_from_its_band_table_are_the_walks(policy_index: P
     with Store.open(index) as store, store.transaction():
         groups = store.conn.execute("SELECT id, text FROM groups ORDER BY id").fetchall()
         ids = [g for g, _ in groups]
-        _, keys = sign_keys(MinHasher.from_config(near), [exact_key(t) for _, t in groups], near)
+        keys = sign_keys(MinHasher.from_config(near), [exact_key(t) for _, t in groups], near)
         store.conn.execute("DELETE FROM bands")
         store.conn.execute("UPDATE groups SET signed = NULL")
         table = store.chunks.put_first_bands(ids, keys)

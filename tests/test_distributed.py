@@ -233,3 +233,20 @@ def test_missing_extra_names_the_pip_install(monkeypatch: pytest.MonkeyPatch, tm
     with pytest.raises(MissingExtraError, match=r"pip install 'chunkdedup\[ray\]'"):
         ingest_ray([POLICY], tmp_path / "i.sqlite")
     assert not (tmp_path / "i.sqlite").exists()
+
+
+def test_one_key_groups_on_ray_equal_local(local_ray: ModuleType, tmp_path: Path) -> None:
+    """Groups of a small shingle set (one band row each) band and verify on Ray as locally: a first run,
+    then a run that adds a text of the same set as an older one (merged) and near copies."""
+    from chunkdedup.ingestion.distributed import ingest_ray
+    from test_single_key import _MORE, _RECORDS, _write
+
+    corpus, more = _write(tmp_path / "c1", _RECORDS), _write(tmp_path / "c2", _MORE)
+    local, distributed = tmp_path / "local.sqlite", tmp_path / "ray.sqlite"
+    for inputs in ([corpus], [corpus, more]):
+        ingest(inputs, local)
+        report = ingest_ray(inputs, distributed)
+        _ran_near_on_ray(report.totals)
+        _same(local, distributed)
+    records = snapshot(distributed)["records"]
+    assert any(len(r["sources"]) == 2 and r["text"].startswith("alpha beta") for r in records)

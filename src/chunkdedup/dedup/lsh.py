@@ -71,6 +71,7 @@ __all__ = [
     "guard_edges",
     "leader_cluster",
     "leader_cluster_checked",
+    "set_keys",
     "verified_edges",
     "verified_edges_flat",
 ]
@@ -85,6 +86,8 @@ _U64 = np.uint64
 _BAND_BITS = 8
 _MAX_BANDS = 1 << _BAND_BITS
 _HASH_MASK = _U64((1 << (64 - _BAND_BITS)) - 1)
+_SET_TAG = _U64((_MAX_BANDS - 1) << (64 - _BAND_BITS))  # a shingle set's one key: no band has this tag
+_SET_KEY_SEED = _U64(0x94D049BB133111EB)
 _BAND_BLOCK = 1 << 15  # signature rows per banding step: bounds the uint64 temporaries (~4 MB)
 _PAIR_MERGE = 1 << 22  # accumulated pair codes before deduplicating them
 _VERIFY_BLOCK = 1 << 16  # pairs per verification step: bounds the concatenated shingles
@@ -125,8 +128,8 @@ def band_keys(signatures: U32Array, bands: int, rows: int) -> U64Array:
     sig = np.asarray(signatures)
     if sig.ndim != 2:
         raise ValueError(f"signatures must be a 2-D (n, num_perm) array, got shape {sig.shape}")
-    if not 1 <= bands <= _MAX_BANDS or rows < 1:
-        raise ValueError(f"bands must be in [1, {_MAX_BANDS}] and rows >= 1, got {bands} and {rows}")
+    if not 1 <= bands < _MAX_BANDS or rows < 1:
+        raise ValueError(f"bands must be in [1, {_MAX_BANDS - 1}] and rows >= 1, got {bands} and {rows}")
     if bands * rows > sig.shape[1]:
         raise ValueError(
             f"bands * rows = {bands * rows} exceeds the signature length {sig.shape[1]}: "
@@ -146,6 +149,19 @@ def band_keys(signatures: U32Array, bands: int, rows: int) -> U64Array:
             h ^= h >> _U64(29)
         out[lo : lo + block.shape[0]] = (_fmix(h) & _HASH_MASK) | tag
     return out
+
+
+def set_keys(hashes: U64Array) -> U64Array:
+    """The one key of each group found by its shingle set's hash (``MinHasher.sketches``): a uint64
+    with the top 8 bits all set, a tag no band's key has (:func:`band_keys` takes at most 255 bands).
+
+    Example:
+        >>> keys = set_keys(np.array([5, 5, 6], np.uint64))
+        >>> bool(keys[0] == keys[1]), bool(keys[0] == keys[2]), int(keys[0] >> np.uint64(56))
+        (True, False, 255)
+    """
+    h = np.asarray(hashes, dtype=np.uint64)
+    return (_fmix(h ^ _SET_KEY_SEED) & _HASH_MASK) | _SET_TAG
 
 
 # ---------------------------------------------------------------------------------------------

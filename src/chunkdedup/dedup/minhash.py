@@ -35,7 +35,7 @@ hundred keys to sign (an incremental ingest) is done before numba would have loa
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import cast
 
@@ -53,6 +53,7 @@ U8Array = npt.NDArray[np.uint8]
 U32Array = npt.NDArray[np.uint32]
 U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 # Keys per kernel call: bounds the transient byte buffer (~1.3 KB per 200-word key -> ~10 MB).
 _BATCH = 8192
@@ -63,6 +64,7 @@ _U64 = np.uint64
 _FNV_OFFSET = _U64(0xCBF29CE484222325)
 _FNV_PRIME = _U64(0x100000001B3)
 _SHINGLE_SEED = _U64(0x9E3779B97F4A7C15)
+_SET_SEED = _U64(0xD6E8FEB86659FD93)  # a shingle set's hash starts apart from a shingle's
 _SPACE = 32
 #: a kernel's zero start for a value it passes to another kernel: typed int64, where
 #: the literal 0 is typed as that constant, and numba compiles the callee for it a second time
@@ -158,6 +160,82 @@ def _signature_kernel(
 
 
 @kernel
+def _longest(offsets: I64Array) -> int:
+    """The longest key's bytes, of keys ``buf[offsets[r]:offsets[r + 1]]``."""
+    longest = 0
+    for r in range(offsets.size - 1):
+        longest = max(longest, offsets[r + 1] - offsets[r])
+    return longest
+
+
+@kernel
+def _insertion_sort(a: U64Array, n: int) -> None:
+    """Sort ``a[:n]`` in place: linear on values nearly in order, or on a few values."""
+    for i in range(1, n):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
+@kernel
+def _set_hash(distinct: U64Array, m: int) -> np.uint64:
+    """A 64-bit hash of the set ``distinct[:m]`` (sorted in place first): equal sets, equal hashes."""
+    _insertion_sort(distinct, m)
+    g = fmix64(_SET_SEED ^ _U64(m))
+    for i in range(m):
+        g = (g ^ distinct[i]) * _FNV_PRIME
+    return fmix64(g)
+
+
+@kernel
+def _sketch_kernel(
+    buf: U8Array,
+    offsets: I64Array,
+    a: U64Array,
+    b: U64Array,
+    k: int,
+    small: int,
+    out: U32Array,
+    single: BoolArray,
+    sets: U64Array,
+) -> None:
+    """For key ``r``: if its shingle set has at most ``small`` members, ``single[r]`` and ``sets[r]``, the
+    hash of that set (``out[r]`` is left as it was); else its signature in ``out[r]``. One pass over the
+    shingles either way: the distinct ones are counted only up to ``small + 1``."""
+    n = offsets.size - 1
+    longest = _longest(offsets)
+    words = np.empty(longest // 2 + 1, np.uint64)
+    shingles = np.empty(longest // 2 + 1, np.uint64)
+    distinct = np.empty(max(small, 0) + 1, np.uint64)
+    for r in range(n):
+        count = _shingle_hashes(buf, offsets[r], offsets[r + 1], k, words, shingles)
+        m = 0
+        for s in range(count):
+            h = shingles[s]
+            seen = False
+            for t in range(m):
+                if distinct[t] == h:
+                    seen = True
+                    break
+            if not seen:
+                if m == small or small < 0:
+                    m = small + 1
+                    break
+                distinct[m] = h
+                m += 1
+        if m <= small:
+            single[r] = True
+            sets[r] = _set_hash(distinct, m)
+        else:
+            single[r] = False
+            sets[r] = _U64(0)
+            _min_hashes(shingles, count, a, b, out[r])
+
+
+@kernel
 def _word_count(buf: U8Array, lo: int, hi: int) -> int:
     nw = 0
     in_word = False
@@ -176,9 +254,7 @@ def _signature_hash_kernel(
 ) -> None:
     """``_signature_kernel``, and ``hashes[r]``: a 64-bit hash of key ``r``'s word sequence."""
     n = offsets.size - 1
-    longest = 0
-    for r in range(n):
-        longest = max(longest, offsets[r + 1] - offsets[r])
+    longest = _longest(offsets)
     words = np.empty(longest // 2 + 1, np.uint64)
     shingles = np.empty(longest // 2 + 1, np.uint64)
     for r in range(n):
@@ -247,13 +323,7 @@ def _sort_hashes(a: U64Array, n: int, out: U64Array, counts: I64Array) -> None:
         d = np.int64(a[i] >> shift)
         out[counts[d]] = a[i]
         counts[d] += 1
-    for i in range(1, n):
-        v = out[i]
-        j = i - 1
-        while j >= 0 and out[j] > v:
-            out[j + 1] = out[j]
-            j -= 1
-        out[j + 1] = v
+    _insertion_sort(out, n)
 
 
 @kernel
@@ -422,6 +492,28 @@ def _signatures_np(buf: U8Array, offsets: I64Array, a: U64Array, b: U64Array, k:
         out[rows, p] = (least >> _U64(32)).astype(np.uint32)
 
 
+def _sketches_np(
+    keys: Sequence[str], a: U64Array, b: U64Array, k: int, small: int, out: U32Array, single: BoolArray,
+    sets: U64Array,
+) -> None:
+    """``_sketch_kernel`` with array operations (the least ``a[p] * h + b[p]`` over a key's unique
+    shingles is the least over all of them)."""
+    flat, counts = _shingle_sets_np(*_encode(keys), k)
+    single[:] = counts <= small
+    starts = np.zeros(counts.size, dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    g = fmix64_array(_SET_SEED ^ counts.astype(np.uint64))
+    for t in range(max(small, 0)):
+        live = np.flatnonzero(single & (counts > t))
+        g[live] = (g[live] ^ flat[starts[live] + t]) * _FNV_PRIME
+    sets[:] = np.where(single, fmix64_array(g), _U64(0))
+    many = np.flatnonzero(~single)
+    if many.size:
+        part = np.empty((many.size, a.size), dtype=np.uint32)
+        _signatures_np(*_encode([keys[i] for i in many.tolist()]), a, b, k, part)
+        out[many] = part
+
+
 # ---------------------------------------------------------------------------------------------
 # Python API
 # ---------------------------------------------------------------------------------------------
@@ -448,6 +540,23 @@ def _thread_count() -> int:
     except AttributeError:  # not on Linux
         available = os.cpu_count() or 1
     return max(1, min(configured, available))
+
+
+def _spread(n: int, fill: Callable[[int, int], None]) -> None:
+    """``fill(lo, hi)`` over spans of ``range(n)`` of at most ``_BATCH`` keys, spread over threads
+    (encoding holds the GIL, the kernels do not: threads overlap one with the other)."""
+    if n == 0:
+        return
+    threads = min(_thread_count(), max(1, n // _MIN_KEYS_PER_THREAD))
+    size = min(_BATCH, -(-n // threads))
+    spans = [(lo, min(n, lo + size)) for lo in range(0, n, size)]
+    if threads == 1:
+        for lo, hi in spans:
+            fill(lo, hi)
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for future in [pool.submit(fill, lo, hi) for lo, hi in spans]:
+                future.result()
 
 
 class MinHasher:
@@ -512,17 +621,7 @@ class MinHasher:
                 buf, offsets = _encode(keys[lo : lo + _BATCH])
                 _signatures_np(buf, offsets, self._a, self._b, self.shingle_words, out[lo : lo + _BATCH])
             return out
-        threads = min(_thread_count(), max(1, n // _MIN_KEYS_PER_THREAD))
-        size = min(_BATCH, -(-n // threads))
-        spans = [(lo, min(n, lo + size)) for lo in range(0, n, size)]
-        if threads == 1:
-            for lo, hi in spans:
-                self._fill(keys, lo, hi, out)
-        else:
-            # Encoding holds the GIL, the kernel does not: threads overlap one with the other.
-            with ThreadPoolExecutor(max_workers=threads) as pool:
-                for future in [pool.submit(self._fill, keys, lo, hi, out) for lo, hi in spans]:
-                    future.result()
+        _spread(n, lambda lo, hi: self._fill(keys, lo, hi, out))
         return out
 
     def signatures_and_hashes(self, keys: Sequence[str]) -> tuple[U32Array, U64Array]:
@@ -541,9 +640,6 @@ class MinHasher:
         hashes = np.empty(n, dtype=np.uint64)
         if n == 0:
             return out, hashes
-        threads = min(_thread_count(), max(1, n // _MIN_KEYS_PER_THREAD))
-        size = min(_BATCH, -(-n // threads))
-        spans = [(lo, min(n, lo + size)) for lo in range(0, n, size)]
 
         def fill(lo: int, hi: int) -> None:
             buf, offsets = _encode(keys[lo:hi])
@@ -551,14 +647,48 @@ class MinHasher:
                 buf, offsets, self._a, self._b, self.shingle_words, out[lo:hi], hashes[lo:hi]
             )
 
-        if threads == 1:
-            for lo, hi in spans:
-                fill(lo, hi)
-        else:
-            with ThreadPoolExecutor(max_workers=threads) as pool:
-                for future in [pool.submit(fill, lo, hi) for lo, hi in spans]:
-                    future.result()
+        _spread(n, fill)
         return out, hashes
+
+    def sketches(self, keys: Sequence[str], small: int) -> tuple[U32Array, BoolArray, U64Array]:
+        """``(signatures, single, sets)`` of ``keys``: a key whose shingle set has at most ``small``
+        members (``single[i]``) is summed up by a 64-bit hash of that set, ``sets[i]`` (equal sets,
+        equal hashes), and its signature row is left zero; every other key has its signature row,
+        as :meth:`signatures` gives it (``sets[i]`` 0). ``small`` below 0: every key is signed.
+
+        Where the near tier verifies by a threshold that no two different small sets reach, a small set
+        matches only itself, and its hash finds every key it could match
+        (:func:`chunkdedup.dedup.near.sign_keys`); such a key costs no MinHash permutations.
+
+        Example:
+            >>> sigs, single, sets = MinHasher().sketches(["a b c", "x a b c", "a b c", "a b c d e f g h"], 1)
+            >>> single.tolist(), bool(sets[0] == sets[2]), bool(sets[0] == sets[1])
+            ([True, True, True, False], True, False)
+            >>> bool((sigs[3] == MinHasher().signatures(["a b c d e f g h"])[0]).all())
+            True
+        """
+        n = len(keys)
+        out = np.zeros((n, self.num_perm), dtype=np.uint32)
+        single = np.zeros(n, dtype=np.bool_)
+        sets = np.zeros(n, dtype=np.uint64)
+        if not self.compiled:
+            for lo in range(0, n, _BATCH):
+                hi = min(n, lo + _BATCH)
+                _sketches_np(
+                    keys[lo:hi], self._a, self._b, self.shingle_words, small, out[lo:hi], single[lo:hi],
+                    sets[lo:hi],
+                )
+            return out, single, sets
+
+        def fill(lo: int, hi: int) -> None:
+            buf, offsets = _encode(keys[lo:hi])
+            _sketch_kernel(
+                buf, offsets, self._a, self._b, self.shingle_words, small, out[lo:hi], single[lo:hi],
+                sets[lo:hi],
+            )
+
+        _spread(n, fill)
+        return out, single, sets
 
     def _fill(self, keys: Sequence[str], lo: int, hi: int, out: U32Array) -> None:
         buf, offsets = _encode(keys[lo:hi])

@@ -24,10 +24,10 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkdedup.config import NearConfig
-from chunkdedup.dedup.lsh import Clustering, band_keys, guard_edges, leader_cluster_checked
+from chunkdedup.dedup.lsh import Clustering, band_keys, guard_edges, leader_cluster_checked, set_keys
 from chunkdedup.dedup.meaning import judge_edges, shared_head
 from chunkdedup.dedup.minhash import MinHasher
-from chunkdedup.dedup.settings import NUMPY_KEYS, near_fingerprints, near_hashing
+from chunkdedup.dedup.settings import NUMPY_KEYS, near_fingerprints, near_hashing, single_key_shingles
 from chunkdedup.normalize import exact_key
 from chunkdedup.types import Assignment, GroupRow
 
@@ -79,11 +79,30 @@ def word_diff(member: str, leader: str) -> tuple[str, ...]:
     return tuple(out[:_MAX_DIFF])
 
 
-def sign_keys(hasher: MinHasher, keys: Sequence[str], config: NearConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Signatures (uint32) and band keys (int64, as stored) of exact keys: one pure step that the
-    local pass and a distributed worker share."""
-    sigs = hasher.signatures(keys)
-    return sigs, band_keys(sigs, config.bands, config.rows).view(np.int64)
+def sign_keys(hasher: MinHasher, keys: Sequence[str], config: NearConfig) -> npt.NDArray[np.int64]:
+    """The LSH keys of exact keys, ``(len(keys), config.bands)`` int64 as stored: one pure step that
+    every path shares (the chunk phase, the cluster pass, and so the band rows Ray reads).
+
+    A key whose shingle set is too small to reach ``config.threshold`` with any other set
+    (:func:`~chunkdedup.dedup.settings.single_key_shingles`: at 0.85, up to 5 shingles) can only be
+    verified against a key of the same set: its row is one key, the hash of that set
+    (:func:`~chunkdedup.dedup.lsh.set_keys`), in every column, which the store keeps as one band row.
+    Every other key has its MinHash band keys. The verified edges are those that band keys for every
+    group give (``tests/test_single_key.py`` holds it).
+
+    Example:
+        >>> from chunkdedup.config import NearConfig
+        >>> rows = sign_keys(MinHasher(), ["a b c", "a b c d e f g h i j k l"], NearConfig())
+        >>> rows.shape, len(set(rows[0].tolist())), len(set(rows[1].tolist()))
+        ((2, 16), 1, 16)
+    """
+    sigs, single, sets = hasher.sketches(keys, single_key_shingles(config.threshold))
+    out = np.empty((len(keys), config.bands), dtype=np.uint64)
+    many = np.flatnonzero(~single)
+    out[many] = band_keys(sigs[many], config.bands, config.rows)
+    del sigs
+    out[single] = set_keys(sets[single])[:, None]
+    return out.view(np.int64)
 
 
 def group_key(keys: dict[str, str], gid: str, text: str) -> str:

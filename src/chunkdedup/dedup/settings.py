@@ -19,10 +19,41 @@ NUMPY_KEYS = 4096
 NUMPY_CHARS = 4 * 1024 * 1024
 
 
+#: the largest shingle set :func:`single_key_shingles` gives one key (a threshold near 1 would give
+#: every set one; past this the count of a key's distinct shingles would cost more than it saves)
+MAX_SINGLE_KEY_SHINGLES = 32
+
+
+def single_key_shingles(threshold: float) -> int:
+    """The most shingles a group's set may have to be found by one key, the hash of the set, instead of
+    a key per LSH band, at near ``threshold``: the largest ``s`` (at most
+    ``MAX_SINGLE_KEY_SHINGLES``) with ``s / (s + 1) < threshold``.
+
+    Why one key finds every partner: the near tier keeps a pair only if the exact Jaccard of the two
+    shingle sets reaches ``threshold``, and two different sets ``A != B`` with ``|A| = s`` have a Jaccard
+    of at most ``s / (s + 1)`` (``B`` a superset of ``A`` by one shingle; computed as ``s / (s + 1)``
+    in floating point too, and rounding keeps the order). So such a group verifies only against a group
+    with the very same set, which has the same size and so the same one key. At 0.85 with 5-word
+    shingles: sets of up to 5 shingles, every text of up to 9 words.
+
+    Example:
+        >>> single_key_shingles(0.85), single_key_shingles(0.8), single_key_shingles(0.5)
+        (5, 3, 0)
+    """
+    s = 0
+    while s < MAX_SINGLE_KEY_SHINGLES and (s + 1) / (s + 2) < threshold:
+        s += 1
+    return s
+
+
 def near_fingerprints(config: NearConfig) -> tuple[str, str]:
-    """(hashing settings, clustering settings): a change to the first re-signs every group."""
+    """(hashing settings, clustering settings): a change to the first re-signs every group. The
+    hashing settings hold the set size up to which a group has one key (:func:`single_key_shingles`):
+    an index signed before that rule (every group 16 keys) is signed again, so that a group with one
+    key finds an older group of the same set."""
     d = asdict(config)
-    hashing = {k: d[k] for k in ("num_perm", "shingle_words", "seed", "bands", "rows")}
+    hashing: dict[str, int] = {k: d[k] for k in ("num_perm", "shingle_words", "seed", "bands", "rows")}
+    hashing["single_key_shingles"] = single_key_shingles(config.threshold)
     return key_hash(json.dumps(hashing, sort_keys=True)), key_hash(json.dumps(d, sort_keys=True))
 
 
@@ -43,4 +74,12 @@ def near_hashing(config: NearConfig) -> str:
     return near_fingerprints(config)[0]
 
 
-__all__ = ["NUMPY_CHARS", "NUMPY_KEYS", "near_edge_settings", "near_fingerprints", "near_hashing"]
+__all__ = [
+    "MAX_SINGLE_KEY_SHINGLES",
+    "NUMPY_CHARS",
+    "NUMPY_KEYS",
+    "near_edge_settings",
+    "near_fingerprints",
+    "near_hashing",
+    "single_key_shingles",
+]

@@ -9,7 +9,10 @@ semantic threshold, and both similarities are shown. Without embeddings only Jac
 
 **Near calibration** (always): how similar the groups the near tier merged are to their leader, next
 to how similar unmerged neighbours are: pairs the number/date guard kept apart (``variants``) and
-pairs that shared an LSH band but stayed in different canonicals, all by shingle Jaccard.
+pairs that shared an LSH band but stayed in different canonicals, all by shingle Jaccard. A group whose
+shingle set is too small to reach the threshold with another set has one key, its set's
+(:func:`chunkdedup.dedup.near.sign_keys`), shared only by groups of the same set: its near misses are
+not among the band neighbours (no decision reads them; the view shows the other groups' near misses).
 
 **Semantic calibration** (with embeddings), by cosine, from :func:`chunkdedup.dedup.semantic.calibration`:
 

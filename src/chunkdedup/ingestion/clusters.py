@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from chunkdedup.store.chunk_tables import BandTable
 
 _SIGN_BATCH = 4096
+#: the writer's page cache while the cluster pass runs, KiB (``PAGE_CACHE_KIB``, 256 MiB, the rest of
+#: the run): the pass writes its band rows in key order and reads the few groups on an edge, and the
+#: cache the chunk phase filled was a quarter of a GB of a 1M-record ingest's peak in this pass (its
+#: cluster seconds 11.7 at 256 MiB, 10.7 at 32: benchmarks/README.md, memory.py)
+CLUSTER_PAGE_CACHE_KIB = 32 * 1024
 #: dirty groups whose band neighbours one join reads
 _NEIGHBOUR_BLOCK = 4096
 #: all neighbours from one scan of the bands once at least 1/this of the groups are dirty (the scan costs
@@ -326,7 +331,7 @@ def _sign(
     # a few groups are signed by the NumPy path: the same band keys, no numba start-up
     hasher = MinHasher.from_config(config, compiled=total > NUMPY_KEYS if compiled is None else compiled)
     while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
-        _, bands = sign_keys(hasher, [group_key(keys, gid, text) for gid, text in batch], config)
+        bands = sign_keys(hasher, [group_key(keys, gid, text) for gid, text in batch], config)
         with store.transaction():
             store.chunks.sign_groups((gid, bands[i].tolist()) for i, (gid, _) in enumerate(batch))
         done += len(batch)

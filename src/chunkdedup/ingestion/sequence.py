@@ -31,7 +31,7 @@ from chunkdedup.config import Config
 from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
 from chunkdedup.errors import ConfigError
 from chunkdedup.index import Index
-from chunkdedup.ingestion.clusters import HeldBands, start_hashing, update_clusters
+from chunkdedup.ingestion.clusters import CLUSTER_PAGE_CACHE_KIB, HeldBands, start_hashing, update_clusters
 from chunkdedup.ingestion.collector import collect_young, collector_paused
 from chunkdedup.ingestion.context import CONTEXT_FORMAT, document_contexts
 from chunkdedup.ingestion.executors import Executor, LocalExecutor, StageClock
@@ -283,7 +283,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         # other core while the writer clusters (the cluster pass changes no text it indexes)
         prebuild = textindex.prebuilt_fts(store) if not opts.dry_run else nullcontext()
         with prebuild as fts:
-            with clock("cluster"):
+            with clock("cluster"), store.page_cache(CLUSTER_PAGE_CACHE_KIB):
                 near = update_clusters(
                     store,
                     cfg,

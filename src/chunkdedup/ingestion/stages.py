@@ -238,7 +238,7 @@ def chunk_documents(job: ChunkJob) -> ChunkedBatch:
     from chunkdedup.dedup.near import sign_keys
 
     hasher = MinHasher.from_config(cfg.near, compiled=job.compiled)
-    _, bands = sign_keys(hasher, [first[g] for g in gids], cfg.near)
+    bands = sign_keys(hasher, [first[g] for g in gids], cfg.near)
     return ChunkedBatch(docs, tuple(gids), bands)
 
 

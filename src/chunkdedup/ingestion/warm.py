@@ -81,6 +81,7 @@ def _signing_kernels() -> list[np.ndarray]:
 
     hasher = MinHasher(compiled=True)
     hasher.signatures(_TEXTS)
+    hasher.sketches([*_TEXTS, "one"], 1)  # a one-shingle key is summed up by its set's hash
     hasher.signatures_and_hashes([*_TEXTS, "one", ""])  # a one-word key counts its words apart
     hasher.shingles(_TEXTS[0])
     flat, offsets = hasher.shingle_sets(_TEXTS)

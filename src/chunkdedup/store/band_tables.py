@@ -53,21 +53,39 @@ def fold_keys(keys: npt.ArrayLike) -> npt.NDArray[np.int32]:
 
 def pack_bands(keys: Sequence[int]) -> bytes:
     """A group's band keys as its ``signed`` value: folded (:func:`fold_key`) 32-bit little-endian
-    integers, in order."""
-    return struct.pack(f"<{len(keys)}i", *map(fold_key, keys))
+    integers, in order; a group whose keys are all one key (a small shingle set's, see
+    :func:`chunkdedup.dedup.near.sign_keys`) keeps it once: its one band row."""
+    folded = [fold_key(k) for k in keys]
+    if len(set(folded)) == 1:
+        folded = folded[:1]
+    return struct.pack(f"<{len(folded)}i", *folded)
 
 
 def packed_band_keys(ids: Sequence[str], keys: npt.NDArray[np.int64]) -> dict[str, bytes]:
     """Each group's ``signed`` value from its band keys (``keys[i]``: those of ``ids[i]``), as
     :func:`pack_bands` packs them, from one array."""
+
+    return dict(zip(ids, _packed_rows(fold_keys(keys)), strict=True))
+
+
+def _packed_rows(rows: npt.NDArray[np.int32]) -> list[bytes]:
+    """The ``signed`` value of each row of folded keys, as :func:`pack_bands` packs it."""
     import numpy as np
 
-    packed = np.ascontiguousarray(fold_keys(keys), dtype="<i4")
-    return {gid: packed[i].tobytes() for i, gid in enumerate(ids)}
+    packed = np.ascontiguousarray(rows, dtype="<i4")
+    single = (packed == packed[:, :1]).all(axis=1).tolist() if packed.size else []
+    return [(row[:1] if one else row).tobytes() for row, one in zip(packed, single, strict=True)]
 
 
 def unpack_bands(blob: bytes) -> tuple[int, ...]:
     return struct.unpack(f"<{len(blob) // 4}i", blob)
+
+
+def band_array(blob: bytes, bands: int) -> npt.NDArray[np.int32]:
+    """A ``signed`` value as a row of ``bands`` folded keys (a one-key value repeated: the same rows)."""
+    import numpy as np
+
+    return np.resize(np.frombuffer(blob, "<i4"), bands)
 
 
 def pack_wide_bands(keys: Sequence[int]) -> bytes:
@@ -110,15 +128,26 @@ def _sorted_rows(
     ``[0, 2**31)``) as (band key, gid) sorted, a repeated pair once (a key repeated within a group's
     bands is one row, the table's key): one int64 a row, the key in its high half, sorted in place
     (1M groups: 16M rows in 128 MB, where an order, the keys and the gids each taken through it,
-    then both filtered, held ~600 MB at once)."""
+    then both filtered, held ~600 MB at once). A group whose keys are one key (a small shingle set's)
+    gives one row from the start, not 16 to drop after the sort (1M tiny records: 5.5M rows, not 16M)."""
     import sys
 
     import numpy as np
 
-    packed = rows.astype(np.int64)
-    packed <<= 32
-    packed += gids.reshape(-1, 1)  # a gid is non-negative: the low half, without a carry
-    packed = packed.reshape(-1)
+    single = (rows == rows[:, :1]).all(axis=1) if rows.size else np.zeros(0, np.bool_)
+    many = np.flatnonzero(~single)
+    wide = many.size * rows.shape[1]
+    packed = np.empty(wide + rows.shape[0] - many.size, np.int64)
+    spread = packed[:wide].reshape(-1, rows.shape[1])
+    spread[:] = rows[many]
+    spread <<= 32
+    spread += gids[many].reshape(-1, 1)  # a gid is non-negative: the low half, without a carry
+    del many, spread
+    alone = np.flatnonzero(single)
+    packed[wide:] = rows[alone, 0]
+    packed[wide:] <<= 32
+    packed[wide:] += gids[alone]
+    del alone, single
     packed.sort()
     if packed.size > 1:
         repeated = packed[1:] == packed[:-1]
@@ -214,7 +243,7 @@ class BandTables(Tables):
         # appended to the stage, merged into bands in key order by merge_bands
         c.executemany(
             "INSERT INTO band_stage(group_id, band_key) VALUES (?, ?)",
-            [(gid, fold_key(b)) for gid, bands in rows for b in bands],
+            [(gid, b) for gid, bands in rows for b in dict.fromkeys(map(fold_key, bands))],
         )
 
     def put_first_bands(self, ids: Sequence[str], keys: npt.NDArray[np.int64]) -> BandTable | None:
@@ -256,7 +285,7 @@ class BandTables(Tables):
         if count - len(unsigned) > len(held.keys() - unsigned):  # signed groups not held
             sql = "SELECT id, gid, signed FROM groups WHERE signed IS NOT NULL"
             others = [(gid, gid_id, blob) for gid_id, gid, blob in c.execute(sql) if gid not in held]
-            extra = np.array([np.frombuffer(blob, "<i4") for _, _, blob in others], np.int32)
+            extra = np.array([band_array(blob, rows.shape[1]) for _, _, blob in others], np.int32)
             gids = np.concatenate((gids, np.array([g for g, _, _ in others], np.int64)))
             rows = np.concatenate((rows, extra.reshape(len(others), rows.shape[1])))
             held.update((g, gid_id) for g, gid_id, _ in others)
@@ -274,11 +303,12 @@ class BandTables(Tables):
             c.execute(_band_insert(flat.size - whole), _interleaved(flat, owner, whole, flat.size))
         # the keys of held groups not signed yet (their rows were written with them, most of a first
         # ingest's: an UPDATE of every group rewrote the whole table, 45k groups 0.4-0.6 s)
-        packed = np.ascontiguousarray(rows, dtype="<i4")
-        c.executemany(
-            "UPDATE groups SET signed=? WHERE gid=?",
-            ((packed[i].tobytes(), g) for i, g in enumerate(gids.tolist()) if g in unsigned),
-        )
+        if unsigned:
+            mine = np.flatnonzero(np.isin(gids, np.fromiter(unsigned, np.int64, len(unsigned))))
+            c.executemany(
+                "UPDATE groups SET signed=? WHERE gid=?",
+                zip(_packed_rows(rows[mine]), gids[mine].tolist(), strict=True),
+            )
         return BandTable(flat, owner, held)
 
     def merge_bands(self) -> int:

@@ -311,6 +311,20 @@ class Connection:
             raise
         self.conn.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def page_cache(self, kib: int) -> Iterator[None]:
+        """Keep at most ``kib`` KiB of pages in the connection's cache while the block runs (the pages
+        beyond it are freed at once), then ``PAGE_CACHE_KIB`` again. Outside a transaction."""
+        self.conn.execute(f"PRAGMA cache_size = -{int(kib)}")
+        self.conn.execute("PRAGMA shrink_memory")
+        # SQLite frees those pages into the C heap, where what was allocated among them holds them in
+        # the process: they are given back to the system (benchmarks/README.md, memory.py)
+        _trim_heap()
+        try:
+            yield
+        finally:
+            self.conn.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
+
     def meta(self, key: MetaKey) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
@@ -384,6 +398,17 @@ class Connection:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             self.conn.execute("UPDATE runs SET finished=?, status='failed' WHERE id=?", (_now(), run_id))
+
+
+def _trim_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere nothing)."""
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError, TypeError):  # not glibc, or no process handle (Windows)
+        return
+    trim(0)
 
 
 class _BandKeys:
