@@ -130,14 +130,17 @@ def update_clusters(
 
         model = embedder or get_embedder(sem.embedder, batch_size=sem.batch_size)
     with store.transaction():
-        if store.meta("near_hashing") != hashing:
+        resigned = store.meta("near_hashing") != hashing  # every signature and edge dropped
+        if resigned:
             tables.clear_signatures()
             store.set_meta("near_hashing", hashing)
         semantic = json.dumps([sem.enabled, sem.threshold if sem.enabled else None])
         if store.meta("near_settings") != settings or store.meta("semantic_settings") != semantic:
             tables.mark_all_dirty()
             edge_settings = near_edge_settings(near)
-            if store.meta("near_settings") != settings and store.meta("near_edge_settings") != edge_settings:
+            edges_moved = store.meta("near_edge_settings") != edge_settings
+            stale = store.meta("near_settings") != settings and edges_moved
+            if stale and not resigned:
                 store.chunks.clear_near_edges()  # kept for the old threshold or bands
             store.set_meta("near_settings", settings)
             store.set_meta("near_edge_settings", edge_settings)

@@ -64,7 +64,6 @@ def pack_bands(keys: Sequence[int]) -> bytes:
 def packed_band_keys(ids: Sequence[str], keys: npt.NDArray[np.int64]) -> dict[str, bytes]:
     """Each group's ``signed`` value from its band keys (``keys[i]``: those of ``ids[i]``), as
     :func:`pack_bands` packs them, from one array."""
-
     return dict(zip(ids, _packed_rows(fold_keys(keys)), strict=True))
 
 
