@@ -102,11 +102,20 @@ def write_pdf(path: Path, chars: int, seed: int = 1) -> None:
 
 
 def write_records(path: Path, records: int, seed: int = 1) -> None:
+    """``records`` tiny records (3-12 words) as JSON Lines, or as a Parquet file (one row group, as
+    ``pyarrow.parquet.write_table`` writes up to 1M rows) when ``path`` ends in ``.parquet``."""
     rng = random.Random(seed)
     words = [f"word{i}" for i in range(30_000)]
+    texts = (" ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) for _ in range(records))
+    if path.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rows = {"id": [f"t{i}" for i in range(records)], "text": list(texts)}
+        pq.write_table(pa.table(rows), path)
+        return
     with path.open("w", encoding="utf-8") as f:
-        for i in range(records):
-            text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 12)))
+        for i, text in enumerate(texts):
             f.write(json.dumps({"id": f"t{i}", "text": text}) + "\n")
 
 
@@ -144,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pdf-chars", type=int, default=5_000_000)
     parser.add_argument("--html-depth", type=int, default=20_000)
     parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
+                        help="the tiny records' file: JSON Lines or Parquet")
     parser.add_argument("--skip", action="append", default=[], choices=["pdf", "html", "records"])
     parser.add_argument("--phases", action="store_true",
                         help="ingest the records once more in one process, printing each phase's peak RSS")
@@ -161,12 +172,13 @@ def main(argv: list[str] | None = None) -> int:
         if "records" not in args.skip:
             folder = root / "records"
             folder.mkdir()
-            write_records(folder / "tiny.jsonl", args.records)
+            records = folder / f"tiny.{args.format}"
+            write_records(records, args.records)
             index = root / "records.sqlite"
             wall, peak = _ingest(folder, index)
-            size, text = index.stat().st_size, (folder / "tiny.jsonl").stat().st_size
-            print(f"{args.records:,} tiny records ({text / 1e6:.1f} MB): {wall:.1f} s, peak RSS so far "
-                  f"{peak:,.0f} MB, index {size / 1e6:.1f} MB = {size / text:.1f}x the file, "
+            size, text = index.stat().st_size, records.stat().st_size
+            print(f"{args.records:,} tiny records ({args.format}, {text / 1e6:.1f} MB): {wall:.1f} s, "
+                  f"peak RSS so far {peak:,.0f} MB, index {size / 1e6:.1f} MB = {size / text:.1f}x the file, "
                   f"{_canonicals(index):,} canonical chunks")
             for name, mb in _largest(index):
                 print(f"    {name:32s} {mb:7.1f} MB")

@@ -19,6 +19,8 @@ from chunkdedup.parse.jsonl import gather_records, record_from_mapping
 
 #: what a Parquet file's records are called in its notes: (noun, unit)
 NAMES = ("row", "row")
+#: the read buffer of a file read a batch of rows at a time (:func:`rows`)
+_BUFFER_BYTES = 1 << 20
 
 
 class ParquetParser:
@@ -62,10 +64,12 @@ def rows(path: Path, batch: int) -> Iterator[tuple[int, dict[str, object]]]:
     """A :func:`readable` file's rows with their 1-based numbers, decoded ``batch`` rows at a time:
     the rows a whole read gives, holding one batch of them at once."""
     pq = _pyarrow()
-    with pq.ParquetFile(path) as f:
+    # read through a 1 MiB buffer, one column at a time: a row group's column chunks are decoded as
+    # the batches need them, not read whole first (1M tiny rows in one row group: 148 -> 82 MB held)
+    with pq.ParquetFile(path, buffer_size=_BUFFER_BYTES, pre_buffer=False) as f:
         _check_columns(f.schema_arrow.names)
         number = 0
-        for part in f.iter_batches(batch_size=batch):
+        for part in f.iter_batches(batch_size=batch, use_threads=False):
             for row in part.to_pylist():
                 number += 1
                 yield number, row
