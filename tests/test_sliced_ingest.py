@@ -16,6 +16,7 @@ from chunkdedup import Config, ingest
 from chunkdedup.config import ParseConfig
 from chunkdedup.ingestion.sliced import AtHand
 from chunkdedup.parse import slices
+from chunkdedup.parse.discover import InputFile
 from chunkdedup.store import Store
 from export_reference import digests
 
@@ -247,3 +248,20 @@ def test_a_repeated_row_id_fails_a_sliced_parquet_file_as_a_whole_read(
     report = ingest([docs], tmp_path / "i.sqlite")
     assert report.files[0].status == "failed"
     assert "not a readable Parquet file" in (report.files[0].reason or "")
+
+
+def test_a_sliced_parquet_file_without_text_fails_as_a_whole_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    pq.write_table(pa.table({"id": ["a", "b"], "body": ["one", "two"]}), docs / "shard.parquet")
+    whole = _outcome(tmp_path / "whole.sqlite", [docs])
+    with monkeypatch.context() as m:
+        m.setattr(slices, "SLICED_BYTES", 0)
+        assert slices.sliceable(InputFile(docs / "shard.parquet", "shard.parquet"), ParseConfig())
+        parts = _outcome(tmp_path / "sliced.sqlite", [docs])
+    assert parts == whole
+    assert whole[0][0][1] == "failed" and whole[0][0][3] == "no 'text' column (columns: id, body)"
