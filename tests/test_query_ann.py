@@ -277,7 +277,7 @@ def assert_arrays_match(index: Path) -> None:
         assert by_id == sorted(r[1] for r in rows) == [i.decode() for i in arrays.sorted_ids]
         assert handle.state.count == len(rows) == len(handle.index)
         gids = np.array([*(r[0] for r in reversed(rows)), 10**12], dtype=np.int64)  # an unknown key left out
-        assert arrays.groups(gids) == [r[1] for r in rows][::-1]
+        assert arrays.keyed(gids)[0] == [r[1] for r in rows][::-1]
 
 
 def test_the_arrays_match_the_graph_and_sqlite(policy_ann: Path) -> None:

@@ -88,17 +88,11 @@ class AnnRetriever(VectorRetriever):
         """The groups of these graph keys, in order, and their stored vectors normalised: read by the
         keys' rows of the folder's arrays while it alone answers for the index (no search by group
         id); else None (:meth:`rescored` reads them)."""
-        if not self.handle.alone(self.store):
-            return self.groups(keys), None
+        if not self.handle.alone(self.store):  # a key of a group no longer present is left out
+            present = dict(fulltext.gid_group_ids(self.store, sorted({int(k) for k in keys})))
+            return [present[int(k)] for k in keys if int(k) in present], None
         ids, m = self.handle.arrays.keyed(keys)
         return ids, dict(zip(ids, _normalise64(m.astype(np.float64)), strict=True))
-
-    def groups(self, keys: vectorindex.I64) -> list[str]:
-        """The groups of these graph keys, in order (a key of a group no longer present left out)."""
-        if self.handle.alone(self.store):
-            return self.handle.arrays.groups(keys)
-        present = dict(fulltext.gid_group_ids(self.store, sorted({int(k) for k in keys})))
-        return [present[int(k)] for k in keys if int(k) in present]
 
     def key_groups(self, gids: Sequence[int]) -> tuple[tuple[int, str], ...]:
         """``(gid, group id)`` of these ``groups.gid`` keys still present (any group's, as

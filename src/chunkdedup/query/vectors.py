@@ -251,10 +251,7 @@ class VectorRetriever:
         scope's stored vectors only, scored as :meth:`retrieve` scores its choice (float64 cosines)."""
         if limit <= 0 or not text.strip() or not groups:
             return []
-        q64 = _normalise64(self.embed_query(text).astype(np.float64))[0]
-        stored = self.vectors(sorted(groups))
-        ranked = sorted(((i, float(v @ q64)) for i, v in stored.items()), key=lambda p: (-p[1], p[0]))
-        return [Scored(i, s) for i, s in ranked[:limit]]
+        return cosines(self.embed_query(text), self.vectors(sorted(groups)))[:limit]
 
 
 def cosines(raw: F32, stored: dict[str, F64]) -> list[Scored]:

@@ -59,10 +59,6 @@ class FolderArrays:
             return None
         return cls(gids, ids, by_id, sorted_ids, vectors)
 
-    def groups(self, keys: Sequence[int] | I64) -> list[str]:
-        """The group id of each graph key, in order (a key the folder does not hold left out)."""
-        return [i for _, i in self.pairs(keys)]
-
     def pairs(self, keys: Sequence[int] | I64) -> list[tuple[int, str]]:
         """``(key, group id)`` of each key the folder holds, in the order given."""
         k, rows = self._rows(keys)
