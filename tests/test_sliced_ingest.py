@@ -204,30 +204,23 @@ def _write_parquet(path: Path, records: list[dict[str, object]], row_group: int 
 
 
 def test_a_sliced_parquet_file_gives_the_index_and_outcome_of_a_whole_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sliced: list[int]
 ) -> None:
     """A large Parquet file is read a batch of rows at a time (never the whole table): the index,
     its documents' ids and the file's notes are a whole read's."""
     docs = tmp_path / "docs"
     docs.mkdir()
     _write_parquet(docs / "shard.parquet", _records(60))
-    whole = _outcome(tmp_path / "whole.sqlite", [docs])
-    sizes: list[int] = []
-    put = Store.put_documents
-
-    def counted(self: Store, items: Any, run_id: int) -> None:
-        sizes.append(len(items))
-        put(self, items, run_id)
-
     with monkeypatch.context() as m:
-        m.setattr(slices, "SLICED_BYTES", 0)
-        m.setattr(slices, "SLICE_RECORDS", SLICE)
-        m.setattr(Store, "put_documents", counted)
-        parts = _outcome(tmp_path / "sliced.sqlite", [docs])
+        m.setattr(slices, "SLICED_BYTES", 1 << 40)  # read whole
+        whole = _outcome(tmp_path / "whole.sqlite", [docs])
+    assert max(sliced) == 62  # the whole file's documents at once
+    sliced.clear()
+    parts = _outcome(tmp_path / "sliced.sqlite", [docs])
     assert parts == whole
     notes = str(whole[0][0][3])
     assert len(whole[0][0][2]) == 62 and "row 4" in notes and "split into pages" in notes
-    assert sum(sizes) == 62 and max(sizes) <= SLICE  # one slice of rows held at a time
+    assert sum(sliced) == 62 and max(sliced) <= SLICE  # one slice of rows held at a time
     assert digests(tmp_path / "sliced.sqlite") == digests(tmp_path / "whole.sqlite")
 
 
