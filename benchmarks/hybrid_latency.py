@@ -26,6 +26,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from query import percentiles
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "hybrid_latency.json"
@@ -53,14 +55,6 @@ print(json.dumps(out))
 """
 
 
-def _percentiles(times: list[float]) -> dict[str, float]:
-    ordered = sorted(times)
-    at = min(len(ordered) - 1, int(len(ordered) * 0.95))
-    return {
-        "p50_ms": ordered[len(ordered) // 2] * 1e3, "p95_ms": ordered[at] * 1e3, "max_ms": ordered[-1] * 1e3
-    }
-
-
 def _timed(src: Path, index: Path, questions: Path, n: int) -> dict[str, dict[str, float]]:
     env = {**os.environ, "PYTHONPATH": str(src)}
     done = subprocess.run(
@@ -69,7 +63,7 @@ def _timed(src: Path, index: Path, questions: Path, n: int) -> dict[str, dict[st
     )
     if done.returncode != 0:
         raise SystemExit(f"the timing under {src} failed:\n{done.stderr}")
-    return {name: _percentiles(times) for name, times in json.loads(done.stdout).items()}
+    return {name: percentiles(times) for name, times in json.loads(done.stdout).items()}
 
 
 def main() -> None:
