@@ -84,7 +84,7 @@ CREATE TABLE document_rows(
     doc_id TEXT PRIMARY KEY, fkey INTEGER NOT NULL, content_hash TEXT NOT NULL,
     unit TEXT NOT NULL, metadata TEXT, department TEXT, family TEXT,
     effective_date TEXT, n_pages INTEGER NOT NULL, title TEXT, state TEXT NOT NULL,
-    config_hash TEXT, run_id INTEGER NOT NULL);
+    config_hash TEXT, run_id INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE pages(
     doc_id TEXT NOT NULL, page INTEGER NOT NULL, has_text INTEGER NOT NULL,
     raw_text TEXT NOT NULL, clean_text TEXT, UNIQUE(doc_id, page));
@@ -108,8 +108,8 @@ CREATE TABLE groups(
 CREATE TABLE bands(band_key INTEGER NOT NULL, gid INTEGER NOT NULL,
     PRIMARY KEY(band_key, gid)) WITHOUT ROWID;
 CREATE TABLE canonicals(
-    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT,
-    n_sources INTEGER NOT NULL, signature TEXT NOT NULL, updated_run INTEGER NOT NULL);
+    id TEXT PRIMARY KEY, text TEXT, n_sources INTEGER NOT NULL, signature TEXT NOT NULL,
+    updated_run INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE variants(
     a TEXT NOT NULL, b TEXT NOT NULL, similarity REAL NOT NULL, differing TEXT NOT NULL,
     reason TEXT NOT NULL DEFAULT 'number', PRIMARY KEY(a, b)) WITHOUT ROWID;
@@ -122,7 +122,7 @@ CREATE VIRTUAL TABLE contexts_fts USING fts5(
 """
 INDEXES = """
 CREATE INDEX documents_file ON document_rows(fkey);
-CREATE INDEX documents_state ON document_rows(state);
+CREATE INDEX documents_pending ON document_rows(state) WHERE state = 'pending';
 CREATE INDEX documents_family ON document_rows(family) WHERE family IS NOT NULL;
 CREATE INDEX doc_keys_doc ON doc_keys(doc_id);
 CREATE INDEX stripped_key ON stripped(khash);

@@ -22,7 +22,8 @@ POLICY_MANIFEST = POLICY / "manifest.jsonl"
 
 
 #: An index of this version made as migrations 0001-0024 left it (before 0025): the sources and documents
-#: tables filled from their rows, the hashes as 32 hex digits. ``executescript`` it.
+#: tables filled from their rows, the hashes as 32 hex digits (its canonicals are left keyed by id: 0029,
+#: applied again with 0025, rebuilds them either way). ``executescript`` it.
 BEFORE_0025 = """
 CREATE TABLE sources_before(
     doc_id TEXT NOT NULL, page INTEGER NOT NULL, start INTEGER NOT NULL,
@@ -51,7 +52,7 @@ CREATE INDEX documents_family ON documents(family) WHERE family IS NOT NULL;
 CREATE INDEX documents_department ON documents(department) WHERE department IS NOT NULL;
 UPDATE canonicals SET signature = lower(hex(signature)) WHERE typeof(signature) = 'blob';
 UPDATE tombstones SET signature = lower(hex(signature)) WHERE typeof(signature) = 'blob';
-DELETE FROM migrations WHERE name = '0025_source_rows';
+DELETE FROM migrations WHERE name IN ('0025_source_rows', '0029_keyed_rows');
 """
 
 

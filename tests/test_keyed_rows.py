@@ -1,0 +1,88 @@
+"""Migration 0029: canonicals and document rows kept in their key's B-tree (WITHOUT ROWID) instead of a
+rowid table plus a unique index repeating the key, and the index by state holding pending documents only.
+An index in the layout before migrates, answers as it did and takes an incremental run as a fresh one."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from chunkdedup import ingest
+from chunkdedup.store.schema import DOCUMENTS_VIEW
+from conftest import POLICY
+from test_migration_source_rows import _answers, _sources, assert_runs_as_fresh
+
+#: The two tables as migrations 0001-0028 left them (rowid tables, their keys in unique indexes).
+BEFORE_0029 = """
+DROP VIEW documents;
+CREATE TABLE document_rows_old(
+    doc_id TEXT PRIMARY KEY, fkey INTEGER NOT NULL, content_hash TEXT NOT NULL,
+    unit TEXT NOT NULL, metadata TEXT, department TEXT, family TEXT,
+    effective_date TEXT, n_pages INTEGER NOT NULL, state TEXT NOT NULL,
+    config_hash TEXT, run_id INTEGER NOT NULL, title TEXT);
+INSERT INTO document_rows_old SELECT * FROM document_rows;
+DROP TABLE document_rows;
+ALTER TABLE document_rows_old RENAME TO document_rows;
+CREATE INDEX documents_file ON document_rows(fkey);
+CREATE INDEX documents_state ON document_rows(state);
+CREATE INDEX documents_family ON document_rows(family) WHERE family IS NOT NULL;
+CREATE INDEX documents_department ON document_rows(department) WHERE department IS NOT NULL;
+""" + DOCUMENTS_VIEW + """
+CREATE TABLE canonicals_old(
+    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT,
+    n_sources INTEGER NOT NULL, signature TEXT NOT NULL, updated_run INTEGER NOT NULL);
+INSERT INTO canonicals_old(id, text, n_sources, signature, updated_run)
+    SELECT id, text, n_sources, signature, updated_run FROM canonicals ORDER BY id DESC;
+DROP TABLE canonicals;
+ALTER TABLE canonicals_old RENAME TO canonicals;
+DELETE FROM migrations WHERE name = '0029_keyed_rows';
+"""
+
+
+def _layout(index: Path) -> dict[str, Any]:
+    conn = sqlite3.connect(index)
+    try:
+        sql = dict(conn.execute("SELECT name, sql FROM sqlite_master"))
+        pending = "EXPLAIN QUERY PLAN SELECT doc_id FROM documents WHERE state='pending'"
+        plan = " ".join(str(r[-1]) for r in conn.execute(pending))
+        return {
+            "without_rowid": {t: "WITHOUT ROWID" in (sql[t] or "") for t in ("canonicals", "document_rows")},
+            "autoindexes": sorted(n for n in sql if n.startswith("sqlite_autoindex_")),
+            "state_indexes": sorted(n for n in sql if n in ("documents_state", "documents_pending")),
+            "pending_plan": plan,
+        }
+    finally:
+        conn.close()
+
+
+def test_a_fresh_index_keeps_canonicals_and_documents_by_their_keys(tmp_path: Path) -> None:
+    index = tmp_path / "i.sqlite"
+    ingest([POLICY / "current"], index)
+    layout = _layout(index)
+    assert layout["without_rowid"] == {"canonicals": True, "document_rows": True}
+    assert not any(n.startswith(("sqlite_autoindex_canonicals", "sqlite_autoindex_document_rows"))
+                   for n in layout["autoindexes"])
+    assert layout["state_indexes"] == ["documents_pending"]
+    assert "documents_pending" in layout["pending_plan"]  # the partial index answers the one question asked
+
+
+def test_an_index_with_rowid_canonicals_and_documents_migrates_and_answers_as_before(tmp_path: Path) -> None:
+    index = tmp_path / "i.sqlite"
+    ingest([POLICY / "current"], index)
+    ingest([POLICY / "current", POLICY / "history"], index)  # near copies and versions too
+    before = _answers(index)
+    rows = _sources(index)
+    conn = sqlite3.connect(index)
+    conn.executescript(BEFORE_0029)
+    conn.close()
+    old = _layout(index)
+    assert old["without_rowid"] == {"canonicals": False, "document_rows": False}
+    assert {"sqlite_autoindex_canonicals_1", "sqlite_autoindex_document_rows_1"} <= set(old["autoindexes"])
+    assert _sources(index) == rows  # the same rows in the old layout
+    assert _answers(index) == before  # opening migrates it
+    new = _layout(index)
+    assert new["without_rowid"] == {"canonicals": True, "document_rows": True}
+    assert new["state_indexes"] == ["documents_pending"]
+    assert _sources(index) == rows
+    assert_runs_as_fresh(index, tmp_path)
