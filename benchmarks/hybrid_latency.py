@@ -4,11 +4,17 @@ rows), and side by side with another checkout's code on the same index (``--base
 ``src`` folder), the two alternating round by round so a change of the machine's load falls on both.
 
 Only the public API times the questions (``Index.open``, ``QueryConfig``, ``search``), so an older
-checkout runs the same code; the index is opened read-only, so neither side changes it.
+checkout runs the same code; the index is opened read-only, so neither side changes it. An older
+checkout refuses an index a newer one has migrated (and a newer one needs its migrations applied), so
+across a schema change each side reads its own copy: ``--baseline-index`` is the baseline's (a copy of
+the index with its ``.tantivy`` and ``.vectors`` folders, made before this checkout opened it writable).
 
 Example:
     python benchmarks/ann.py --chunks 1000000 --workdir DIR           # builds DIR's index once
     python benchmarks/hybrid_latency.py --workdir DIR --baseline ../before/src --rounds 3
+    # across a migration, each side its own copy:
+    python benchmarks/hybrid_latency.py --index NEW.sqlite --baseline ../before/src \
+        --baseline-index OLD.sqlite --rounds 4
 """
 
 from __future__ import annotations
@@ -76,19 +82,23 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=50, help="questions timed (each once a round)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--baseline", type=Path, help="another checkout's src folder, timed alternately")
+    ap.add_argument("--baseline-index", type=Path, help="the index the baseline reads (default: the same)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args()
     built = f"synthetic-{args.chunks}-{args.dim}d.sqlite"
     index = args.index or (args.workdir / built if args.workdir else None)
     if index is None or not index.exists():
         raise SystemExit("give --index, or --workdir where `benchmarks/ann.py --workdir DIR` built its index")
-    sides = [("this checkout", REPO / "src")] + ([("baseline", args.baseline)] if args.baseline else [])
+    theirs = args.baseline_index or index
+    sides = [("this checkout", REPO / "src", index)]
+    if args.baseline:
+        sides.append(("baseline", args.baseline, theirs))
     runs: list[dict[str, Any]] = []
     for r in range(args.rounds):
         order = sides if r % 2 == 0 else sides[::-1]  # neither side always goes first
-        for name, src in order:
+        for name, src, at in order:
             runs.append({"round": r + 1, "code": name, "load": os.getloadavg()[0],
-                         **_timed(src, index, args.questions, args.n)})
+                         **_timed(src, at, args.questions, args.n)})
     table = Table(title=f"search() latency, {args.n} questions each once a round ({index.name})")
     for col in ("round", "code", "load", "bm25 p50", "bm25 p95", "hybrid p50", "hybrid p95"):
         table.add_column(col, justify="left" if col == "code" else "right")
@@ -96,7 +106,7 @@ def main() -> None:
         table.add_row(str(run["round"]), run["code"], f"{run['load']:.2f}",
                       *(f"{run[k][p]:.1f}" for k in ("bm25", "hybrid") for p in ("p50_ms", "p95_ms")))
     summary: dict[str, Any] = {}
-    for name, _ in sides:
+    for name, _, _ in sides:
         mine = [run for run in runs if run["code"] == name]
         summary[name] = {
             f"{k}_{p}_median": statistics.median(run[k][p] for run in mine)
@@ -112,7 +122,8 @@ def main() -> None:
             f"{k} {ours[k] / theirs[k]:.2f}" for k in ours))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
-        "when": datetime.now(UTC).isoformat(timespec="seconds"), "index": str(index), "runs": runs,
+        "when": datetime.now(UTC).isoformat(timespec="seconds"), "index": str(index),
+        "baseline_index": str(theirs) if args.baseline else None, "runs": runs,
         "summary": summary,
     }, indent=2))
     console.print(f"wrote {args.out}")
