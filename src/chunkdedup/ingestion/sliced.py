@@ -93,7 +93,9 @@ def store_sliced(
             parts = record_slices(inp, cfg.parse, ledger, known_records(inp, known, h), size)
             for part in _read(parts):
                 _refuse_taken(store, path, part.documents)
-                docs = part.documents
+                # a repeated id fails the file (ledger.check, once every line is read and named); until
+                # then a slice's repeat is stored once (a later slice's repeat replaces the row)
+                docs = _first_of_each(part.documents)
                 changed = store.changed_documents(docs) if keep_unchanged else {d.doc_id for d in docs}
                 new = [(d, boilerplate.document_keys(d.pages, bp, compiled=compiled))
                        for d in docs if d.doc_id in changed]
@@ -130,6 +132,14 @@ def _refuse_taken(store: Store, path: str, documents: Sequence[Document]) -> Non
         owner = owners.get(doc.doc_id)
         if owner is not None and owner != path:
             raise _Failed(FileStatus.FAILED, taken_reason(doc.doc_id, owner), taken=True)
+
+
+def _first_of_each(documents: Sequence[Document]) -> list[Document]:
+    """The documents in order, each id's first only."""
+    firsts: dict[str, Document] = {}
+    for doc in documents:
+        firsts.setdefault(doc.doc_id, doc)
+    return list(firsts.values())
 
 
 def _read(parts: Iterator[RecordSlice]) -> Iterator[RecordSlice]:
