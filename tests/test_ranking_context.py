@@ -244,3 +244,30 @@ def test_the_readmes_headline_questions_find_the_income_statement(sec_index: Pat
     assert found and "revenue" not in found[0].lower()  # found on identity and figures, not on the word
     by_score = _readme_query(sec_index, "What was Apple's Q3 2023 revenue?", "--no-safety-net")
     assert statement in [h[:2] for h in by_score[:2]]
+
+
+_SCORES = """
+import sys
+from chunkdedup import Index, search
+with Index.open(sys.argv[1]) as ix:
+    for q in sys.argv[2:]:
+        print(" ".join(repr(h.score) for h in search(ix, q, k=8, versions="label").hits))
+"""
+
+
+def test_scores_do_not_depend_on_the_processs_string_hashing(policy_index: Path) -> None:
+    """The same question on the same index scores the same in every process: a sum over a set of
+    terms would follow Python's per-process string hashing (PYTHONHASHSEED) in its last digits."""
+    import os
+    import subprocess
+    import sys
+
+    questions = ["what happens if I violate the acceptable use policy", "github privacy statement cookies",
+                 "how do I appeal a suspended account", "export controls and sanctions for users"]
+    outs = set()
+    for seed in ("1", "2", "3", "4", "5"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", _SCORES, str(policy_index), *questions],
+                              capture_output=True, text=True, env=env, check=True)
+        outs.add(done.stdout)
+    assert len(outs) == 1, outs

@@ -315,7 +315,9 @@ class ContextRanked:
         # a term counts less as much as it identifies the document (a company's name, not the
         # "financial statements" of a running header)
         share = self.contexts.share
-        return (1.0 - self.identity) * sum(share(t) * shares.get(t, {}).get(group, 0.0) for t in terms)
+        # summed in term order: a float sum over a set would follow the process's string hashing
+        cut = sum(share(t) * shares.get(t, {}).get(group, 0.0) for t in sorted(terms))
+        return (1.0 - self.identity) * cut
 
     def _term_scores(self, held: dict[str, frozenset[str]], groups: list[str]) -> dict[str, dict[str, float]]:
         """``term -> group -> the term's own text score`` of the held terms in these groups."""
