@@ -8,9 +8,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from chunkdedup import ingest
+import pytest
+
+from chunkdedup import Index, ingest
 from chunkdedup.store.schema import DOCUMENTS_VIEW
-from conftest import POLICY
+from conftest import POLICY, stop_at_chunk_write
 from test_migration_source_rows import _answers, _sources, assert_runs_as_fresh
 
 #: The two tables as migrations 0001-0028 left them (rowid tables, their keys in unique indexes).
@@ -86,3 +88,31 @@ def test_an_index_with_rowid_canonicals_and_documents_migrates_and_answers_as_be
     assert new["state_indexes"] == ["documents_pending"]
     assert _sources(index) == rows
     assert_runs_as_fresh(index, tmp_path)
+
+
+def test_document_states_are_counted_without_a_scan_by_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overview's and the document list's counts by state (pending through the partial index,
+    indexed as the rest) are those of grouping the rows by state, with documents in both states."""
+    import chunkdedup.ingestion.sequence as pipeline
+
+    index = tmp_path / "stopped.sqlite"
+    monkeypatch.setattr(pipeline, "STORE_BATCH", 8)
+    stop_at_chunk_write(monkeypatch, 3)  # the third chunk write fails: pending documents are left
+    with pytest.raises(KeyboardInterrupt):
+        ingest([POLICY / "current"], index)
+    monkeypatch.undo()
+    conn = sqlite3.connect(index)
+    try:
+        grouped = dict(conn.execute("SELECT state, COUNT(*) FROM documents GROUP BY state"))
+    finally:
+        conn.close()
+    assert grouped.get("pending", 0) > 0 and grouped.get("indexed", 0) > 0
+    with Index.open(index, migrate=False) as ix:
+        views = ix.views
+        assert {s.status: s.count for s in views.document_states()} == grouped
+        for state, n in grouped.items():
+            listed = views.documents(state=state, limit=5)
+            assert listed.total == n and all(d.state == state for d in listed.items)
+        assert views.documents(state="gone").total == 0

@@ -14,9 +14,11 @@ from chunkdedup.store.schema import DOC_UNIT, MetaKey
 from chunkdedup.types import DocumentKeys, KeyedDocument, StrippedLine
 
 #: :meth:`Store.unit_total`: the documents without a family, and the distinct families
+#: (read from ``document_rows``: through the ``documents`` view its join to ``paths`` hides the index
+#: by family, 1M documents with families 4.5 s, not 24 ms)
 _UNIT_TOTAL = (
-    "SELECT (SELECT COUNT(*) FROM documents) - (SELECT COUNT(*) FROM documents WHERE family > '')"
-    " + (SELECT COUNT(DISTINCT family) FROM documents WHERE family > '')"
+    "SELECT (SELECT COUNT(*) FROM document_rows) - (SELECT COUNT(*) FROM document_rows WHERE family > '')"
+    " + (SELECT COUNT(DISTINCT family) FROM document_rows WHERE family > '')"
 )
 
 #: meta keys: the chrome must be decided again / the boilerplate settings it was decided under
