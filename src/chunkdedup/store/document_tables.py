@@ -5,8 +5,9 @@ chunk phase reads of it and writes back (clean pages, sources, stripped lines).
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chunkdedup.normalize import running_lines
@@ -442,13 +443,38 @@ def document_row(doc: Document) -> tuple[Any, ...]:
         doc.path,
         doc.content_hash,
         doc.unit,
-        json.dumps(dict(doc.metadata), sort_keys=True) if doc.metadata else "{}",
+        metadata_json(doc.metadata) if doc.metadata else "{}",
         doc.department,
         doc.family,
         doc.effective_date.isoformat() if doc.effective_date else None,
         len(doc.pages),
         doc.title,
     )
+
+
+def metadata_json(metadata: Mapping[str, Any]) -> str:
+    """A document's metadata as stored: JSON, keys sorted. JSON has no NaN or infinity (SQLite's JSON
+    functions refuse them, so a filter would find the index "malformed"): a non-finite number, as a
+    missing value of a pandas float column is, is stored as null, as JSON writers store it.
+
+    Example:
+        >>> metadata_json({"score": float("nan"), "tags": [1.5, float("inf")]})
+        '{"score": null, "tags": [1.5, null]}'
+    """
+    try:
+        return json.dumps(dict(metadata), sort_keys=True, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(dict(metadata)), sort_keys=True)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _put_ocr(conn: sqlite3.Connection, docs: Sequence[Document], rewritten: set[str]) -> None:
