@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -30,21 +31,26 @@ class ParquetParser:
         """Read every row group; a row's id is its ``id`` column, else ``@`` and its 1-based row number."""
         pq = _pyarrow()
         try:
-            table = pq.read_table(io.BytesIO(data))
+            with pq.ParquetFile(io.BytesIO(data)) as f:
+                _check_columns(f.schema_arrow.names)
+                table = f.read()
+        except ParseError:
+            raise
         except Exception as e:  # pyarrow raises several types for damaged files
-            raise ParseError(
-                f"not a readable Parquet file ({e}): the file is damaged or not Parquet"
-            ) from None
-        _check_columns(table.column_names)
+            raise _damaged(e) from None
         items = ((n, partial(row_record, row, n)) for n, row in enumerate(table.to_pylist(), start=1))
         noun, unit = NAMES
         return gather_records(items, noun=noun, unit=unit)
 
 
 def row_record(row: dict[str, object], number: int) -> Extracted:
-    """One row as a record: its content hash is its values' (the row's JSON, keys sorted)."""
-    if row.get("id") is not None and not isinstance(row["id"], str | int):
-        row["id"] = str(row["id"])
+    """One row as a record: its content hash is its values' (the row's JSON, keys sorted). A NaN id
+    (a pandas float column's missing value) is a missing id, as a null is."""
+    found = row.get("id")
+    if isinstance(found, float) and math.isnan(found):
+        row["id"] = None
+    elif found is not None and not isinstance(found, str | int):
+        row["id"] = str(found)
     digest = bytes_hash(json.dumps(row, sort_keys=True, default=str).encode("utf-8"))
     return record_from_mapping(row, number, digest)
 
@@ -69,7 +75,14 @@ def rows(path: Path, batch: int) -> Iterator[tuple[int, dict[str, object]]]:
     with pq.ParquetFile(path, buffer_size=_BUFFER_BYTES, pre_buffer=False) as f:
         _check_columns(f.schema_arrow.names)
         number = 0
-        for part in f.iter_batches(batch_size=batch, use_threads=False):
+        batches = f.iter_batches(batch_size=batch, use_threads=False)
+        while True:
+            try:  # a damaged page is the file's fault, as a whole read says, not the disk's
+                part = next(batches, None)
+            except Exception as e:  # pyarrow raises several types for damaged files
+                raise _damaged(e) from None
+            if part is None:
+                return
             for row in part.to_pylist():
                 number += 1
                 yield number, row
@@ -78,6 +91,13 @@ def rows(path: Path, batch: int) -> Iterator[tuple[int, dict[str, object]]]:
 def _check_columns(names: list[str]) -> None:
     if "text" not in names:
         raise ParseError(f"no 'text' column (columns: {', '.join(names)})")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:  # which of two 'text' (or 'id') columns is meant is the writer's to say
+        raise ParseError(f"columns named more than once: {', '.join(repeated)}; give each column one name")
+
+
+def _damaged(e: Exception) -> ParseError:
+    return ParseError(f"not a readable Parquet file ({e}): the file is damaged or not Parquet")
 
 
 def _pyarrow() -> Any:
