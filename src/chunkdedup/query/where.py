@@ -6,6 +6,9 @@ always AND, with each other and with the rest (``effective_date>=2024-01-01`` an
 ``department``, ``family``, ``effective_date``, or any metadata key. A source whose document lacks
 the key fails. ``>=``/``<=`` compare numbers as numbers when both sides are decimal numbers
 (``-2``, ``10.5``), else as strings (ISO dates order correctly as strings; ``480e3063`` is a string).
+``=`` compares a field that is a number (a JSON number, a Parquet numeric column) as a number, so
+``score=2`` finds 2.0 (a pandas integer column with a missing value is floats); a string field as
+written (``zip=2134`` does not find "02134").
 A list value (front matter's ``topics: [Policy, Legal]``) passes when one of its members does, so
 ``topics=Legal`` finds it. There is no ``!=``: a filter names what passes.
 
@@ -13,6 +16,8 @@ Example:
     >>> f = Filter.parse(["department=legal", "department=hr", "effective_date>=2024-01-01"])
     >>> f.passes({"department": "hr", "effective_date": "2024-05-01"})
     True
+    >>> Filter.parse(["score=2"]).passes({"score": 2.0}), Filter.parse(["zip=2134"]).passes({"zip": "02134"})
+    (True, False)
     >>> year = Filter.parse(["effective_date>=2024-01-01", "effective_date<=2024-12-31"])
     >>> year.passes({"effective_date": "2024-05-01"}), year.passes({"effective_date": "2025-01-01"})
     (True, False)
@@ -24,6 +29,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Literal
 
 from chunkdedup.errors import InputError
@@ -76,6 +82,9 @@ class Condition:
             return False
         left = _text(actual)
         if self.op == "=":
+            number = isinstance(actual, int | float) and not isinstance(actual, bool)
+            if number and _DECIMAL.fullmatch(self.value):
+                return Decimal(left) == Decimal(self.value)  # exact: 2.0 is 2, 0.1 is 0.1
             return left == self.value
         a, b = _number(left), _number(self.value)
         if a is not None and b is not None:
