@@ -68,6 +68,7 @@ def sliceable(inp: InputFile, config: ParseConfig, over: int | None = None) -> b
 
 
 def _source(inp: InputFile) -> FileBytes:
+    """The file's bytes, read :data:`_BLOCK_BYTES` at a time."""
     return FileBytes(inp.path, _BLOCK_BYTES)
 
 
