@@ -8,11 +8,13 @@
   the parse that holds per-character records;
 * ``nested html``: one HTML file of ``--html-depth`` nested ``<div>`` elements (default 20,000);
 * ``tiny records``: one JSONL file of ``--records`` records of 3-12 words (default 100,000), with the
-  index's size against the file's and its ten largest tables and indexes (SQLite's ``dbstat``).
+  index's size against the file's and its ten largest tables and indexes (SQLite's ``dbstat``); its
+  bytes UTF-8, UTF-8 with CRLF line ends or cp1252 (``--encoding``), or a Parquet file (``--format``).
 
 Example:
     python benchmarks/memory.py
     python benchmarks/memory.py --records 1000000 --skip pdf --skip html
+    python benchmarks/memory.py --records 1000000 --skip pdf --skip html --encoding cp1252
     python benchmarks/memory.py --records 300000 --skip pdf --skip html --phases
 """
 
@@ -101,11 +103,17 @@ def write_pdf(path: Path, chars: int, seed: int = 1) -> None:
     path.write_bytes(bytes(out))
 
 
-def write_records(path: Path, records: int, seed: int = 1) -> None:
+def write_records(path: Path, records: int, seed: int = 1, encoding: str = "utf-8") -> None:
     """``records`` tiny records (3-12 words) as JSON Lines, or as a Parquet file (one row group, as
-    ``pyarrow.parquet.write_table`` writes up to 1M rows) when ``path`` ends in ``.parquet``."""
+    ``pyarrow.parquet.write_table`` writes up to 1M rows) when ``path`` ends in ``.parquet``.
+
+    ``encoding`` (JSON Lines only): ``utf-8``; ``crlf``, UTF-8 with CRLF line ends; ``cp1252``, five
+    words in eight with an accent (``café17``, ``größe19``), written in cp1252: a file that is not
+    UTF-8, read as charset-normalizer guesses (cp1252)."""
     rng = random.Random(seed)
-    words = [f"word{i}" for i in range(30_000)]
+    accented = encoding == "cp1252"
+    stems = ("café", "naïve", "größe", "über", "élan", "word", "word", "word") if accented else ("word",)
+    words = [f"{stems[i % len(stems)]}{i}" for i in range(30_000)]
     texts = (" ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) for _ in range(records))
     if path.suffix == ".parquet":
         import pyarrow as pa
@@ -114,9 +122,10 @@ def write_records(path: Path, records: int, seed: int = 1) -> None:
         rows = {"id": [f"t{i}" for i in range(records)], "text": list(texts)}
         pq.write_table(pa.table(rows), path)
         return
-    with path.open("w", encoding="utf-8") as f:
+    end = "\r\n" if encoding == "crlf" else "\n"
+    with path.open("w", encoding="cp1252" if accented else "utf-8", newline="") as f:
         for i, text in enumerate(texts):
-            f.write(json.dumps({"id": f"t{i}", "text": text}) + "\n")
+            f.write(json.dumps({"id": f"t{i}", "text": text}, ensure_ascii=not accented) + end)
 
 
 def _ingest(folder: Path, index: Path) -> tuple[float, float]:
@@ -140,6 +149,16 @@ def _largest(index: Path, n: int = 10) -> list[tuple[str, float]]:
         conn.close()
 
 
+def _reason(index: Path) -> str | None:
+    """The records file's note (how its bytes were decoded, if not as UTF-8)."""
+    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT reason FROM files").fetchone()
+        return None if row is None else row[0]
+    finally:
+        conn.close()
+
+
 def _canonicals(index: Path) -> int:
     conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
     try:
@@ -155,10 +174,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
                         help="the tiny records' file: JSON Lines or Parquet")
+    parser.add_argument("--encoding", choices=["utf-8", "crlf", "cp1252"], default="utf-8",
+                        help="the JSON Lines records' bytes: UTF-8, UTF-8 with CRLF line ends, or cp1252")
     parser.add_argument("--skip", action="append", default=[], choices=["pdf", "html", "records"])
     parser.add_argument("--phases", action="store_true",
                         help="ingest the records once more in one process, printing each phase's peak RSS")
     args = parser.parse_args(argv)
+    if args.format == "parquet" and args.encoding != "utf-8":
+        parser.error("--encoding is for --format jsonl: a Parquet file's text is UTF-8")
     # ru_maxrss of RUSAGE_CHILDREN is the largest child's so far: the rows run in order of size
     with tempfile.TemporaryDirectory(prefix="chunkdedup-memory-") as tmp:
         root = Path(tmp)
@@ -173,13 +196,14 @@ def main(argv: list[str] | None = None) -> int:
             folder = root / "records"
             folder.mkdir()
             records = folder / f"tiny.{args.format}"
-            write_records(records, args.records)
+            write_records(records, args.records, encoding=args.encoding)
             index = root / "records.sqlite"
             wall, peak = _ingest(folder, index)
             size, text = index.stat().st_size, records.stat().st_size
-            print(f"{args.records:,} tiny records ({args.format}, {text / 1e6:.1f} MB): {wall:.1f} s, "
+            kind = args.format if args.format == "parquet" else f"{args.format}, {args.encoding}"
+            print(f"{args.records:,} tiny records ({kind}, {text / 1e6:.1f} MB): {wall:.1f} s, "
                   f"peak RSS so far {peak:,.0f} MB, index {size / 1e6:.1f} MB = {size / text:.1f}x the file, "
-                  f"{_canonicals(index):,} canonical chunks")
+                  f"{_canonicals(index):,} canonical chunks; the file's note: {_reason(index)}")
             for name, mb in _largest(index):
                 print(f"    {name:32s} {mb:7.1f} MB")
             if args.phases:

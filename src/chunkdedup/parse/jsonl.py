@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from functools import partial
 
@@ -24,6 +24,9 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 #: surrogates scrubbed, its metadata stored as JSON, filtered, exported) recurses into them
 MAX_DEPTH = 64
 _TOO_DEEP = f"fields nested deeper than {MAX_DEPTH} levels: flatten the record's fields"
+#: a record of a multi-record file by its line (row) number: its builder, or the id of the stored
+#: record it is (see :class:`~chunkdedup.parse.base.RecordParser`)
+Item = tuple[int, Callable[[], Extracted] | str]
 
 
 def _too_deep(value: object) -> bool:
@@ -129,14 +132,7 @@ class JsonlParser:
 
     def parse(self, data: bytes) -> Extraction:
         """Parse every non-blank line into a record."""
-        text, note = decode_noted(data)
-        lines = enumerate(text.split("\n"), start=1)
-        return gather_records(
-            ((number, partial(parse_record, line, number)) for number, line in lines if line.strip()),
-            noun="record",
-            unit="line",
-            notes=(note,) if note else (),
-        )
+        return _text_records(data)
 
     def parse_known(self, data: bytes, keep: Keep) -> Extraction:
         """``parse``, but a line whose hash and number ``keep`` names a stored record by is only listed:
@@ -144,35 +140,50 @@ class JsonlParser:
         corpus's records re-reads every shard). A plain UTF-8 file's lines are hashed as the bytes
         they are (:func:`~chunkdedup.parse.text.line_views`), and only the others decoded."""
         if not plain_utf8(data):
-            return self._parse_known_text(data, keep)
-        items: list[tuple[int, Callable[[], Extracted] | str]] = []
-        append = items.append
-        for number, line in enumerate(line_views(data), start=1):
-            h = bytes_hash(line)  # the line's bytes, read in place
-            rid = keep(h, number)
-            if rid is not None:  # a stored record's line: not blank
-                append((number, rid))
-                continue
-            text = bytes(line).decode("utf-8")
-            if text.strip():  # else blank, as parse() skips it
-                append((number, partial(parse_record, text, number, h)))
-        return gather_records(items, noun="record", unit="line")
+            return _text_records(data, keep)
+        found = (byte_item(line, number, keep) for number, line in enumerate(line_views(data), start=1))
+        return gather_records(_made(found), noun="record", unit="line")
 
-    def _parse_known_text(self, data: bytes, keep: Keep) -> Extraction:
-        """``parse_known`` over the decoded text (a file that is not plain UTF-8)."""
-        items: list[tuple[int, Callable[[], Extracted] | str]] = []
-        text, note = decode_noted(data)
-        for number, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
-                continue
-            h = bytes_hash(line.encode("utf-8"))
-            rid = keep(h, number)
-            items.append((number, rid if rid is not None else partial(parse_record, line, number, h)))
-        return gather_records(items, noun="record", unit="line", notes=(note,) if note else ())
+
+def _text_records(data: bytes, keep: Keep | None = None) -> Extraction:
+    """The records of ``data`` read as text (:func:`~chunkdedup.parse.text.decode_noted`, its note the
+    file's), each line as :func:`line_item` makes it."""
+    text, note = decode_noted(data)
+    found = (line_item(line, number, keep) for number, line in enumerate(text.split("\n"), start=1))
+    return gather_records(_made(found), noun="record", unit="line", notes=(note,) if note else ())
+
+
+def _made(found: Iterable[Item | None]) -> Iterator[Item]:
+    """The items of lines that are not blank."""
+    return (item for item in found if item is not None)
+
+
+def line_item(line: str, number: int, keep: Keep | None = None) -> Item | None:
+    """What a JSONL parse makes of line ``number`` of the decoded text: nothing for a blank line; the
+    id of the stored record ``keep`` names by the hash of the line's UTF-8 and its number; else the
+    record's builder."""
+    if not line.strip():
+        return None
+    if keep is None:
+        return number, partial(parse_record, line, number)
+    h = bytes_hash(line.encode("utf-8"))
+    rid = keep(h, number)
+    return number, rid if rid is not None else partial(parse_record, line, number, h)
+
+
+def byte_item(line: bytes | memoryview, number: int, keep: Keep) -> Item | None:
+    """:func:`line_item` of a plain UTF-8 file's line (:func:`~chunkdedup.parse.text.plain_utf8`), hashed
+    as the bytes it is (its UTF-8): only a line ``keep`` does not name is decoded."""
+    h = bytes_hash(line)  # the line's bytes, read in place
+    rid = keep(h, number)
+    if rid is not None:  # a stored record's line: not blank
+        return number, rid
+    text = bytes(line).decode("utf-8")
+    return (number, partial(parse_record, text, number, h)) if text.strip() else None
 
 
 def gather_records(
-    items: Iterable[tuple[int, Callable[[], Extracted] | str]],
+    items: Iterable[Item],
     *,
     noun: str,
     unit: str,
@@ -211,9 +222,12 @@ class RecordLedger:
         self._more: dict[str, list[int]] = {}  # a repeated id's later numbers
         self._usable = False
 
-    def take(
-        self, items: Iterable[tuple[int, Callable[[], Extracted] | str]]
-    ) -> tuple[list[Extracted], list[str]]:
+    def note(self, note: str) -> None:
+        """Add a note of the file's own (how its bytes were decoded), before any record is taken: a
+        file read a slice at a time knows it once its bytes were read through, after its ledger was made."""
+        self._notes.append(note)
+
+    def take(self, items: Iterable[Item]) -> tuple[list[Extracted], list[str]]:
         """Build the records of ``items`` (in file order, after those taken before): the records built
         and the ids of those given as ids (held as they are)."""
         records: list[Extracted] = []

@@ -4,23 +4,26 @@ record was usable) is kept by a :class:`~chunkdedup.parse.jsonl.RecordLedger` ac
 
 The slices give the documents, notes and ids that :func:`~chunkdedup.parse.registry.parse_file` gives
 for the same file, in the same order: the writer stores them a slice at a time in one transaction,
-so the file is still stored whole or not at all.
+so the file is still stored whole or not at all. A JSON Lines file is read as a whole read reads it
+whatever its bytes (:func:`~chunkdedup.parse.text.decoding_of` decides over the whole file a block at
+a time, then :func:`~chunkdedup.parse.text.text_lines` decodes it a block at a time): CRLF line ends,
+a BOM, UTF-16 or UTF-32, cp1252 or another guessed encoding, a few damaged bytes in UTF-8. What a
+JSON Lines read holds is a block's text and a slice's records, not the file's.
 """
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
 from chunkdedup.config import ParseConfig
-from chunkdedup.normalize import bytes_hash
 from chunkdedup.parse import parquet
-from chunkdedup.parse.base import Extracted, Keep
+from chunkdedup.parse.base import Keep
 from chunkdedup.parse.discover import InputFile
-from chunkdedup.parse.jsonl import RecordLedger, parse_record
+from chunkdedup.parse.jsonl import Item, RecordLedger, byte_item, line_item
 from chunkdedup.parse.registry import record_document, split_long_pages
+from chunkdedup.parse.text import FileBytes, decoding_of, text_lines
 from chunkdedup.types import Document
 
 #: a JSON Lines or Parquet file larger than this (bytes) is read a slice at a time
@@ -31,7 +34,6 @@ SLICE_RECORDS = 16_384
 _BLOCK_BYTES = 1 << 20
 _SUFFIXES = (".jsonl", ".ndjson", ".json-lines")
 _PARQUET = ".parquet"
-Item = tuple[int, Callable[[], Extracted] | str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +48,10 @@ class RecordSlice:
 
 def sliceable(inp: InputFile, config: ParseConfig, over: int | None = None) -> bool:
     """Whether ``inp`` is a file of more than ``over`` bytes (``None``: :data:`SLICED_BYTES`; within
-    ``max_file_bytes``) that is a Parquet file pyarrow reads, or a JSON Lines file that is plain UTF-8
-    (:func:`~chunkdedup.parse.text.plain_utf8`) and holds more than blank lines: its lines can be read
-    a block at a time, each the line a whole read gives. Read a block at a time."""
+    ``max_file_bytes``) that is a Parquet file pyarrow reads, or a JSON Lines file that holds more than
+    blank lines (a file of blanks is an empty file, as a whole read says). Any JSON Lines file is read
+    a block at a time as a whole read reads it (:func:`record_slices`): in any encoding, with any line
+    ends, or as bytes that are not text (which fail it as they fail a whole read)."""
     suffix = inp.path.suffix.lower()
     if suffix not in _SUFFIXES and suffix != _PARQUET:
         return False
@@ -59,45 +62,28 @@ def sliceable(inp: InputFile, config: ParseConfig, over: int | None = None) -> b
             return False
         if suffix == _PARQUET:
             return parquet.readable(inp.path)
-        with inp.path.open("rb") as f:
-            blank = True
-            for block, first in _blocks(f.read):
-                if not _plain(block, first):
-                    return False
-                blank = blank and not block.strip()
-            return not blank  # a file of blanks is an empty file, as a whole read says
+        return not all(block.isspace() for block in _source(inp).blocks())
     except OSError:
         return False
 
 
-def _blocks(read: Callable[[int], bytes]) -> Iterator[tuple[bytes, bool]]:
-    """The file's bytes as blocks of whole lines (the last one as it ends), each with whether it is
-    the first."""
+def _source(inp: InputFile) -> FileBytes:
+    """The file's bytes, read :data:`_BLOCK_BYTES` at a time."""
+    return FileBytes(inp.path, _BLOCK_BYTES)
+
+
+def _blocks(read: Callable[[int], bytes]) -> Iterator[bytes]:
+    """The file's bytes as blocks of whole lines (the last one as it ends)."""
     rest = b""
-    first = True
     while block := read(_BLOCK_BYTES):
         block = rest + block
         cut = block.rfind(b"\n") + 1
         if cut:
-            yield block[:cut], first
-            first = False
+            yield block[:cut]
             rest = block[cut:]
         else:
             rest = block
-    yield rest, first
-
-
-def _plain(block: bytes, first: bool) -> bool:
-    """Whether a block of whole lines is plain UTF-8 (no ``\\r``, no NUL, no BOM at the file's start)."""
-    if b"\r" in block or b"\x00" in block or (first and block.startswith(codecs.BOM_UTF8)):
-        return False
-    if block.isascii():
-        return True
-    try:
-        block.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+    yield rest
 
 
 def ledger_for(inp: InputFile) -> RecordLedger:
@@ -117,15 +103,16 @@ def record_slices(
     a slice, built as a whole read builds them: JSON Lines as
     :class:`~chunkdedup.parse.jsonl.JsonlParser` (``keep``: as its ``parse_known``), Parquet as
     :class:`~chunkdedup.parse.parquet.ParquetParser` (every row built: ``keep`` is not read);
-    ``ledger`` (:func:`ledger_for`) takes each slice's records. ``ledger.check()`` then says whether
-    the file holds."""
+    ``ledger`` (:func:`ledger_for`) takes each slice's records, after the note on how a JSON Lines
+    file's bytes were decoded. ``ledger.check()`` then says whether the file holds. Raises
+    ``ParseError`` (``skipped``) where the bytes are not text, as a whole read does."""
     size = SLICE_RECORDS if size is None else size
     if inp.path.suffix.lower() == _PARQUET:
         found: Iterator[Item] = (
             (n, partial(parquet.row_record, row, n)) for n, row in parquet.rows(inp.path, size)
         )
     else:
-        found = _lines(inp, keep)
+        found = _lines(inp, ledger, keep)
     items: list[Item] = []
     for item in found:
         items.append(item)
@@ -136,11 +123,26 @@ def record_slices(
         yield _slice(inp, config, ledger, items)
 
 
-def _lines(inp: InputFile, keep: Keep | None) -> Iterator[Item]:
-    """A JSON Lines file's items, line by line, as the whole-file parse makes them."""
+def _lines(inp: InputFile, ledger: RecordLedger, keep: Keep | None) -> Iterator[Item]:
+    """A JSON Lines file's items, line by line, as the whole-file parse makes them: its bytes read as
+    :func:`~chunkdedup.parse.text.decode_noted` reads them (the decision over the whole file, its note
+    the ledger's first), a plain UTF-8 file's lines as the bytes they are."""
+    source = _source(inp)
+    decoding = decoding_of(source)
+    if decoding.note is not None:
+        ledger.note(decoding.note)
+    if decoding.plain:
+        yield from _plain_lines(inp, keep)
+        return
+    found = (line_item(line, n, keep) for n, line in enumerate(text_lines(source.blocks(), decoding), 1))
+    yield from (item for item in found if item is not None)
+
+
+def _plain_lines(inp: InputFile, keep: Keep | None) -> Iterator[Item]:
+    """A plain UTF-8 file's items (:func:`~chunkdedup.parse.text.plain_utf8`), from its byte lines."""
     number = 0
     with inp.path.open("rb") as f:
-        for block, _ in _blocks(f.read):
+        for block in _blocks(f.read):
             lines = block.split(b"\n")
             if block.endswith(b"\n"):
                 lines.pop()  # the next block's first line (or the file's last, empty one) follows
@@ -152,16 +154,8 @@ def _lines(inp: InputFile, keep: Keep | None) -> Iterator[Item]:
 
 
 def _item(line: bytes, number: int, keep: Keep | None) -> Item | None:
-    """What the whole-file parse makes of a line (``None``: a blank line, skipped)."""
-    if keep is not None:
-        h = bytes_hash(line)
-        rid = keep(h, number)
-        if rid is not None:
-            return number, rid
-        text = line.decode("utf-8")
-        return (number, partial(parse_record, text, number, h)) if text.strip() else None
-    text = line.decode("utf-8")
-    return (number, partial(parse_record, text, number)) if text.strip() else None
+    """What the whole-file parse makes of a plain UTF-8 line (``None``: a blank line, skipped)."""
+    return line_item(line.decode("utf-8"), number) if keep is None else byte_item(line, number, keep)
 
 
 def _slice(
