@@ -503,3 +503,17 @@ def test_the_sample_an_encoding_is_guessed_from_is_read_where_utf8_first_fails(
     assert parts == whole
     notes = whole[1]
     assert len(notes) == 1 and notes[0].startswith("not UTF-8: decoded as")
+
+
+@given(st.binary(max_size=400).map(lambda b: b.replace(b"\r", b"\n")), st.integers(1, 40))
+def test_a_files_blocks_are_its_whole_lines_in_order(data: bytes, block: int) -> None:
+    """The plain read's blocks rejoin to the file, every block but the last ends a line and the last
+    holds none: a line longer than many blocks is one block, gathered in parts."""
+    import io
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(slices, "_BLOCK_BYTES", block)
+        out = list(slices._blocks(io.BytesIO(data).read))
+    assert b"".join(out) == data
+    assert all(b.endswith(b"\n") for b in out[:-1]) and b"\n" not in out[-1]
+    assert all(b.count(b"\n") >= 1 for b in out[:-1])

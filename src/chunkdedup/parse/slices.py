@@ -73,17 +73,17 @@ def _source(inp: InputFile) -> FileBytes:
 
 
 def _blocks(read: Callable[[int], bytes]) -> Iterator[bytes]:
-    """The file's bytes as blocks of whole lines (the last one as it ends)."""
-    rest = b""
+    """The file's bytes as blocks of whole lines (the last one as it ends). A line longer than a block
+    is gathered in parts and joined once (joined at each block, a 100 MB line copied ~5 GB)."""
+    rest: list[bytes] = []
     while block := read(_BLOCK_BYTES):
-        block = rest + block
         cut = block.rfind(b"\n") + 1
         if cut:
-            yield block[:cut]
-            rest = block[cut:]
+            yield b"".join([*rest, block[:cut]])
+            rest = [block[cut:]]
         else:
-            rest = block
-    yield rest
+            rest.append(block)
+    yield b"".join(rest)
 
 
 def ledger_for(inp: InputFile) -> RecordLedger:
