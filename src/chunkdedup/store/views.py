@@ -50,18 +50,18 @@ class IndexViews:
 
     def document_states(self) -> tuple[StatusCount, ...]:
         """How many documents are in each state (by state; none listed with no document)."""
-        counts = {"indexed": self._indexed(), "pending": self._pending()}
-        return tuple(StatusCount(state, n) for state, n in sorted(counts.items()) if n)
+        return tuple(StatusCount(state, n) for state, n in sorted(self._state_counts().items()) if n)
 
-    def _pending(self) -> int:
-        """Pending documents, through the partial index that holds only them."""
-        sql = "SELECT COUNT(*) FROM document_rows WHERE state = 'pending'"
-        return int(self.conn.execute(sql).fetchone()[0])
-
-    def _indexed(self) -> int:
-        """Indexed documents: every other one (a write leaves a document pending or indexed; the rows are
-        counted through the smallest index, not scanned by state: 1M documents 22 ms, not 4.4 s)."""
-        return int(self.conn.execute("SELECT COUNT(*) FROM document_rows").fetchone()[0]) - self._pending()
+    def _state_counts(self) -> dict[str, int]:
+        """Documents per state: the pending through the partial index that holds only them, the indexed
+        as every other one (a write leaves a document pending or indexed; the rows are counted through
+        the smallest index, not scanned by state: 1M documents 22 ms, not 4.4 s)."""
+        row = self.conn.execute(
+            "SELECT (SELECT COUNT(*) FROM document_rows WHERE state = 'pending'),"
+            " (SELECT COUNT(*) FROM document_rows)"
+        ).fetchone()
+        pending, total = int(row[0]), int(row[1])
+        return {"indexed": total - pending, "pending": pending}
 
     def problems(self, *, limit: int, offset: int = 0) -> Slice[FileProblem]:
         """Skipped and failed input files with their reasons, by path."""
@@ -89,8 +89,9 @@ class IndexViews:
     def documents(self, *, limit: int = -1, offset: int = 0, state: str | None = None) -> Slice[DocumentRow]:
         """Documents by id (``state``: only those in it, e.g. ``pending``; ``limit`` -1: all)."""
         where, args = ("WHERE state = ?", (state,)) if state else ("", ())
-        if state in ("indexed", "pending"):
-            total = self._indexed() if state == "indexed" else self._pending()
+        counted = self._state_counts() if state else {}
+        if state in counted:
+            total = counted[state]
         else:
             total = int(self.conn.execute(f"SELECT COUNT(*) FROM document_rows {where}", args).fetchone()[0])
         rows = self.conn.execute(
