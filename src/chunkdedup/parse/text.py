@@ -28,6 +28,7 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
+_WIDE_BOMS = tuple(bom for bom, _ in _BOMS)
 
 
 def decode_text(data: bytes) -> str:
@@ -54,7 +55,7 @@ def decode_noted(data: bytes) -> tuple[str, str | None]:
         >>> decode_noted("café".encode("cp1252"))[1]
         'not UTF-8: decoded as cp1252 (a guess; save the file as UTF-8 to be sure)'
     """
-    if b"\x00" not in data and not data.startswith(tuple(bom for bom, _ in _BOMS)):
+    if b"\x00" not in data and not data.startswith(_WIDE_BOMS):
         # bytes in memory that are valid UTF-8 (most files) are decoded once, not checked block by block
         # first: the decision decoding_of takes for them (no UTF-16/32 BOM, no NUL, UTF-8 after a BOM)
         try:

@@ -72,8 +72,16 @@ def _packed_rows(rows: npt.NDArray[np.int32]) -> list[bytes]:
     import numpy as np
 
     packed = np.ascontiguousarray(rows, dtype="<i4")
-    single = (packed == packed[:, :1]).all(axis=1).tolist() if packed.size else []
+    single = _one_key(packed).tolist()
     return [(row[:1] if one else row).tobytes() for row, one in zip(packed, single, strict=True)]
+
+
+def _one_key(rows: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
+    """Which rows of folded band keys are one key repeated (a small shingle set's, see
+    :func:`chunkdedup.dedup.near.sign_keys`): such a group keeps one band row."""
+    import numpy as np
+
+    return (rows == rows[:, :1]).all(axis=1) if rows.size else np.zeros(len(rows), np.bool_)
 
 
 def unpack_bands(blob: bytes) -> tuple[int, ...]:
@@ -133,7 +141,7 @@ def _sorted_rows(
 
     import numpy as np
 
-    single = (rows == rows[:, :1]).all(axis=1) if rows.size else np.zeros(0, np.bool_)
+    single = _one_key(rows)
     many = np.flatnonzero(~single)
     wide = many.size * rows.shape[1]
     packed = np.empty(wide + rows.shape[0] - many.size, np.int64)
