@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from chunkdedup import Index, ingest
-from chunkdedup.store.schema import CLEAN_TEXT
+from chunkdedup.store.schema import CLEAN_TEXT, SOURCES_VIEW
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SEC = DATA / "sec-10q" / "docs"
@@ -24,7 +24,29 @@ POLICY_MANIFEST = POLICY / "manifest.jsonl"
 #: An index of this version made as migrations 0001-0024 left it (before 0025): the sources and documents
 #: tables filled from their rows, the hashes as 32 hex digits (its canonicals are left keyed by id: 0029,
 #: applied again with 0025, rebuilds them either way). ``executescript`` it.
-BEFORE_0025 = """
+#: Groups as migrations 0001-0029 left them: the cluster, relation and differing words stored in every row
+#: (real columns), the index by cluster over every group, and the ``sources`` view over those columns.
+BEFORE_0030 = """
+DROP VIEW cluster_sources;
+DROP VIEW sources;
+DROP INDEX groups_canonical;
+ALTER TABLE groups DROP COLUMN canonical_id;
+ALTER TABLE groups DROP COLUMN relation;
+ALTER TABLE groups DROP COLUMN differing;
+ALTER TABLE groups ADD COLUMN canonical_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE groups ADD COLUMN relation TEXT NOT NULL DEFAULT 'exact';
+ALTER TABLE groups ADD COLUMN differing TEXT NOT NULL DEFAULT '[]';
+UPDATE groups SET canonical_id = COALESCE(canon, id), relation = COALESCE(rel, 'exact'),
+    differing = COALESCE(diff, '[]');
+ALTER TABLE groups DROP COLUMN canon;
+ALTER TABLE groups DROP COLUMN rel;
+ALTER TABLE groups DROP COLUMN diff;
+CREATE INDEX groups_canonical ON groups(canonical_id);
+""" + SOURCES_VIEW + """
+DELETE FROM migrations WHERE name = '0030_group_defaults';
+"""
+
+BEFORE_0025 = BEFORE_0030 + """
 CREATE TABLE sources_before(
     doc_id TEXT NOT NULL, page INTEGER NOT NULL, start INTEGER NOT NULL,
     "end" INTEGER NOT NULL, group_id TEXT NOT NULL, canonical_id TEXT NOT NULL,

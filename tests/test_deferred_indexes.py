@@ -84,31 +84,3 @@ def test_a_run_killed_before_they_are_made_is_completed_by_the_next(
     fresh = tmp_path / "fresh.sqlite"
     ingest([POLICY / "current"], fresh)
     assert _export(index) == _export(fresh)
-
-
-def test_while_the_index_by_canonical_is_deferred_a_cluster_is_read_by_its_group(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for i, words in enumerate(("Refunds are paid within thirty days.", "Shipping takes five days.",
-                               "Refunds are paid within thirty days.")):
-        (docs / f"d{i}.md").write_text(f"{words} Ask the desk.\n")
-    whole = tmp_path / "whole.sqlite"
-    ingest([docs], whole)
-    # a document a transaction: a chunk an earlier transaction holds re-reads that cluster's sources
-    monkeypatch.setattr("chunkdedup.ingestion.sequence.STORE_BATCH", 1)
-    statements = traced_statements(monkeypatch)
-    index = tmp_path / "i.sqlite"
-    ingest([docs], index)
-    monkeypatch.undo()
-    dropped = statements.index("DROP INDEX groups_canonical")
-    made = next(i for i in range(dropped, len(statements))
-                if statements[i].startswith("CREATE INDEX groups_canonical "))
-    reads = [s for s in statements[dropped:made]
-             if "GROUP BY canonical_id" in s or "ORDER BY canonical_id, doc_id" in s]
-    assert reads
-    assert all("WHERE group_id IN" in s and "WHERE canonical_id IN" not in s for s in reads), reads[:2]
-    after = [s for s in statements[made:] if "ORDER BY canonical_id, doc_id" in s]
-    assert all("WHERE canonical_id IN" in s for s in after)
-    assert _export(index) == _export(whole)

@@ -25,6 +25,12 @@ def in_lists(ids: Sequence[T]) -> Iterator[tuple[list[T], str]]:
         yield part, ",".join("?" * len(part))
 
 
+def numbered(count: int, first: int = 1) -> str:
+    """A placeholder list of ``count`` numbered parameters from ``first`` (``?1,?2,?3``): one that a
+    statement reads more than once binds its values once."""
+    return ",".join(f"?{i}" for i in range(first, first + count))
+
+
 def _id_statements(
     sql: str, ids: Sequence[str] | Sequence[int], params: Sequence[object] = ()
 ) -> Iterator[tuple[str, list[object]]]:

@@ -53,11 +53,11 @@ _CANONICAL_STATE = "SELECT id, signature, updated_run FROM canonicals WHERE id I
 _TOMBSTONES = "SELECT canonical_id, run_id, signature, updated_run FROM tombstones WHERE canonical_id IN ({})"
 
 _CANONICAL_COUNTS = (
-    "SELECT canonical_id, COUNT(*) FROM sources WHERE canonical_id IN ({}) GROUP BY canonical_id"
+    "SELECT canonical_id, COUNT(*) FROM cluster_sources WHERE canonical_id IN ({}) GROUP BY canonical_id"
 )
 
 _CANONICAL_SOURCES = (
-    'SELECT canonical_id, doc_id, page, start, "end", relation, similarity, group_id FROM sources'
+    'SELECT canonical_id, doc_id, page, start, "end", relation, similarity, group_id FROM cluster_sources'
     " WHERE canonical_id IN ({}) ORDER BY canonical_id, doc_id, page, start"
 )
 
@@ -81,12 +81,12 @@ _NONE_BORN: Born = {}
 _GROUP_STAGE = (
     "group_stage",
     "id TEXT, text TEXT, n_sources INTEGER, rep_doc TEXT, rep_page INTEGER, rep_start INTEGER,"
-    " canonical_id TEXT, signed BLOB, gid INTEGER",
+    " canon TEXT, signed BLOB, gid INTEGER",
 )
 
 #: the columns of a new group's row, as refresh_groups writes them (the stage's, in its order); its
 #: ``gid`` is given by replace_sources, whose source rows name it
-_GROUP_COLUMNS = "id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id, signed, gid"
+_GROUP_COLUMNS = "id, text, n_sources, rep_doc, rep_page, rep_start, canon, signed, gid"
 
 _ID_STAGE = ("id_stage", "id TEXT")
 
@@ -211,7 +211,8 @@ class ChunkTables(BandTables, EmbeddingTables):
                 continue
             doc_id, page, start, n, text = now
             if was is None:
-                inserts.append((gid, text, n, doc_id, page, start, gid, signed.get(gid), gids[gid]))
+                # a new group leads its own cluster: ``canon`` is NULL (migration 0030)
+                inserts.append((gid, text, n, doc_id, page, start, None, signed.get(gid), gids[gid]))
                 dirty.append(gid)
                 continue
             if (was[4], was[5], tuple(was[:3])) != (text, n, (doc_id, page, start)):
@@ -229,7 +230,7 @@ class ChunkTables(BandTables, EmbeddingTables):
                 updates,
             )
         elif updates:
-            with staged_rows(c, _GROUP_STAGE, [(u[5], *u[:5], u[5], None, None) for u in updates]) as stage:
+            with staged_rows(c, _GROUP_STAGE, [(u[5], *u[:5], None, None, None) for u in updates]) as stage:
                 c.execute(
                     "UPDATE groups SET text=s.text, n_sources=s.n_sources, rep_doc=s.rep_doc,"
                     f" rep_page=s.rep_page, rep_start=s.rep_start FROM {stage} s WHERE groups.id = s.id"
@@ -246,7 +247,8 @@ class ChunkTables(BandTables, EmbeddingTables):
         c = self.conn
         ids = [(gid,) for gid, _ in gone]
         c.executemany(
-            "INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups WHERE canonical_id=? AND id != ?",
+            "INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups"
+            " WHERE (canon = ?1 OR (canon IS NULL AND id = ?1)) AND id != ?2",
             [(canonical_id, gid) for gid, canonical_id in gone],
         )
         self._drop_bands([gid for gid, _ in gone])
@@ -357,7 +359,7 @@ class ChunkTables(BandTables, EmbeddingTables):
         c = self.conn
         ids = [a.group_id for a in assignments]
         state = "SELECT id, canonical_id, relation, similarity, differing FROM groups"
-        own = " WHERE canonical_id != id OR relation != 'exact' OR similarity != 1.0 OR differing != '[]'"
+        own = " WHERE canon IS NOT NULL OR rel IS NOT NULL OR similarity != 1.0 OR diff IS NOT NULL"
         if len(ids) + len(alone) == self.group_count():  # every group (a first ingest's)
             # one scan keeps in C the groups that lead only themselves (most of them); the others are
             # read (479k groups: 3.3 s of 500-id queries)
@@ -383,7 +385,9 @@ class ChunkTables(BandTables, EmbeddingTables):
         changed += [(gid, "exact", 1.0, "[]", gid) for gid in moved]
         touched = {row[0] for row in changed} | {now[row[4]][0] for row in changed if row[4] in now}
         c.executemany(
-            "UPDATE groups SET canonical_id=?, relation=?, similarity=?, differing=? WHERE id=?", changed
+            "UPDATE groups SET canon = NULLIF(?1, id), rel = NULLIF(?2, 'exact'), similarity = ?3,"
+            " diff = NULLIF(?4, '[]') WHERE id = ?5",
+            changed,
         )
         if c.execute("SELECT 1 FROM variants LIMIT 1").fetchone() is not None:  # none on a first ingest
             c.executemany("DELETE FROM variants WHERE a=? OR b=?", [(g, g) for g in (*ids, *alone)])
@@ -396,15 +400,6 @@ class ChunkTables(BandTables, EmbeddingTables):
         else:  # a statement per id: one staged DELETE ... IN was slower (478k ids: 1.15 vs 0.77 s)
             c.executemany("DELETE FROM dirty WHERE group_id=?", [(g,) for g in (*ids, *alone)])
         self.refresh_canonicals(sorted(touched), run_id)
-
-    def _by_canonical(self, sql: str) -> str:
-        """``sql``, which finds clusters' sources by ``canonical_id IN``, as it is read now: while the
-        groups' index by canonical is deferred (a first ingest's chunk phase, before any cluster pass),
-        every group leads itself, and a cluster's sources are its group's, found without a scan."""
-        held = "SELECT 1 FROM sqlite_master WHERE type='index' AND name='groups_canonical'"
-        if self.conn.execute(held).fetchone() is not None:
-            return sql
-        return sql.replace("WHERE canonical_id IN", "WHERE group_id IN")
 
     def refresh_canonicals(
         self,
@@ -428,14 +423,13 @@ class ChunkTables(BandTables, EmbeddingTables):
         # it; they can only if that canonical has a row (a source cites a canonical that exists), so
         # only then are a born group's sources counted (on a first ingest: hardly ever)
         own = [cid for cid in ids if cid in born]
-        counts = self._by_canonical(_CANONICAL_COUNTS)
-        counted = dict(self._batched(counts, [cid for cid in own if cid in state]))
+        counted = dict(self._batched(_CANONICAL_COUNTS, [cid for cid in own if cid in state]))
         for cid in own:
             if cid not in state or counted.get(cid) == len(born[cid]):
                 sources[cid] = list(born[cid])
                 leader_first.add(cid)
         read = [cid for cid in ids if cid not in sources]
-        for r in self._batched(self._by_canonical(_CANONICAL_SOURCES), read):
+        for r in self._batched(_CANONICAL_SOURCES, read):
             rows_of = sources.setdefault(r[0], [])
             if not rows_of and r[7] == r[0]:
                 leader_first.add(r[0])

@@ -52,11 +52,10 @@ NEW_FILE_PAGE_BYTES = 16384
 WRITER_AUTOCHECKPOINT_BYTES = 256 << 20
 
 #: The indexes of groups a first ingest builds after its chunk phase (:meth:`Store.defer_indexes`):
-#: the chunk phase of an index with no groups reads none of them (the cluster pass reads groups by
-#: canonical and the unsigned groups through them). 1M chunks: chunk phase 95 -> 80 s, cluster phase
-#: 52 -> 44 s, the three (with the unverified groups' index, dropped by migration 0023) made in 1.1 s
-#: (``benchmarks/README.md``).
-DEFERRED_INDEXES = ("groups_canonical", "groups_unsigned")
+#: the chunk phase of an index with no groups reads none of them (the cluster pass reads the unsigned
+#: groups through it). The index by cluster is not deferred: it holds only groups another leads (migration
+#: 0030), none while a first ingest's chunk phase writes.
+DEFERRED_INDEXES = ("groups_unsigned",)
 _DEFERRED_INDEXES: MetaKey = "deferred_indexes"
 
 #: The format of the doc_keys rows :meth:`Store.set_many_doc_keys` writes: they also hold each document's

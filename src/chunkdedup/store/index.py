@@ -199,8 +199,8 @@ class IndexReader:
 
     def _sources(self, chunk_id: str) -> Iterator[ChunkRef]:
         rows = self.store.conn.execute(
-            'SELECT doc_id, page, start, "end", relation, similarity FROM sources WHERE canonical_id=?'
-            " ORDER BY doc_id, page, start",
+            'SELECT doc_id, page, start, "end", relation, similarity FROM cluster_sources'
+            " WHERE canonical_id=? ORDER BY doc_id, page, start",
             (chunk_id,),
         )
         for r in rows:
@@ -295,7 +295,7 @@ class IndexReader:
         rows = self.store.conn.execute(
             'SELECT s.doc_id, s.page, s.start, s."end", s.relation, s.similarity, g.id != g.canonical_id,'
             " (g.rep_doc, g.rep_page, g.rep_start) = (s.doc_id, s.page, s.start), g.text, g.differing"
-            " FROM sources s JOIN groups g ON g.id = s.group_id WHERE s.canonical_id=?"
+            " FROM cluster_sources s JOIN groups g ON g.id = s.group_id WHERE s.canonical_id=?"
             " ORDER BY s.doc_id, s.page, s.start",
             (chunk_id,),
         ).fetchall()
@@ -347,7 +347,7 @@ class IndexReader:
         conn = self.store.conn
         docs: set[str] = set()
         for part, marks in in_lists(chunk_ids):
-            sql = f"SELECT DISTINCT doc_id FROM sources WHERE canonical_id IN ({marks})"
+            sql = f"SELECT DISTINCT doc_id FROM cluster_sources WHERE canonical_id IN ({marks})"
             docs.update(r[0] for r in conn.execute(sql, part))
         out: dict[tuple[str, int], float] = {}
         ordered = sorted(docs)

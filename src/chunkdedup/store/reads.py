@@ -14,10 +14,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chunkdedup.store.batches import in_lists
+from chunkdedup.store.batches import in_lists, numbered
 from chunkdedup.store.core import Store
 from chunkdedup.store.rows import SourceRow
-from chunkdedup.store.schema import CLEAN_TEXT
+from chunkdedup.store.schema import CLEAN_TEXT, in_clusters
 from chunkdedup.types import MetaValue
 
 
@@ -180,8 +180,8 @@ def canonical_sources(store: Store, canonical_ids: Sequence[str]) -> tuple[Sourc
     out: list[SourceRow] = []
     for part, marks in in_lists(canonical_ids):
         rows = store.conn.execute(
-            'SELECT doc_id, page, start, "end", group_id, canonical_id, relation, similarity FROM sources'
-            f" WHERE canonical_id IN ({marks})",
+            'SELECT doc_id, page, start, "end", group_id, canonical_id, relation, similarity'
+            f" FROM cluster_sources WHERE canonical_id IN ({marks})",
             part,
         ).fetchall()
         # sorted here: SQLite's ORDER BY sorts the joined rows in a temporary B-tree (~2x the read)
@@ -219,14 +219,15 @@ def variant_pairs(store: Store, ids: Sequence[str], *, grouped: bool) -> tuple[t
     if grouped:
         pair = (
             "SELECT ga.canonical_id, gb.canonical_id FROM groups ga JOIN variants v ON v.{x} = ga.id"
-            " JOIN groups gb ON gb.id = v.{y} WHERE ga.canonical_id IN ({marks})"
+            " JOIN groups gb ON gb.id = v.{y} WHERE " + in_clusters("ga", "{marks}")
         )
     else:
         pair = "SELECT v.{x}, v.{y} FROM variants v WHERE v.{x} IN ({marks})"
     out: list[tuple[str, str]] = []
-    for part, marks in in_lists(ids):
+    for part, _ in in_lists(ids):
+        marks = numbered(len(part))  # each part of the union reads the ids
         sql = pair.format(x="a", y="b", marks=marks) + " UNION " + pair.format(x="b", y="a", marks=marks)
-        out.extend((a, b) for a, b in store.conn.execute(sql, [*part, *part]))
+        out.extend((a, b) for a, b in store.conn.execute(sql, part))
     return tuple(out)
 
 

@@ -64,14 +64,16 @@ def _pair(a: str, b: str) -> tuple[str, str]:
 
 _MERGES = """
     SELECT l.id, m.id, l.text, m.text, m.relation, m.similarity, m.differing,
-           (SELECT COUNT(*) FROM groups g WHERE g.canonical_id = m.canonical_id), o.decision
+           (SELECT COUNT(*) FROM groups g WHERE g.canon = m.canonical_id
+                OR (g.canon IS NULL AND g.id = m.canonical_id)), o.decision
     FROM groups m JOIN groups l ON l.id = m.canonical_id
     LEFT JOIN overrides o ON o.a = MIN(l.id, m.id) AND o.b = MAX(l.id, m.id)
-    WHERE m.relation != 'exact'
+    WHERE m.rel IS NOT NULL
 """
 _VARIANTS = """
     SELECT v.a, v.b, ga.text, gb.text, v.reason, v.similarity, v.differing,
-           (SELECT COUNT(*) FROM groups g WHERE g.canonical_id = ga.canonical_id), o.decision
+           (SELECT COUNT(*) FROM groups g WHERE g.canon = ga.canonical_id
+                OR (g.canon IS NULL AND g.id = ga.canonical_id)), o.decision
     FROM variants v JOIN groups ga ON ga.id = v.a JOIN groups gb ON gb.id = v.b
     LEFT JOIN overrides o ON o.a = MIN(v.a, v.b) AND o.b = MAX(v.a, v.b)
 """

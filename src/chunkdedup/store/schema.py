@@ -42,7 +42,34 @@ CREATE VIEW documents(doc_id, file_path, content_hash, unit, metadata, departmen
         d.state, d.config_hash, d.run_id, d.title
     FROM document_rows d LEFT JOIN paths p ON p.fkey = d.fkey;
 """
+#: The ``sources`` view over ``source_rows`` (migration 0025 made it; 0030 makes it again over the
+#: groups' generated columns).
+SOURCES_VIEW = """
+CREATE VIEW sources(doc_id, page, start, "end", group_id, canonical_id, relation, similarity) AS
+    SELECT s.doc_id, s.page, s.start, s."end", g.id, g.canonical_id, g.relation, g.similarity
+    FROM source_rows s JOIN groups g ON g.gid = s.gid;
+"""
+#: The sources of clusters, for reads that name the clusters (``WHERE canonical_id IN``): the rows of
+#: ``sources`` in two parts, groups led by another group and groups leading themselves, so that SQLite
+#: pushes the filter into each part, where an index answers it (migration 0030): the index by cluster
+#: holds only the groups another leads, and a group leading itself is found by its own id.
+CLUSTER_SOURCES_VIEW = """
+CREATE VIEW cluster_sources(doc_id, page, start, "end", group_id, canonical_id, relation, similarity) AS
+    SELECT s.doc_id, s.page, s.start, s."end", g.id, g.canon, g.relation, g.similarity
+    FROM groups g JOIN source_rows s ON s.gid = g.gid WHERE g.canon IS NOT NULL
+    UNION ALL
+    SELECT s.doc_id, s.page, s.start, s."end", g.id, g.id, g.relation, g.similarity
+    FROM groups g JOIN source_rows s ON s.gid = g.gid WHERE g.canon IS NULL;
+"""
 _HEX = frozenset("0123456789abcdef")
+
+
+def in_clusters(alias: str, marks: str) -> str:
+    """SQL true for the groups (the table aliased ``alias``) of the clusters named by ``marks``, an
+    ``IN`` list read twice (so numbered: ``?1,?2``): those another group leads, through the index by
+    cluster, and the ones leading themselves, through the index by id (migration 0030)."""
+    return f"({alias}.canon IN ({marks}) OR ({alias}.canon IS NULL AND {alias}.id IN ({marks})))"
+
 
 
 def stored_hash(value: str) -> str | bytes:
@@ -497,9 +524,9 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             ORDER BY 1, 2, 3;
         DROP TABLE sources;
         CREATE INDEX source_rows_gid ON source_rows(gid, doc_id, page, start);
-        CREATE VIEW sources(doc_id, page, start, "end", group_id, canonical_id, relation, similarity) AS
-            SELECT s.doc_id, s.page, s.start, s."end", g.id, g.canonical_id, g.relation, g.similarity
-            FROM source_rows s JOIN groups g ON g.gid = s.gid;
+        """
+        + SOURCES_VIEW
+        + """
         CREATE TABLE paths(fkey INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
         INSERT INTO paths(path) SELECT DISTINCT file_path FROM documents ORDER BY 1;
         CREATE TABLE document_rows(
@@ -567,5 +594,35 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         DROP TABLE canonicals;
         ALTER TABLE canonicals_new RENAME TO canonicals;
         """,
+    ),
+    (
+        "0030_group_defaults",
+        # What most groups hold as every group does is not stored: ``canon`` names the group's cluster
+        # only when another group leads it, ``rel`` its relation when it is not 'exact', ``diff`` the
+        # words it differs by when there are some; ``canonical_id``, ``relation`` and ``differing`` read
+        # them through generated columns. The index by cluster holds only the groups another leads
+        # (read through ``cluster_sources`` or ``canon = ? OR (canon IS NULL AND id = ?)``), so it is no
+        # longer deferred through a first ingest. 100k one-record documents: groups 261 -> 193 bytes.
+        """
+        DROP VIEW sources;
+        DROP INDEX IF EXISTS groups_canonical;
+        UPDATE meta SET value = (SELECT json_group_array(json(j.value)) FROM json_each(meta.value) j
+            WHERE json_extract(j.value, '$[0]') != 'groups_canonical') WHERE key = 'deferred_indexes';
+        ALTER TABLE groups ADD COLUMN canon TEXT;
+        ALTER TABLE groups ADD COLUMN rel TEXT;
+        ALTER TABLE groups ADD COLUMN diff TEXT;
+        UPDATE groups SET canon = NULLIF(canonical_id, id), rel = NULLIF(relation, 'exact'),
+                diff = NULLIF(differing, '[]')
+            WHERE canonical_id != id OR relation != 'exact' OR differing != '[]';
+        ALTER TABLE groups DROP COLUMN canonical_id;
+        ALTER TABLE groups DROP COLUMN relation;
+        ALTER TABLE groups DROP COLUMN differing;
+        ALTER TABLE groups ADD COLUMN canonical_id TEXT GENERATED ALWAYS AS (COALESCE(canon, id)) VIRTUAL;
+        ALTER TABLE groups ADD COLUMN relation TEXT GENERATED ALWAYS AS (COALESCE(rel, 'exact')) VIRTUAL;
+        ALTER TABLE groups ADD COLUMN differing TEXT GENERATED ALWAYS AS (COALESCE(diff, '[]')) VIRTUAL;
+        CREATE INDEX groups_canonical ON groups(canon) WHERE canon IS NOT NULL;
+        """
+        + SOURCES_VIEW
+        + CLUSTER_SOURCES_VIEW,
     ),
 )

@@ -32,7 +32,7 @@ from chunkdedup.store.rows import (
     StrippedRow,
     VariantRow,
 )
-from chunkdedup.store.schema import CANONICAL_TEXT, CLEAN_TEXT, RAW_TEXT
+from chunkdedup.store.schema import CANONICAL_TEXT, CLEAN_TEXT, RAW_TEXT, in_clusters
 
 
 class IndexViews:
@@ -186,29 +186,29 @@ class IndexViews:
         return None if row is None else CanonicalRow(*row)
 
     def sources(self, canonical_id: str, *, limit: int, offset: int = 0) -> Slice[SourceRow]:
-        """Every source of a canonical by (doc, page, start) (the ``sources_canonical`` index)."""
-        total = int(self.conn.execute("SELECT COUNT(*) FROM sources WHERE canonical_id=?", (canonical_id,))
-                    .fetchone()[0])
+        """Every source of a canonical by (doc, page, start)."""
+        count = "SELECT COUNT(*) FROM cluster_sources WHERE canonical_id=?"
+        total = int(self.conn.execute(count, (canonical_id,)).fetchone()[0])
         rows = self.conn.execute(
             'SELECT doc_id, page, start, "end", group_id, canonical_id, relation, similarity,'
             " (SELECT p.ocr_confidence FROM pages p WHERE p.doc_id = s.doc_id AND p.page = s.page)"
-            " FROM sources s WHERE canonical_id=? ORDER BY doc_id, page, start LIMIT ? OFFSET ?",
+            " FROM cluster_sources s WHERE canonical_id=? ORDER BY doc_id, page, start LIMIT ? OFFSET ?",
             (canonical_id, limit, offset),
         )
         return Slice(tuple(SourceRow(*r) for r in rows), total, limit, offset)
 
     def groups(self, canonical_id: str, *, limit: int, offset: int = 0) -> Slice[MergeRow]:
         """A page of :meth:`merges`, with how many groups the canonical has."""
-        total = int(self.conn.execute("SELECT COUNT(*) FROM groups WHERE canonical_id=?", (canonical_id,))
-                    .fetchone()[0])
+        sql = f"SELECT COUNT(*) FROM groups g WHERE {in_clusters('g', '?1')}"
+        total = int(self.conn.execute(sql, (canonical_id,)).fetchone()[0])
         return Slice(self.merges(canonical_id, limit=limit, offset=offset), total, limit, offset)
 
     def merges(self, canonical_id: str, *, limit: int = -1, offset: int = 0) -> tuple[MergeRow, ...]:
         """The exact-key groups merged into a canonical, in source order (leader first): relation,
         similarity and the words that differ (``limit`` -1: all)."""
         rows = self.conn.execute(
-            "SELECT id, relation, similarity, differing, n_sources, text FROM groups WHERE canonical_id=?"
-            " ORDER BY rep_doc, rep_page, rep_start LIMIT ? OFFSET ?",
+            "SELECT id, relation, similarity, differing, n_sources, text FROM groups g"
+            f" WHERE {in_clusters('g', '?1')} ORDER BY rep_doc, rep_page, rep_start LIMIT ?2 OFFSET ?3",
             (canonical_id, limit, offset),
         )
         return tuple(MergeRow(r[0], r[1], r[2], tuple(json.loads(r[3])), int(r[4]), r[5]) for r in rows)
@@ -221,10 +221,10 @@ class IndexViews:
             f"""
             SELECT other, {CANONICAL_TEXT}, similarity, differing, reason FROM (
                 SELECT gb.canonical_id AS other, v.similarity, v.differing, v.reason FROM groups ga
-                JOIN variants v ON v.a = ga.id JOIN groups gb ON gb.id = v.b WHERE ga.canonical_id = ?1
+                JOIN variants v ON v.a = ga.id JOIN groups gb ON gb.id = v.b WHERE {in_clusters('ga', '?1')}
                 UNION ALL
                 SELECT ga.canonical_id, v.similarity, v.differing, v.reason FROM groups gb
-                JOIN variants v ON v.b = gb.id JOIN groups ga ON ga.id = v.a WHERE gb.canonical_id = ?1
+                JOIN variants v ON v.b = gb.id JOIN groups ga ON ga.id = v.a WHERE {in_clusters('gb', '?1')}
             ) JOIN canonicals c ON c.id = other
             WHERE other != ?1 ORDER BY other, similarity DESC LIMIT ?2
             """,
