@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from chunkdedup import Index, ingest
-from chunkdedup.store.schema import CLEAN_TEXT, SOURCES_VIEW
+from chunkdedup.store.schema import CLEAN_TEXT, CLUSTER_SOURCES_VIEW, DOCUMENTS_VIEW, SOURCES_VIEW
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SEC = DATA / "sec-10q" / "docs"
@@ -24,9 +24,61 @@ POLICY_MANIFEST = POLICY / "manifest.jsonl"
 #: An index of this version made as migrations 0001-0024 left it (before 0025): the sources and documents
 #: tables filled from their rows, the hashes as 32 hex digits (its canonicals are left keyed by id: 0029,
 #: applied again with 0025, rebuilds them either way). ``executescript`` it.
+#: Each document's context text by document id (a context is keyed by its document row's key).
+CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d ON d.dkey = c.dkey"
+
+#: The rows of documents, their sources and contexts as migrations 0001-0030 left them: documents kept by
+#: their id (WITHOUT ROWID), source rows and contexts naming a document by its id (a context's key its
+#: own, here not its document's, so a migration must key it again).
+BEFORE_0031 = """
+DROP VIEW documents;
+DROP VIEW sources;
+DROP VIEW cluster_sources;
+CREATE TABLE contexts_old(dkey INTEGER PRIMARY KEY, doc_id TEXT NOT NULL UNIQUE, text TEXT NOT NULL);
+INSERT INTO contexts_old(dkey, doc_id, text)
+    SELECT c.dkey + 1000, d.doc_id, c.text FROM contexts c JOIN document_rows d ON d.dkey = c.dkey ORDER BY 1;
+DROP TABLE contexts;
+ALTER TABLE contexts_old RENAME TO contexts;
+CREATE TRIGGER contexts_ai AFTER INSERT ON contexts BEGIN
+    INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
+END;
+CREATE TRIGGER contexts_ad AFTER DELETE ON contexts BEGIN
+    INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
+END;
+CREATE TRIGGER contexts_au AFTER UPDATE OF text ON contexts WHEN old.text IS NOT new.text BEGIN
+    INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
+    INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
+END;
+INSERT INTO contexts_fts(contexts_fts) VALUES('rebuild');
+CREATE TABLE source_rows_old(
+    doc_id TEXT NOT NULL, page INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
+    gid INTEGER NOT NULL, PRIMARY KEY(doc_id, page, start)) WITHOUT ROWID;
+INSERT INTO source_rows_old(doc_id, page, start, "end", gid)
+    SELECT d.doc_id, s.page, s.start, s."end", s.gid
+    FROM source_rows s JOIN document_rows d ON d.dkey = s.dkey;
+DROP TABLE source_rows;
+ALTER TABLE source_rows_old RENAME TO source_rows;
+CREATE INDEX source_rows_gid ON source_rows(gid, doc_id, page, start);
+CREATE TABLE document_rows_old(
+    doc_id TEXT PRIMARY KEY, fkey INTEGER NOT NULL, content_hash TEXT NOT NULL,
+    unit TEXT NOT NULL, metadata TEXT, department TEXT, family TEXT,
+    effective_date TEXT, n_pages INTEGER NOT NULL, state TEXT NOT NULL,
+    config_hash TEXT, run_id INTEGER NOT NULL, title TEXT) WITHOUT ROWID;
+INSERT INTO document_rows_old SELECT doc_id, fkey, content_hash, unit, metadata, department, family,
+    effective_date, n_pages, state, config_hash, run_id, title FROM document_rows;
+DROP TABLE document_rows;
+ALTER TABLE document_rows_old RENAME TO document_rows;
+CREATE INDEX documents_file ON document_rows(fkey);
+CREATE INDEX documents_pending ON document_rows(state) WHERE state = 'pending';
+CREATE INDEX documents_family ON document_rows(family) WHERE family IS NOT NULL;
+CREATE INDEX documents_department ON document_rows(department) WHERE department IS NOT NULL;
+""" + DOCUMENTS_VIEW + SOURCES_VIEW + CLUSTER_SOURCES_VIEW + """
+DELETE FROM migrations WHERE name = '0031_document_keys';
+"""
+
 #: Groups as migrations 0001-0029 left them: the cluster, relation and differing words stored in every row
 #: (real columns), the index by cluster over every group, and the ``sources`` view over those columns.
-BEFORE_0030 = """
+BEFORE_0030 = BEFORE_0031 + """
 DROP VIEW cluster_sources;
 DROP VIEW sources;
 DROP INDEX groups_canonical;

@@ -17,7 +17,7 @@ from chunkdedup.normalize import with_word_parts, word_parts
 from chunkdedup.parse.markdown import title as markdown_title
 from chunkdedup.query import search
 from chunkdedup.query.retrieve import content_terms, fts_query
-from conftest import BEFORE_0025
+from conftest import BEFORE_0025, CONTEXTS_BY_DOC
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SMALL = Config(chunk=ChunkConfig(target_words=12, max_words=30))
@@ -197,17 +197,17 @@ def test_an_older_index_migrates_to_contexts_and_the_next_ingest_recomputes_them
     index = tmp_path / "i.sqlite"
     ingest([corpus], index, manifest=corpus / "manifest.jsonl")
     with Index.open(index) as ix:
-        fresh = dict(ix.store.conn.execute("SELECT doc_id, text FROM contexts"))
+        fresh = dict(ix.store.conn.execute(CONTEXTS_BY_DOC))
     _downgrade(index)
     with Index.open(index) as ix:  # migrates: a first context from metadata values and the id
-        migrated = dict(ix.store.conn.execute("SELECT doc_id, text FROM contexts"))
+        migrated = dict(ix.store.conn.execute(CONTEXTS_BY_DOC))
         hits = search(ix, "What were Fabrikam's FY2018 capital expenditures?").hits
     assert set(migrated) == set(fresh)
     assert "Fabrikam Group" in migrated["r2.txt"] and "r2.txt" in migrated["r2.txt"]
     assert hits[0].citations[0].doc == "r2.txt"
     ingest([corpus], index, manifest=corpus / "manifest.jsonl")  # nothing changed but the context rule
     with Index.open(index) as ix:
-        again = dict(ix.store.conn.execute("SELECT doc_id, text FROM contexts"))
+        again = dict(ix.store.conn.execute(CONTEXTS_BY_DOC))
     assert again == fresh
 
 
@@ -224,7 +224,7 @@ def test_contexts_follow_documents_through_changes_and_removal(tmp_path: Path) -
 
     remove_documents(index, ["r3.txt"])
     with Index.open(index) as ix:
-        ctx = dict(ix.store.conn.execute("SELECT doc_id, text FROM contexts"))
+        ctx = dict(ix.store.conn.execute(CONTEXTS_BY_DOC))
         hits = search(ix, "Northwind capital expenditures").hits
     assert set(ctx) == {"r1.txt", "r2.txt"}
     assert "Northwind" in ctx["r1.txt"] and "Contoso" not in ctx["r1.txt"]
@@ -238,7 +238,7 @@ def test_context_settings_change_recomputes_every_context(tmp_path: Path) -> Non
     only_files = Config(retrieval=RetrievalConfig(context=("filename",)))
     ingest([corpus], index, manifest=corpus / "manifest.jsonl", config=only_files)
     with Index.open(index) as ix:
-        ctx = dict(ix.store.conn.execute("SELECT doc_id, text FROM contexts"))
+        ctx = dict(ix.store.conn.execute(CONTEXTS_BY_DOC))
     assert ctx == {"r1.txt": "r1 1", "r2.txt": "r2 2", "r3.txt": "r3 3"}
 
 
@@ -279,7 +279,7 @@ def test_sec_filings_get_their_identity_from_the_manifest_and_the_running_footer
     index = tmp_path / "sec.sqlite"
     ingest([docs], index, manifest=DATA / "sec-10q" / "manifest.jsonl")
     with Index.open(index) as ix:
-        ctx = dict(ix.store.conn.execute("SELECT doc_id, text FROM contexts"))
+        ctx = dict(ix.store.conn.execute(CONTEXTS_BY_DOC))
         q = "What percentage of Apple's total revenue did the Services segment contribute in Q3 2023?"
         best = search(ix, q).context[0].doc
         off = search(ix, q, config=dataclasses.replace(QueryConfig(), context_weight=0)).hits

@@ -10,6 +10,7 @@ from chunkdedup import ingest
 from chunkdedup.config import RetrievalConfig
 from chunkdedup.ingestion.context import document_context, document_contexts, header_fields
 from chunkdedup.types import ContextSource
+from conftest import CONTEXTS_BY_DOC
 
 FORM = """Page 1 of 4
 National Transportation Safety Board
@@ -61,7 +62,7 @@ def test_ingest_stores_the_first_page_fields_in_the_context(tmp_path: Path) -> N
     index = tmp_path / "i.sqlite"
     ingest([docs], index)
     with sqlite3.connect(index) as conn:
-        ctx = dict(conn.execute("SELECT doc_id, text FROM contexts"))
+        ctx = dict(conn.execute(CONTEXTS_BY_DOC))
     assert "Springfield, IL" in ctx["a.txt"] and "Cessna 172" in ctx["a.txt"]
     assert "board" not in ctx["b.txt"]
 

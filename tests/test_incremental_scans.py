@@ -69,13 +69,14 @@ def test_a_document_left_without_a_context_gets_one(tmp_path: Path) -> None:
     corpus, index = _corpus(tmp_path / "c"), tmp_path / "i.sqlite"
     ingest([corpus], index)
     with Store.open(index) as store, store.writer(), store.transaction() as conn:
-        conn.execute("DELETE FROM contexts WHERE doc_id = (SELECT MIN(doc_id) FROM documents)")
+        first = "SELECT dkey FROM document_rows ORDER BY doc_id LIMIT 1"
+        conn.execute(f"DELETE FROM contexts WHERE dkey = ({first})")
     lines = (corpus / "s2.jsonl").read_text(encoding="utf-8").splitlines()
     (corpus / "s2.jsonl").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")  # a change elsewhere
     ingest([corpus], index)
     assert snapshot(index) == _fresh(corpus, tmp_path)
     with Store.open(index) as store:
-        n = store.conn.execute("SELECT COUNT(*) FROM documents d JOIN contexts c USING(doc_id)").fetchone()[0]
+        n = store.conn.execute("SELECT COUNT(*) FROM document_rows JOIN contexts USING(dkey)").fetchone()[0]
     assert n == 14
 
 

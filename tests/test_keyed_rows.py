@@ -12,11 +12,11 @@ import pytest
 
 from chunkdedup import Index, ingest
 from chunkdedup.store.schema import DOCUMENTS_VIEW
-from conftest import POLICY, stop_at_chunk_write
+from conftest import BEFORE_0031, POLICY, stop_at_chunk_write
 from test_migration_source_rows import _answers, _sources, assert_runs_as_fresh
 
 #: The two tables as migrations 0001-0028 left them (rowid tables, their keys in unique indexes).
-BEFORE_0029 = """
+BEFORE_0029 = BEFORE_0031 + """
 DROP VIEW documents;
 CREATE TABLE document_rows_old(
     doc_id TEXT PRIMARY KEY, fkey INTEGER NOT NULL, content_hash TEXT NOT NULL,
@@ -58,13 +58,15 @@ def _layout(index: Path) -> dict[str, Any]:
         conn.close()
 
 
-def test_a_fresh_index_keeps_canonicals_and_documents_by_their_keys(tmp_path: Path) -> None:
+def test_a_fresh_index_keeps_canonicals_by_their_keys(tmp_path: Path) -> None:
+    """Canonicals stay in their id's B-tree; document rows, kept so by 0029, have an integer key since
+    0031 (what their sources and contexts name them by), their id in a unique index."""
     index = tmp_path / "i.sqlite"
     ingest([POLICY / "current"], index)
     layout = _layout(index)
-    assert layout["without_rowid"] == {"canonicals": True, "document_rows": True}
-    assert not any(n.startswith(("sqlite_autoindex_canonicals", "sqlite_autoindex_document_rows"))
-                   for n in layout["autoindexes"])
+    assert layout["without_rowid"] == {"canonicals": True, "document_rows": False}
+    assert not any(n.startswith("sqlite_autoindex_canonicals") for n in layout["autoindexes"])
+    assert "sqlite_autoindex_document_rows_1" in layout["autoindexes"]
     assert layout["state_indexes"] == ["documents_pending"]
     assert "documents_pending" in layout["pending_plan"]  # the partial index answers the one question asked
 
@@ -84,7 +86,7 @@ def test_an_index_with_rowid_canonicals_and_documents_migrates_and_answers_as_be
     assert _sources(index) == rows  # the same rows in the old layout
     assert _answers(index) == before  # opening migrates it
     new = _layout(index)
-    assert new["without_rowid"] == {"canonicals": True, "document_rows": True}
+    assert new["without_rowid"] == {"canonicals": True, "document_rows": False}  # keyed by dkey (0031)
     assert new["state_indexes"] == ["documents_pending"]
     assert _sources(index) == rows
     assert_runs_as_fresh(index, tmp_path)

@@ -17,6 +17,7 @@ from chunkdedup.config import QueryConfig
 from chunkdedup.errors import ConfigError
 from chunkdedup.ingestion.context import filename_words
 from chunkdedup.query.numbers import asks_amount, number_density
+from conftest import CONTEXTS_BY_DOC
 
 #: the ranking before the levers: context scored by IDF alone, every term counted fully, no figures
 PLAIN = QueryConfig(identity_weight=1.0, context_specificity=0.0, context_b=0.0, number_weight=0.0)
@@ -84,7 +85,7 @@ def test_file_names_are_url_decoded(tmp_path: Path) -> None:
     index = tmp_path / "i.sqlite"
     ingest([_ndas(tmp_path / "c")], index)
     with Index.open(index) as ix:
-        contexts = dict(ix.store.conn.execute("SELECT doc_id, text FROM contexts"))
+        contexts = dict(ix.store.conn.execute(CONTEXTS_BY_DOC))
         result = search(ix, "the DBT agreement")
     (dbt,) = [text for doc, text in contexts.items() if doc.startswith("DBT")]
     assert dbt.split() == ["DBT", "Mutual", "NDA"]

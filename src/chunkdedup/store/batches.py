@@ -25,6 +25,12 @@ def in_lists(ids: Sequence[T]) -> Iterator[tuple[list[T], str]]:
         yield part, ",".join("?" * len(part))
 
 
+def document_keys(conn: sqlite3.Connection, doc_ids: Sequence[str]) -> dict[str, int]:
+    """``doc_id -> dkey`` (the document row's integer key, migration 0031) of these documents; an id
+    with no row is left out."""
+    return dict(rows_for_ids(conn, "SELECT doc_id, dkey FROM document_rows WHERE doc_id IN ({})", doc_ids))
+
+
 def numbered(count: int, first: int = 1) -> str:
     """A placeholder list of ``count`` numbered parameters from ``first`` (``?1,?2,?3``): one that a
     statement reads more than once binds its values once."""

@@ -27,8 +27,8 @@ from chunkdedup.store.band_tables import BandTables
 from chunkdedup.store.band_tables import pack_bands as pack_bands
 from chunkdedup.store.band_tables import packed_band_keys as packed_band_keys
 from chunkdedup.store.band_tables import unpack_bands as unpack_bands
+from chunkdedup.store.batches import document_keys, has_row_triggers
 from chunkdedup.store.batches import execute_for_ids as execute_for_ids
-from chunkdedup.store.batches import has_row_triggers
 from chunkdedup.store.batches import insert_rows as insert_rows
 from chunkdedup.store.batches import rows_for_ids as rows_for_ids
 from chunkdedup.store.batches import staged_rows as staged_rows
@@ -113,7 +113,10 @@ class ChunkTables(BandTables, EmbeddingTables):
 
     def docs_with_sources(self, doc_ids: Sequence[str]) -> list[str]:
         """Those of ``doc_ids`` that have sources (were chunked before), sorted."""
-        sql = "SELECT DISTINCT doc_id FROM source_rows WHERE doc_id IN ({})"
+        sql = (
+            "SELECT d.doc_id FROM document_rows d WHERE d.doc_id IN ({})"
+            " AND EXISTS (SELECT 1 FROM source_rows s WHERE s.dkey = d.dkey)"
+        )
         return sorted({r[0] for r in self._batched(sql, sorted(set(doc_ids)))})
 
     def replace_sources(
@@ -137,7 +140,8 @@ class ChunkTables(BandTables, EmbeddingTables):
         old = list(
             self._batched("SELECT DISTINCT group_id, canonical_id FROM sources WHERE doc_id IN ({})", ids)
         )
-        execute_for_ids(c, "DELETE FROM source_rows WHERE doc_id IN ({})", ids)
+        keys = document_keys(c, ids)  # source rows name their document by its row's key
+        execute_for_ids(c, "DELETE FROM source_rows WHERE dkey IN ({})", sorted(keys.values()))
         new_groups = sorted({k.canonical_id for k in chunks})
         current: dict[str, str] = {}
         gids: dict[str, int] = {}
@@ -151,8 +155,8 @@ class ChunkTables(BandTables, EmbeddingTables):
         top = int(c.execute("SELECT COALESCE(MAX(gid), 0) FROM groups").fetchone()[0])
         gids.update((g, top + i) for i, g in enumerate((g for g in new_groups if g not in current), 1))
         c.executemany(
-            'INSERT INTO source_rows(doc_id, page, start, "end", gid) VALUES (?, ?, ?, ?, ?)',
-            [(k.chunk.doc_id, k.chunk.page, k.chunk.start, k.chunk.end, gids[k.canonical_id])
+            'INSERT INTO source_rows(dkey, page, start, "end", gid) VALUES (?, ?, ?, ?, ?)',
+            [(keys[k.chunk.doc_id], k.chunk.page, k.chunk.start, k.chunk.end, gids[k.canonical_id])
              for k in chunks],
         )
         # A group this batch makes (none of that id existed) has these chunks for all its sources, and

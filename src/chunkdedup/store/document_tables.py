@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from chunkdedup.normalize import running_lines
 from chunkdedup.store.band_tables import packed_band_keys
-from chunkdedup.store.batches import execute_for_ids, in_lists, insert_rows, rows_for_ids
+from chunkdedup.store.batches import document_keys, execute_for_ids, in_lists, insert_rows, rows_for_ids
 from chunkdedup.store.boilerplate_tables import BoilerplateTables
 from chunkdedup.store.schema import CLEAN_TEXT, DOC_UNIT, RAW_TEXT, MetaKey, stored_hash
 from chunkdedup.types import ContextSource, Document, DocumentKeys, KeyedDocument, KnownFile, Page
@@ -168,7 +168,9 @@ class DocumentTables(BoilerplateTables):
         self._doc_keys_change(ids)  # their units and keys no longer count
         sql = "SELECT DISTINCT fkey FROM document_rows WHERE doc_id IN ({})"
         files = [r[0] for r in rows_for_ids(self.conn, sql, ids)]
-        for table in ("pages", "doc_keys", "doc_chrome", "stripped", "contexts", "document_rows"):
+        keys = sorted(document_keys(self.conn, ids).values())
+        execute_for_ids(self.conn, "DELETE FROM contexts WHERE dkey IN ({})", keys)  # keyed by the row's key
+        for table in ("pages", "doc_keys", "doc_chrome", "stripped", "document_rows"):
             execute_for_ids(self.conn, f"DELETE FROM {table} WHERE doc_id IN ({{}})", ids)
         self.conn.executemany(  # a path no document names any more
             "DELETE FROM paths WHERE fkey=?1 AND NOT EXISTS (SELECT 1 FROM document_rows WHERE fkey=?1)",
@@ -233,8 +235,8 @@ class DocumentTables(BoilerplateTables):
         if chunked is not None and _count(self.conn, "document_rows") == _count(self.conn, "contexts"):
             return sorted(set(chunked))
         rows = self.conn.execute(
-            "SELECT d.doc_id FROM documents d LEFT JOIN contexts c USING(doc_id)"
-            " WHERE c.doc_id IS NULL OR d.run_id = ? ORDER BY d.doc_id",
+            "SELECT d.doc_id FROM document_rows d LEFT JOIN contexts c ON c.dkey = d.dkey"
+            " WHERE c.dkey IS NULL OR d.run_id = ? ORDER BY d.doc_id",
             (run_id,),
         )
         return [r[0] for r in rows]
@@ -244,13 +246,14 @@ class DocumentTables(BoilerplateTables):
         all of them (FTS5 triggers: see :func:`~chunkdedup.store.chunk_tables.staged_rows`)."""
         if not rows:
             return
+        keys = document_keys(self.conn, [doc_id for doc_id, _ in rows])  # a context is keyed by its row's
         insert_rows(
             self.conn,
             _CONTEXT_STAGE,
             "contexts",
-            "doc_id, text",
-            rows,
-            " ON CONFLICT(doc_id) DO UPDATE SET text=excluded.text WHERE text IS NOT excluded.text",
+            "dkey, text",
+            [(keys[doc_id], text) for doc_id, text in rows],
+            " ON CONFLICT(dkey) DO UPDATE SET text=excluded.text WHERE text IS NOT excluded.text",
         )
 
     def load_pages(self, doc_id: str, *, clean: bool = False) -> tuple[Page, ...]:
@@ -383,12 +386,17 @@ _PATH_KEY = "(SELECT fkey FROM paths WHERE path=?2)"
 #: a document's unit (parameter 4) as ``documents`` keeps it: '' where it is its own (schema.DOC_UNIT)
 _OWN_UNIT = "CASE WHEN ?4 = 'doc:' || ?1 THEN '' ELSE ?4 END"
 
-#: :meth:`Store.put_documents`: a document row (pending chunking), new or replacing the old one
+#: :meth:`Store.put_documents`: a document row (pending chunking), new or written over the old one in
+#: every column but its key (``dkey``: what its context and source rows name it by)
 _REPLACE_DOCUMENT = (
-    "INSERT OR REPLACE INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department,"
+    "INSERT INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department,"
     " family, effective_date, n_pages, title, state, config_hash, run_id)"
     " VALUES (?1, " + _PATH_KEY + ", stored_hash(?3), " + _OWN_UNIT + ", NULLIF(?5, '{}'), ?6, ?7, ?8, ?9,"
     " ?10, 'pending', NULL, ?11)"
+    " ON CONFLICT(doc_id) DO UPDATE SET fkey=excluded.fkey, content_hash=excluded.content_hash,"
+    " unit=excluded.unit, metadata=excluded.metadata, department=excluded.department,"
+    " family=excluded.family, effective_date=excluded.effective_date, n_pages=excluded.n_pages,"
+    " title=excluded.title, state='pending', config_hash=NULL, run_id=excluded.run_id"
 )
 
 #: the row written over the old one (a chunked document's): the indexed columns (file, department,
@@ -430,7 +438,7 @@ def _spans(value: str | None) -> tuple[tuple[int, int], ...]:
     return tuple((int(s), int(e)) for s, e in json.loads(value)) if value else ()
 
 #: the staging table of :meth:`Store.put_contexts`
-_CONTEXT_STAGE = ("context_stage", "doc_id TEXT, text TEXT")
+_CONTEXT_STAGE = ("context_stage", "dkey INTEGER, text TEXT")
 
 #: meta key: the config hash every indexed document is chunked under, when known (set_chunked_config)
 _CHUNKED_CONFIG: MetaKey = "chunked_config"

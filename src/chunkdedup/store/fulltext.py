@@ -178,8 +178,7 @@ def term_spread(store: Store, match: str) -> TermSpread:
         return TermSpread(0, 0)
     owned = store.conn.execute(
         "SELECT COUNT(*) FROM groups_fts WHERE groups_fts MATCH ?1 AND +rowid IN ("
-        " SELECT s.gid FROM contexts_fts f JOIN contexts c ON c.dkey = f.rowid"
-        " JOIN source_rows s ON s.doc_id = c.doc_id"
+        " SELECT s.gid FROM contexts_fts f JOIN source_rows s ON s.dkey = f.rowid"
         " WHERE contexts_fts MATCH ?1)",
         (match,),
     ).fetchone()[0]
@@ -190,7 +189,7 @@ def context_docs(store: Store, dkeys: Sequence[int]) -> tuple[ContextDoc, ...]:
     """The documents of these context keys, in batches of ``dkeys`` as given."""
     out: list[ContextDoc] = []
     for part, marks in in_lists(dkeys):
-        sql = f"SELECT dkey, doc_id FROM contexts WHERE dkey IN ({marks})"
+        sql = f"SELECT dkey, doc_id FROM document_rows WHERE dkey IN ({marks})"
         out.extend(ContextDoc(r[0], r[1]) for r in store.conn.execute(sql, part).fetchall())
     return tuple(out)
 
