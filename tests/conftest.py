@@ -27,10 +27,25 @@ POLICY_MANIFEST = POLICY / "manifest.jsonl"
 #: Each document's context text by document id (a context is keyed by its document row's key).
 CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d ON d.dkey = c.dkey"
 
+#: Pages as migrations 0001-0031 left them: a table naming its document by id.
+BEFORE_0032 = """
+CREATE TABLE pages_old(
+    doc_id TEXT NOT NULL, page INTEGER NOT NULL, has_text INTEGER NOT NULL,
+    raw_text TEXT NOT NULL, clean_text TEXT, ocr_confidence REAL, links TEXT, UNIQUE(doc_id, page));
+INSERT INTO pages_old SELECT doc_id, page, has_text, raw_text, clean_text, ocr_confidence, links FROM pages
+    ORDER BY doc_id, page;
+DROP VIEW pages;
+DROP TABLE page_rows;
+ALTER TABLE pages_old RENAME TO pages;
+CREATE INDEX pages_without_text ON pages(doc_id) WHERE has_text = 0;
+CREATE INDEX pages_ocr ON pages(doc_id, page) WHERE ocr_confidence IS NOT NULL;
+DELETE FROM migrations WHERE name = '0032_page_keys';
+"""
+
 #: The rows of documents, their sources and contexts as migrations 0001-0030 left them: documents kept by
 #: their id (WITHOUT ROWID), source rows and contexts naming a document by its id (a context's key its
 #: own, here not its document's, so a migration must key it again).
-BEFORE_0031 = """
+BEFORE_0031 = BEFORE_0032 + """
 DROP VIEW documents;
 DROP VIEW sources;
 DROP VIEW cluster_sources;

@@ -18,6 +18,7 @@ from chunkdedup.store.core import NEW_FILE_PAGE_BYTES
 from chunkdedup.store.pagetext import PageCodec
 from chunkdedup.text.boilerplate import DocumentKeys
 from chunkdedup.types import Document, Page
+from conftest import BEFORE_0032
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -43,6 +44,7 @@ def test_unchanged_pages_keep_one_copy_and_an_old_index_migrates(tmp_path: Path)
     changed = sum(raw != clean for _, _, raw, clean in before)
     assert stored == changed  # a second copy exactly where stripping changed the page
     # rewrite the table as the code before 0009 kept it: WITHOUT ROWID, clean text always written
+    conn.executescript(BEFORE_0032)  # the pages table as it was before it named documents by their key
     with conn:
         conn.execute(
             "CREATE TABLE old_pages(doc_id TEXT NOT NULL, page INTEGER NOT NULL, has_text INTEGER NOT NULL,"
@@ -61,7 +63,7 @@ def test_unchanged_pages_keep_one_copy_and_an_old_index_migrates(tmp_path: Path)
     conn.close()
     assert _pages(index) == before  # Index.open migrates
     conn = sqlite3.connect(index)
-    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'pages'").fetchone()[0]
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'page_rows'").fetchone()[0]
     assert "WITHOUT ROWID" not in sql
     assert conn.execute("SELECT COUNT(clean_text) FROM pages").fetchone()[0] == changed
     conn.close()

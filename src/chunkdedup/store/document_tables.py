@@ -126,30 +126,32 @@ class DocumentTables(BoilerplateTables):
         c.executemany(_REPLACE_DOCUMENT, inserted)
         c.executemany(_UPSERT_DOCUMENT, rewritten)
         c.executemany(_MOVE_DOCUMENT, [(r[1], r[5], r[6], r[0], r[1], r[5], r[6]) for r in rewritten])
-        execute_for_ids(c, "DELETE FROM pages WHERE doc_id IN ({})", [r[0] for r in inserted])
+        keys = document_keys(c, ids)  # a page row names its document by the row's key
+        execute_for_ids(c, "DELETE FROM page_rows WHERE dkey IN ({})", sorted(keys[r[0]] for r in inserted))
         c.executemany(
-            "DELETE FROM pages WHERE doc_id=? AND page NOT IN (SELECT value FROM json_each(?))",
-            [(d.doc_id, json.dumps([p.number for p in d.pages])) for d, _ in items if d.doc_id in over],
+            "DELETE FROM page_rows WHERE dkey=? AND page NOT IN (SELECT value FROM json_each(?))",
+            [(keys[d.doc_id], json.dumps([p.number for p in d.pages])) for d, _ in items if d.doc_id in over],
         )
         codec = self.codec
         codec.learn(p.text for doc, _ in items for p in doc.pages)  # read only until it is trained
         self._keep_dict()
         page_rows = [
-            (doc.doc_id, p.number, int(p.has_text_layer), codec.encode(p.text), _links(p))
+            (keys[doc.doc_id], p.number, int(p.has_text_layer), codec.encode(p.text), _links(p))
             for doc, _ in items
             for p in doc.pages
         ]
+        rewritten_keys = {keys[d] for d in over}
         c.executemany(
             _INSERT_PAGE,
-            [r for r in page_rows if r[0] not in over],
+            [r for r in page_rows if r[0] not in rewritten_keys],
         )
-        over_pages = [r for r in page_rows if r[0] in over]
+        over_pages = [r for r in page_rows if r[0] in rewritten_keys]
         c.executemany(_UPSERT_PAGE, over_pages)
         c.executemany(
-            "UPDATE pages SET has_text=? WHERE doc_id=? AND page=? AND has_text IS NOT ?",
+            "UPDATE page_rows SET has_text=? WHERE dkey=? AND page=? AND has_text IS NOT ?",
             [(r[2], r[0], r[1], r[2]) for r in over_pages],
         )
-        _put_ocr(c, [doc for doc, _ in items], over)
+        _put_ocr(c, [doc for doc, _ in items], over, keys)
         self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
 
     def remove_document(self, doc_id: str, run_id: int) -> int:
@@ -169,8 +171,9 @@ class DocumentTables(BoilerplateTables):
         sql = "SELECT DISTINCT fkey FROM document_rows WHERE doc_id IN ({})"
         files = [r[0] for r in rows_for_ids(self.conn, sql, ids)]
         keys = sorted(document_keys(self.conn, ids).values())
-        execute_for_ids(self.conn, "DELETE FROM contexts WHERE dkey IN ({})", keys)  # keyed by the row's key
-        for table in ("pages", "doc_keys", "doc_chrome", "stripped", "document_rows"):
+        for table in ("contexts", "page_rows"):  # keyed by the document row's key
+            execute_for_ids(self.conn, f"DELETE FROM {table} WHERE dkey IN ({{}})", keys)
+        for table in ("doc_keys", "doc_chrome", "stripped", "document_rows"):
             execute_for_ids(self.conn, f"DELETE FROM {table} WHERE doc_id IN ({{}})", ids)
         self.conn.executemany(  # a path no document names any more
             "DELETE FROM paths WHERE fkey=?1 AND NOT EXISTS (SELECT 1 FROM document_rows WHERE fkey=?1)",
@@ -339,15 +342,17 @@ class DocumentTables(BoilerplateTables):
         changed = {(d.doc_id, s.page) for d in docs for s in d.stripped}
         self._keep_dict()
         # a document stripped of nothing (most): all its pages' clean text NULL, a statement per 500
+        dkeys = document_keys(c, [d.doc_id for d in docs])
         execute_for_ids(
             c,
-            "UPDATE pages SET clean_text = NULL WHERE doc_id IN ({}) AND clean_text IS NOT NULL",
-            [d.doc_id for d in docs if not d.stripped],
+            "UPDATE page_rows SET clean_text = NULL WHERE dkey IN ({}) AND clean_text IS NOT NULL",
+            sorted(dkeys[d.doc_id] for d in docs if not d.stripped),
         )
         c.executemany(
-            "UPDATE pages SET clean_text = ? WHERE doc_id=? AND page=?",
+            "UPDATE page_rows SET clean_text = ? WHERE dkey=? AND page=?",
             [
-                (self.codec.encode(p.text) if (d.doc_id, p.number) in changed else None, d.doc_id, p.number)
+                (self.codec.encode(p.text) if (d.doc_id, p.number) in changed else None, dkeys[d.doc_id],
+                 p.number)
                 for d in docs
                 if d.stripped
                 for p in d.clean
@@ -420,10 +425,10 @@ _MOVE_DOCUMENT = (
 #: a page's row, new or written over the old one (its text to be cleaned again); has_text is set
 #: apart, where it changed (the partial index pages_without_text is written only then)
 _INSERT_PAGE = (
-    "INSERT INTO pages(doc_id, page, has_text, raw_text, clean_text, links) VALUES (?, ?, ?, ?, NULL, ?)"
+    "INSERT INTO page_rows(dkey, page, has_text, raw_text, clean_text, links) VALUES (?, ?, ?, ?, NULL, ?)"
 )
 _UPSERT_PAGE = (
-    _INSERT_PAGE + " ON CONFLICT(doc_id, page) DO UPDATE SET raw_text=excluded.raw_text, clean_text=NULL,"
+    _INSERT_PAGE + " ON CONFLICT(dkey, page) DO UPDATE SET raw_text=excluded.raw_text, clean_text=NULL,"
     " links=excluded.links"
 )
 
@@ -485,16 +490,19 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _put_ocr(conn: sqlite3.Connection, docs: Sequence[Document], rewritten: set[str]) -> None:
+def _put_ocr(
+    conn: sqlite3.Connection, docs: Sequence[Document], rewritten: set[str], keys: Mapping[str, int]
+) -> None:
     """The OCR confidence of the pages read by OCR; a rewritten document's other pages lose theirs
-    (both through the partial index ``pages_ocr``: a corpus without scans writes nothing)."""
+    (both through the partial index ``pages_ocr``: a corpus without scans writes nothing). ``keys``:
+    the documents' row keys."""
     conn.executemany(
-        "UPDATE pages SET ocr_confidence = NULL WHERE doc_id=? AND ocr_confidence IS NOT NULL",
-        [(d.doc_id,) for d in docs if d.doc_id in rewritten],
+        "UPDATE page_rows SET ocr_confidence = NULL WHERE dkey=? AND ocr_confidence IS NOT NULL",
+        [(keys[d.doc_id],) for d in docs if d.doc_id in rewritten],
     )
     conn.executemany(
-        "UPDATE pages SET ocr_confidence=? WHERE doc_id=? AND page=?",
-        [(p.ocr_confidence, d.doc_id, p.number) for d in docs for p in d.pages if p.ocr],
+        "UPDATE page_rows SET ocr_confidence=? WHERE dkey=? AND page=?",
+        [(p.ocr_confidence, keys[d.doc_id], p.number) for d in docs for p in d.pages if p.ocr],
     )
 
 

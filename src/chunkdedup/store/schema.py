@@ -617,7 +617,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         # words it differs by when there are some; ``canonical_id``, ``relation`` and ``differing`` read
         # them through generated columns. The index by cluster holds only the groups another leads
         # (read through ``cluster_sources`` or ``canon = ? OR (canon IS NULL AND id = ?)``), so it is no
-        # longer deferred through a first ingest. 100k one-record documents: groups 261 -> 193 bytes.
+        # longer deferred through a first ingest. 100k one-record documents: groups 261 -> 195 bytes.
         """
         DROP VIEW sources;
         DROP INDEX IF EXISTS groups_canonical;
@@ -647,7 +647,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         # index by group hold a few bytes instead of the id twice, and a context is keyed by its
         # document's key, with no id and no unique index of its own (its FTS5 rowid is that key).
         # The document row's other indexes hold the key too. 100k one-record documents: source rows
-        # 65 -> 41 bytes a record, contexts 60 -> 16, document rows 106 -> 128.
+        # 65 -> 33 bytes a record, contexts 60 -> 13, document rows 106 -> 121.
         """
         DROP VIEW documents;
         DROP VIEW sources;
@@ -699,6 +699,27 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
         END;
         INSERT INTO contexts_fts(contexts_fts) VALUES('rebuild');
+        """,
+    ),
+    (
+        "0032_page_keys",
+        # A page row names its document by the document row's key too (``page_rows``, read through the
+        # ``pages`` view, which gives the id): the row and its unique index hold a few bytes instead of
+        # the id twice. Still a rowid table (migration 0009). 100k one-record documents: pages 107 -> 78
+        # bytes a record.
+        """
+        CREATE TABLE page_rows(
+            dkey INTEGER NOT NULL, page INTEGER NOT NULL, has_text INTEGER NOT NULL,
+            raw_text TEXT NOT NULL, clean_text TEXT, ocr_confidence REAL, links TEXT, UNIQUE(dkey, page));
+        INSERT INTO page_rows(dkey, page, has_text, raw_text, clean_text, ocr_confidence, links)
+            SELECT d.dkey, p.page, p.has_text, p.raw_text, p.clean_text, p.ocr_confidence, p.links
+            FROM pages p JOIN document_rows d ON d.doc_id = p.doc_id ORDER BY d.dkey, p.page;
+        DROP TABLE pages;
+        CREATE INDEX pages_without_text ON page_rows(dkey) WHERE has_text = 0;
+        CREATE INDEX pages_ocr ON page_rows(dkey, page) WHERE ocr_confidence IS NOT NULL;
+        CREATE VIEW pages(doc_id, page, has_text, raw_text, clean_text, ocr_confidence, links) AS
+            SELECT d.doc_id, p.page, p.has_text, p.raw_text, p.clean_text, p.ocr_confidence, p.links
+            FROM page_rows p JOIN document_rows d ON d.dkey = p.dkey;
         """,
     ),
 )
