@@ -276,14 +276,16 @@ def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, 
                 (f"d{i // per_doc:07d}", (i % per_doc) * 10_000, cid)
                 for i, cid in zip(range(lo, hi), ids, strict=True)
             ]
+            # each group leads its own cluster; rows name a document by its row's key
             conn.executemany(
-                "INSERT INTO groups(id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id)"
-                " VALUES (?, ?, 1, ?, 1, ?, ?)",
-                [(c, t, d, s, c) for (d, s, c), t in zip(src, texts, strict=True)],
+                "INSERT INTO groups(id, text, n_sources, rep_dkey, rep_page, rep_start)"
+                " VALUES (?, ?, 1, (SELECT dkey FROM document_rows WHERE doc_id=?), 1, ?)",
+                [(c, t, d, s) for (d, s, c), t in zip(src, texts, strict=True)],
             )
             conn.executemany(
-                'INSERT INTO source_rows(doc_id, page, start, "end", gid)'
-                " SELECT ?, 1, ?, 0, gid FROM groups WHERE id=?",
+                'INSERT INTO source_rows(dkey, page, start, "end", gid)'
+                " SELECT d.dkey, 1, ?2, 0, g.gid FROM document_rows d, groups g"
+                " WHERE d.doc_id=?1 AND g.id=?3",
                 src,
             )
         print(f"  synthetic: {hi:,}/{n_chunks:,} chunks", file=sys.stderr, end="\r")

@@ -69,14 +69,18 @@ CORPORA: dict[str, tuple[tuple[str, ...], str | None]] = {
 #: the candidate pairs: the near tier with the number/date guard alone
 CANDIDATES = Config(near=NearConfig(meaning=(), numbering=False))
 
-_MERGES = """
-SELECT m.text, m.rep_doc, m.rep_page, l.text, l.rep_doc, l.rep_page, m.similarity, NULL
+#: a group's first document (groups name it by the document row's key)
+_DOC = "(SELECT d.doc_id FROM document_rows d WHERE d.dkey = {}.rep_dkey)"
+
+_MERGES = f"""
+SELECT m.text, {_DOC.format("m")}, m.rep_page, l.text, {_DOC.format("l")}, l.rep_page, m.similarity, NULL
 FROM groups m JOIN groups l ON l.id = m.canonical_id
 WHERE m.relation = 'near'
 """
 # variants(a, b): a ranks first (the leader b could have joined), b is the member
-_VARIANTS = """
-SELECT m.text, m.rep_doc, m.rep_page, l.text, l.rep_doc, l.rep_page, v.similarity, v.differing
+_VARIANTS = f"""
+SELECT m.text, {_DOC.format("m")}, m.rep_page, l.text, {_DOC.format("l")}, l.rep_page, v.similarity,
+    v.differing
 FROM variants v JOIN groups m ON m.id = v.b JOIN groups l ON l.id = v.a
 """
 

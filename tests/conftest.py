@@ -27,8 +27,16 @@ POLICY_MANIFEST = POLICY / "manifest.jsonl"
 #: Each document's context text by document id (a context is keyed by its document row's key).
 CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d ON d.dkey = c.dkey"
 
+#: Groups as migrations 0001-0032 left them: naming their first source's document by its id.
+BEFORE_0033 = """
+ALTER TABLE groups ADD COLUMN rep_doc TEXT NOT NULL DEFAULT '';
+UPDATE groups SET rep_doc = (SELECT d.doc_id FROM document_rows d WHERE d.dkey = groups.rep_dkey);
+ALTER TABLE groups DROP COLUMN rep_dkey;
+DELETE FROM migrations WHERE name = '0033_group_rep_keys';
+"""
+
 #: Pages as migrations 0001-0031 left them: a table naming its document by id.
-BEFORE_0032 = """
+BEFORE_0032 = BEFORE_0033 + """
 CREATE TABLE pages_old(
     doc_id TEXT NOT NULL, page INTEGER NOT NULL, has_text INTEGER NOT NULL,
     raw_text TEXT NOT NULL, clean_text TEXT, ocr_confidence REAL, links TEXT, UNIQUE(doc_id, page));

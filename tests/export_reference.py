@@ -66,8 +66,9 @@ def digests(index: Path) -> dict[str, str]:
         out["boilerplate"] = _sha(bp)
         conn = ix.store.conn
         groups = conn.execute(
-            "SELECT id, text, n_sources, rep_doc, rep_page, rep_start, canonical_id, relation, similarity,"
-            " differing FROM groups ORDER BY id"
+            "SELECT g.id, g.text, g.n_sources, d.doc_id, g.rep_page, g.rep_start, g.canonical_id,"
+            " g.relation, g.similarity, g.differing"
+            " FROM groups g JOIN document_rows d ON d.dkey = g.rep_dkey ORDER BY g.id"
         ).fetchall()
         out["groups"] = _sha(groups)
         out["variants"] = _sha(conn.execute("SELECT * FROM variants ORDER BY a, b").fetchall())

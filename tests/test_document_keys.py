@@ -1,7 +1,7 @@
-"""Migration 0031: a document row has an integer key (``dkey``) that its source rows and its context name
-it by. An index in the layout before migrates (contexts keyed again by their document's key) and answers
-as it did; a document's key holds through a new version of it, and a removed document's key takes nothing
-of it to the document that gets that key next."""
+"""Migrations 0031-0033: a document row has an integer key (``dkey``) that its source rows, its context,
+its pages and the groups it is the first source of name it by. An index in the layout before migrates
+(contexts keyed again by their document's key) and answers as it did; a document's key holds through a new
+version of it, and a removed document's key takes nothing of it to the document that gets that key next."""
 
 from __future__ import annotations
 
@@ -33,6 +33,9 @@ def _keys(index: Path) -> dict[str, Any]:
             "orphans": conn.execute(
                 "SELECT (SELECT COUNT(*) FROM source_rows WHERE dkey NOT IN (SELECT dkey FROM document_rows))"
                 " + (SELECT COUNT(*) FROM contexts WHERE dkey NOT IN (SELECT dkey FROM document_rows))"
+                " + (SELECT COUNT(*) FROM page_rows WHERE dkey NOT IN (SELECT dkey FROM document_rows))"
+                " + (SELECT COUNT(*) FROM groups WHERE rep_dkey IS NULL"
+                "    OR rep_dkey NOT IN (SELECT dkey FROM source_rows s WHERE s.gid = groups.gid))"
             ).fetchone()[0],
             "context_hits": conn.execute(
                 "SELECT COUNT(*) FROM contexts_fts f JOIN contexts c ON c.dkey = f.rowid"
@@ -49,6 +52,8 @@ def test_a_fresh_index_names_documents_by_their_keys(tmp_path: Path) -> None:
     assert _columns(index, "source_rows")[0] == "dkey" and "doc_id" not in _columns(index, "source_rows")
     assert _columns(index, "contexts") == ["dkey", "text"]
     assert _columns(index, "document_rows")[:2] == ["dkey", "doc_id"]
+    assert _columns(index, "page_rows")[:2] == ["dkey", "page"]
+    assert "rep_dkey" in _columns(index, "groups") and "rep_doc" not in _columns(index, "groups")
     keys = _keys(index)
     assert keys["orphans"] == 0 and set(keys["contexts"]) == set(keys["dkeys"])
     assert keys["context_hits"] > 0
@@ -65,6 +70,7 @@ def test_an_index_naming_documents_by_id_migrates_and_answers_as_before(tmp_path
     conn.executescript(BEFORE_0031)  # contexts keyed apart from their documents (their key + 1000)
     conn.close()
     assert "doc_id" in _columns(index, "source_rows") and "doc_id" in _columns(index, "contexts")
+    assert "doc_id" in _columns(index, "pages") and "rep_doc" in _columns(index, "groups")
     assert _sources(index) == rows
     assert _answers(index) == before  # opening migrates it
     keys = _keys(index)

@@ -49,7 +49,8 @@ def _groups(index: Path) -> dict[str, str]:
     """doc -> its exact-key group id."""
     conn = sqlite3.connect(index)
     try:
-        return dict(conn.execute("SELECT rep_doc, id FROM groups"))
+        firsts = "SELECT d.doc_id, g.id FROM groups g JOIN document_rows d ON d.dkey = g.rep_dkey"
+        return dict(conn.execute(firsts))
     finally:
         conn.close()
 

@@ -45,7 +45,8 @@ _FIRST_SOURCES = (
 )
 
 _GROUP_STATE = (
-    "SELECT id, rep_doc, rep_page, rep_start, canonical_id, text, n_sources FROM groups WHERE id IN ({})"
+    "SELECT g.id, d.doc_id, g.rep_page, g.rep_start, g.canonical_id, g.text, g.n_sources"
+    " FROM groups g JOIN document_rows d ON d.dkey = g.rep_dkey WHERE g.id IN ({})"
 )
 
 _CANONICAL_STATE = "SELECT id, signature, updated_run FROM canonicals WHERE id IN ({})"
@@ -80,13 +81,13 @@ _NONE_BORN: Born = {}
 #: staging tables for one-statement writes (:func:`staged_rows`): name and columns
 _GROUP_STAGE = (
     "group_stage",
-    "id TEXT, text TEXT, n_sources INTEGER, rep_doc TEXT, rep_page INTEGER, rep_start INTEGER,"
+    "id TEXT, text TEXT, n_sources INTEGER, rep_dkey INTEGER, rep_page INTEGER, rep_start INTEGER,"
     " canon TEXT, signed BLOB, gid INTEGER",
 )
 
 #: the columns of a new group's row, as refresh_groups writes them (the stage's, in its order); its
 #: ``gid`` is given by replace_sources, whose source rows name it
-_GROUP_COLUMNS = "id, text, n_sources, rep_doc, rep_page, rep_start, canon, signed, gid"
+_GROUP_COLUMNS = "id, text, n_sources, rep_dkey, rep_page, rep_start, canon, signed, gid"
 
 _ID_STAGE = ("id_stage", "id TEXT")
 
@@ -201,6 +202,8 @@ class ChunkTables(BandTables, EmbeddingTables):
         texts = self.span_texts([(r[1], r[2], r[3], r[5]) for r in rows], pages)
         first = {r[0]: (*r[1:5], text) for r, text in zip(rows, texts, strict=True)}
         old = {r[0]: r[1:] for r in self._batched(_GROUP_STATE, stored)}
+        # a group names its first source's document by the document row's key (migration 0033)
+        keys = document_keys(c, sorted({v[0] for v in first.values()}))
         lost: set[str] = set()
         gone: list[tuple[str, str]] = []
         inserts: list[tuple[object, ...]] = []
@@ -216,11 +219,11 @@ class ChunkTables(BandTables, EmbeddingTables):
             doc_id, page, start, n, text = now
             if was is None:
                 # a new group leads its own cluster: ``canon`` is NULL (migration 0030)
-                inserts.append((gid, text, n, doc_id, page, start, None, signed.get(gid), gids[gid]))
+                inserts.append((gid, text, n, keys[doc_id], page, start, None, signed.get(gid), gids[gid]))
                 dirty.append(gid)
                 continue
             if (was[4], was[5], tuple(was[:3])) != (text, n, (doc_id, page, start)):
-                updates.append((text, n, doc_id, page, start, gid))
+                updates.append((text, n, keys[doc_id], page, start, gid))
             if tuple(was[:3]) != (doc_id, page, start) or was[4] != text:
                 dirty.append(gid)  # its order moved, or its words (the meaning guard reads their case)
         self._drop_groups(gone)
@@ -230,13 +233,13 @@ class ChunkTables(BandTables, EmbeddingTables):
             insert_rows(c, _GROUP_STAGE, "groups", _GROUP_COLUMNS, inserts)
         if updates and not has_row_triggers(c, "groups"):
             c.executemany(
-                "UPDATE groups SET text=?, n_sources=?, rep_doc=?, rep_page=?, rep_start=? WHERE id=?",
+                "UPDATE groups SET text=?, n_sources=?, rep_dkey=?, rep_page=?, rep_start=? WHERE id=?",
                 updates,
             )
         elif updates:
             with staged_rows(c, _GROUP_STAGE, [(u[5], *u[:5], None, None, None) for u in updates]) as stage:
                 c.execute(
-                    "UPDATE groups SET text=s.text, n_sources=s.n_sources, rep_doc=s.rep_doc,"
+                    "UPDATE groups SET text=s.text, n_sources=s.n_sources, rep_dkey=s.rep_dkey,"
                     f" rep_page=s.rep_page, rep_start=s.rep_start FROM {stage} s WHERE groups.id = s.id"
                 )
         self.mark_dirty(dirty)
@@ -323,12 +326,15 @@ class ChunkTables(BandTables, EmbeddingTables):
         exact key the caller holds) is not read."""
         # the text is read only where it is not keyed (at a first ingest: hardly anywhere; 478k groups
         # read 4.8 -> 2.6 s)
-        sql = "SELECT id, {}, rep_doc, rep_page, rep_start, canonical_id FROM groups"
+        sql = (
+            "SELECT g.id, {}, d.doc_id, g.rep_page, g.rep_start, g.canonical_id"
+            " FROM groups g JOIN document_rows d ON d.dkey = g.rep_dkey"
+        )
         unkeyed = [g for g in ids if g not in keyed]
-        where = " WHERE id IN ({})"
+        where = " WHERE g.id IN ({})"
         out = [
             GroupRow(r[0], r[1], (r[2], r[3], r[4]), r[5])
-            for r in self._batched(sql.format("text") + where, unkeyed)
+            for r in self._batched(sql.format("g.text") + where, unkeyed)
         ]
         if len(unkeyed) < len(ids):
             rows = self._batched(sql.format("NULL") + where, [g for g in ids if g in keyed])

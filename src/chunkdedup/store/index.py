@@ -223,7 +223,7 @@ class IndexReader:
             SELECT COALESCE(d.family, '(no family)'),
                    SUM(g.relation = 'exact'), SUM(g.relation = 'near'), SUM(g.relation = 'semantic'),
                    SUM(g.id IN (SELECT a FROM variants UNION SELECT b FROM variants))
-            FROM groups g JOIN documents d ON d.doc_id = g.rep_doc
+            FROM groups g JOIN document_rows d ON d.dkey = g.rep_dkey
             GROUP BY 1 ORDER BY 1
             """
         )
@@ -294,7 +294,9 @@ class IndexReader:
         page (exact keys ignore case, spacing and generated ids: its words may be its own)."""
         rows = self.store.conn.execute(
             'SELECT s.doc_id, s.page, s.start, s."end", s.relation, s.similarity, g.id != g.canonical_id,'
-            " (g.rep_doc, g.rep_page, g.rep_start) = (s.doc_id, s.page, s.start), g.text, g.differing"
+            " (g.rep_dkey, g.rep_page, g.rep_start)"
+            " = ((SELECT d.dkey FROM document_rows d WHERE d.doc_id = s.doc_id), s.page, s.start),"
+            " g.text, g.differing"
             " FROM cluster_sources s JOIN groups g ON g.id = s.group_id WHERE s.canonical_id=?"
             " ORDER BY s.doc_id, s.page, s.start",
             (chunk_id,),

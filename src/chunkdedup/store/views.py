@@ -208,7 +208,9 @@ class IndexViews:
         similarity and the words that differ (``limit`` -1: all)."""
         rows = self.conn.execute(
             "SELECT id, relation, similarity, differing, n_sources, text FROM groups g"
-            f" WHERE {in_clusters('g', '?1')} ORDER BY rep_doc, rep_page, rep_start LIMIT ?2 OFFSET ?3",
+            f" WHERE {in_clusters('g', '?1')} ORDER BY"
+            " (SELECT d.doc_id FROM document_rows d WHERE d.dkey = g.rep_dkey), rep_page, rep_start"
+            " LIMIT ?2 OFFSET ?3",
             (canonical_id, limit, offset),
         )
         return tuple(MergeRow(r[0], r[1], r[2], tuple(json.loads(r[3])), int(r[4]), r[5]) for r in rows)
