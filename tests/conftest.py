@@ -27,8 +27,19 @@ POLICY_MANIFEST = POLICY / "manifest.jsonl"
 #: Each document's context text by document id (a context is keyed by its document row's key).
 CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d ON d.dkey = c.dkey"
 
+#: Document rows as migrations 0001-0033 left them: the config hash in each row.
+BEFORE_0034 = """
+DROP VIEW documents;
+ALTER TABLE document_rows ADD COLUMN config_hash TEXT;
+UPDATE document_rows SET config_hash = (SELECT c.hash FROM configs c WHERE c.ckey = document_rows.ckey);
+ALTER TABLE document_rows DROP COLUMN ckey;
+DROP TABLE configs;
+""" + DOCUMENTS_VIEW + """
+DELETE FROM migrations WHERE name = '0034_config_keys';
+"""
+
 #: Groups as migrations 0001-0032 left them: naming their first source's document by its id.
-BEFORE_0033 = """
+BEFORE_0033 = BEFORE_0034 + """
 ALTER TABLE groups ADD COLUMN rep_doc TEXT NOT NULL DEFAULT '';
 UPDATE groups SET rep_doc = (SELECT d.doc_id FROM document_rows d WHERE d.dkey = groups.rep_dkey);
 ALTER TABLE groups DROP COLUMN rep_dkey;

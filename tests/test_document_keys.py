@@ -54,6 +54,15 @@ def test_a_fresh_index_names_documents_by_their_keys(tmp_path: Path) -> None:
     assert _columns(index, "document_rows")[:2] == ["dkey", "doc_id"]
     assert _columns(index, "page_rows")[:2] == ["dkey", "page"]
     assert "rep_dkey" in _columns(index, "groups") and "rep_doc" not in _columns(index, "groups")
+    documents = _columns(index, "document_rows")
+    assert "ckey" in documents and "config_hash" not in documents
+    conn = sqlite3.connect(index)
+    try:  # one config: one row of configs, named by every indexed document
+        assert conn.execute("SELECT COUNT(*), COUNT(DISTINCT ckey) FROM document_rows").fetchone()[1] == 1
+        hashes = conn.execute("SELECT DISTINCT typeof(config_hash), length(config_hash) FROM documents")
+        assert hashes.fetchall() == [("blob", 16)]
+    finally:
+        conn.close()
     keys = _keys(index)
     assert keys["orphans"] == 0 and set(keys["contexts"]) == set(keys["dkeys"])
     assert keys["context_hits"] > 0
@@ -71,6 +80,7 @@ def test_an_index_naming_documents_by_id_migrates_and_answers_as_before(tmp_path
     conn.close()
     assert "doc_id" in _columns(index, "source_rows") and "doc_id" in _columns(index, "contexts")
     assert "doc_id" in _columns(index, "pages") and "rep_doc" in _columns(index, "groups")
+    assert "config_hash" in _columns(index, "document_rows")
     assert _sources(index) == rows
     assert _answers(index) == before  # opening migrates it
     keys = _keys(index)

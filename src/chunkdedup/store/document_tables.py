@@ -371,9 +371,12 @@ class DocumentTables(BoilerplateTables):
             " SELECT doc_id, khash FROM doc_keys JOIN chrome USING(khash) WHERE doc_id IN ({})",
             ids,
         )
+        # a document row names its config by the key of its hash (migration 0034)
+        c.execute("INSERT OR IGNORE INTO configs(hash) VALUES (?)", (stored_hash(config_hash),))
         execute_for_ids(
             c,
-            "UPDATE document_rows SET state='indexed', config_hash=?, run_id=? WHERE doc_id IN ({})",
+            "UPDATE document_rows SET state='indexed', ckey=(SELECT ckey FROM configs WHERE hash=?), run_id=?"
+            " WHERE doc_id IN ({})",
             ids,
             (stored_hash(config_hash), run_id),
         )
@@ -395,25 +398,25 @@ _OWN_UNIT = "CASE WHEN ?4 = 'doc:' || ?1 THEN '' ELSE ?4 END"
 #: every column but its key (``dkey``: what its context and source rows name it by)
 _REPLACE_DOCUMENT = (
     "INSERT INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department,"
-    " family, effective_date, n_pages, title, state, config_hash, run_id)"
+    " family, effective_date, n_pages, title, state, ckey, run_id)"
     " VALUES (?1, " + _PATH_KEY + ", stored_hash(?3), " + _OWN_UNIT + ", NULLIF(?5, '{}'), ?6, ?7, ?8, ?9,"
     " ?10, 'pending', NULL, ?11)"
     " ON CONFLICT(doc_id) DO UPDATE SET fkey=excluded.fkey, content_hash=excluded.content_hash,"
     " unit=excluded.unit, metadata=excluded.metadata, department=excluded.department,"
     " family=excluded.family, effective_date=excluded.effective_date, n_pages=excluded.n_pages,"
-    " title=excluded.title, state='pending', config_hash=NULL, run_id=excluded.run_id"
+    " title=excluded.title, state='pending', ckey=NULL, run_id=excluded.run_id"
 )
 
 #: the row written over the old one (a chunked document's): the indexed columns (file, department,
 #: family) are set by _MOVE_DOCUMENT, only where they changed
 _UPSERT_DOCUMENT = (
     "INSERT INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department, family,"
-    " effective_date, n_pages, title, state, config_hash, run_id)"
+    " effective_date, n_pages, title, state, ckey, run_id)"
     " VALUES (?1, " + _PATH_KEY + ", stored_hash(?3), " + _OWN_UNIT + ", NULLIF(?5, '{}'), ?6, ?7, ?8, ?9,"
     " ?10, 'pending', NULL, ?11)"
     " ON CONFLICT(doc_id) DO UPDATE SET content_hash=excluded.content_hash, unit=excluded.unit,"
     " metadata=excluded.metadata, effective_date=excluded.effective_date, n_pages=excluded.n_pages,"
-    " title=excluded.title, state='pending', config_hash=NULL, run_id=excluded.run_id"
+    " title=excluded.title, state='pending', ckey=NULL, run_id=excluded.run_id"
 )
 
 _MOVE_DOCUMENT = (

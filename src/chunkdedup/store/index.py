@@ -349,7 +349,9 @@ class IndexReader:
         conn = self.store.conn
         docs: set[str] = set()
         for part, marks in in_lists(chunk_ids):
-            sql = f"SELECT DISTINCT doc_id FROM cluster_sources WHERE canonical_id IN ({marks})"
+            # no DISTINCT: the set takes each once, and SQLite reads the view's two parts by index
+            # instead of gathering them to be scanned
+            sql = f"SELECT doc_id FROM cluster_sources WHERE canonical_id IN ({marks})"
             docs.update(r[0] for r in conn.execute(sql, part))
         out: dict[tuple[str, int], float] = {}
         ordered = sorted(docs)
