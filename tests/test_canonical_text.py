@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from chunkdedup import Index, remove_documents
+from conftest import BEFORE_0031
 
 
 def _texts(index: Path) -> dict[str, str]:
@@ -44,6 +45,7 @@ def test_an_index_with_canonical_texts_migrates(policy_index: Path, tmp_path: Pa
     with Index.open(index) as ix:
         exported = list(ix.export())
     conn = sqlite3.connect(index)
+    conn.executescript(BEFORE_0031)  # the document rows as 0029, which runs again, takes them
     with conn:  # the table as the code before 0010 kept it: every canonical's text, NOT NULL
         conn.execute(
             "CREATE TABLE old(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL,"

@@ -432,7 +432,7 @@ def test_pages_answer_while_a_writer_holds_the_index(served: tuple[Path, Path], 
         with Store.open(copy) as writer, writer.transaction() as conn:
             conn.execute("INSERT INTO files(path, content_hash, status, reason, run_id)"
                          " VALUES ('/new.pdf', 'h', 'failed', 'half written', 1)")
-            conn.execute("INSERT INTO pages(doc_id, page, has_text, raw_text) VALUES ('new', 1, 0, '')")
+            conn.execute("INSERT INTO page_rows(dkey, page, has_text, raw_text) VALUES (-1, 1, 0, '')")
             conn.execute("INSERT INTO bp_keys(khash, key) VALUES (7, 'new key')")
             conn.execute("INSERT INTO stripped(doc_id, khash, scope, pages, lines, example)"
                          " VALUES ('new', 7, 'running', 1, 1, 'New key')")

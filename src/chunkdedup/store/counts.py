@@ -57,10 +57,11 @@ def count(conn: sqlite3.Connection) -> IndexCounts:
     return IndexCounts(
         documents=_one(conn, "SELECT COUNT(*) FROM document_rows"),
         pending_documents=_one(conn, "SELECT COUNT(*) FROM document_rows WHERE state='pending'"),
-        pages=_one(conn, "SELECT COUNT(*) FROM pages"),
+        # the tables, not the views: a view joins each row to its document
+        pages=_one(conn, "SELECT COUNT(*) FROM page_rows"),
         # a scanned page read by OCR has text, though no text layer
         pages_without_text=_one(
-            conn, "SELECT COUNT(*) FROM pages WHERE has_text=0 AND ocr_confidence IS NULL"
+            conn, "SELECT COUNT(*) FROM page_rows WHERE has_text=0 AND ocr_confidence IS NULL"
         ),
         lines_running=int(stripped.get("running") or 0),
         lines_chrome=int(stripped.get("chrome") or 0),
