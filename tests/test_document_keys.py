@@ -9,6 +9,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from chunkdedup import Index, ingest
 from chunkdedup.ingestion.remove import remove_documents
 from conftest import BEFORE_0031, CONTEXTS_BY_DOC, POLICY
@@ -116,3 +118,31 @@ def test_a_documents_key_holds_through_its_versions_and_goes_with_it(tmp_path: P
     with Index.open(index) as ix:
         cited = {c.doc for h in ix.query("gift cards expire", k=3) for c in h.citations}
     assert any(d.endswith("d.md") for d in cited) and last not in cited
+
+
+def test_a_group_whose_first_documents_row_is_missing_is_written_again(tmp_path: Path) -> None:
+    """A group's first document is read through its row's key: a key naming no row (a damaged index)
+    reads as a moved first source, so the next change to the group writes it again, not twice."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nRefunds are paid within thirty days. Ask the desk.\n")
+    index = tmp_path / "i.sqlite"
+    ingest([docs], index)
+    conn = sqlite3.connect(index)
+    with conn:
+        conn.execute("UPDATE groups SET rep_dkey = -5")
+    conn.close()
+    (docs / "b.md").write_text("# A\n\nRefunds are paid within thirty days. Ask the desk.\n")
+    ingest([docs], index)  # b.md's copies join a.md's groups
+    assert _keys(index)["orphans"] == 0
+
+
+def test_an_sqlite_older_than_the_schema_needs_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chunkdedup.errors import SchemaError
+
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 34, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.34.1")
+    with pytest.raises(SchemaError, match=r"3\.34\.1.*3\.35"):
+        ingest([POLICY / "current"], tmp_path / "i.sqlite")

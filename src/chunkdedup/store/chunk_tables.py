@@ -46,7 +46,8 @@ _FIRST_SOURCES = (
 
 _GROUP_STATE = (
     "SELECT g.id, d.doc_id, g.rep_page, g.rep_start, g.canonical_id, g.text, g.n_sources"
-    " FROM groups g JOIN document_rows d ON d.dkey = g.rep_dkey WHERE g.id IN ({})"
+    # LEFT: a group whose first document's row is missing reads as moved, and is written again
+    " FROM groups g LEFT JOIN document_rows d ON d.dkey = g.rep_dkey WHERE g.id IN ({})"
 )
 
 _CANONICAL_STATE = "SELECT id, signature, updated_run FROM canonicals WHERE id IN ({})"

@@ -56,6 +56,10 @@ WRITER_AUTOCHECKPOINT_BYTES = 256 << 20
 #: groups through it). The index by cluster is not deferred: it holds only groups another leads (migration
 #: 0030), none while a first ingest's chunk phase writes.
 DEFERRED_INDEXES = ("groups_unsigned",)
+
+#: The oldest SQLite the schema's migrations and reads run on: generated columns (3.31) and
+#: ``ALTER TABLE DROP COLUMN`` (3.35), migrations 0030, 0033, 0034.
+MIN_SQLITE = (3, 35, 0)
 _DEFERRED_INDEXES: MetaKey = "deferred_indexes"
 
 #: The format of the doc_keys rows :meth:`Store.set_many_doc_keys` writes: they also hold each document's
@@ -95,6 +99,11 @@ class Connection:
     def open(cls, path: str | Path, *, create: bool = False, readonly: bool = False) -> Self:
         """Open (or with ``create=True`` create) an index file and bring its schema up to date."""
         p = Path(path)
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise SchemaError(
+                f"index {p}: Python's SQLite is {sqlite3.sqlite_version}, and the index needs 3.35 or newer"
+                " (generated columns, DROP COLUMN): use a Python built with a newer SQLite"
+            )
         if not p.exists() and not create:
             raise SchemaError(f"index {p} does not exist: run `chunkdedup ingest PATH --index {p}` first")
         if p.exists() and p.is_dir():

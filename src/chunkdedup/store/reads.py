@@ -216,17 +216,17 @@ def variant_pairs(store: Store, ids: Sequence[str], *, grouped: bool) -> tuple[t
     """``(id, variant id)`` both ways for these canonical ids: ``variants`` pairs exact-key groups when
     the index has ``groups`` (``grouped``; mapped to their canonicals here), else canonical ids. A
     pair within one canonical is kept (the caller drops it)."""
-    if grouped:
-        pair = (
-            "SELECT ga.canonical_id, gb.canonical_id FROM groups ga JOIN variants v ON v.{x} = ga.id"
-            " JOIN groups gb ON gb.id = v.{y} WHERE " + in_clusters("ga", "{marks}")
-        )
-    else:
-        pair = "SELECT v.{x}, v.{y} FROM variants v WHERE v.{x} IN ({marks})"
     out: list[tuple[str, str]] = []
     for part, _ in in_lists(ids):
-        marks = numbered(len(part))  # each part of the union reads the ids
-        sql = pair.format(x="a", y="b", marks=marks) + " UNION " + pair.format(x="b", y="a", marks=marks)
+        # each part of the union reads the ids: numbered parameters, bound once
+        if grouped:
+            pair = (
+                "SELECT ga.canonical_id, gb.canonical_id FROM groups ga JOIN variants v ON v.{x} = ga.id"
+                " JOIN groups gb ON gb.id = v.{y} WHERE " + in_clusters("ga", len(part))
+            )
+        else:
+            pair = "SELECT v.{x}, v.{y} FROM variants v WHERE v.{x} IN (" + numbered(len(part)) + ")"
+        sql = pair.format(x="a", y="b") + " UNION " + pair.format(x="b", y="a")
         out.extend((a, b) for a, b in store.conn.execute(sql, part))
     return tuple(out)
 

@@ -43,7 +43,7 @@ CREATE VIEW documents(doc_id, file_path, content_hash, unit, metadata, departmen
     FROM document_rows d LEFT JOIN paths p ON p.fkey = d.fkey;
 """
 #: The ``sources`` view over ``source_rows`` (migration 0025 made it; 0030 makes it again over the
-#: groups' generated columns).
+#: groups' generated columns). Like every view text below, migrations read it: it never changes.
 SOURCES_VIEW = """
 CREATE VIEW sources(doc_id, page, start, "end", group_id, canonical_id, relation, similarity) AS
     SELECT s.doc_id, s.page, s.start, s."end", g.id, g.canonical_id, g.relation, g.similarity
@@ -91,10 +91,12 @@ CREATE VIEW documents(doc_id, file_path, content_hash, unit, metadata, departmen
 _HEX = frozenset("0123456789abcdef")
 
 
-def in_clusters(alias: str, marks: str) -> str:
-    """SQL true for the groups (the table aliased ``alias``) of the clusters named by ``marks``, an
-    ``IN`` list read twice (so numbered: ``?1,?2``): those another group leads, through the index by
-    cluster, and the ones leading themselves, through the index by id (migration 0030)."""
+def in_clusters(alias: str, count: int, first: int = 1) -> str:
+    """SQL true for the groups (the table aliased ``alias``) of the ``count`` clusters bound as the
+    numbered parameters from ``?first`` (the list is read twice, so its values are bound once): those
+    another group leads, through the index by cluster, and the ones leading themselves, through the
+    index by id (migration 0030)."""
+    marks = ",".join(f"?{i}" for i in range(first, first + count))
     return f"({alias}.canon IN ({marks}) OR ({alias}.canon IS NULL AND {alias}.id IN ({marks})))"
 
 

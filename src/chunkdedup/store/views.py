@@ -199,7 +199,7 @@ class IndexViews:
 
     def groups(self, canonical_id: str, *, limit: int, offset: int = 0) -> Slice[MergeRow]:
         """A page of :meth:`merges`, with how many groups the canonical has."""
-        sql = f"SELECT COUNT(*) FROM groups g WHERE {in_clusters('g', '?1')}"
+        sql = f"SELECT COUNT(*) FROM groups g WHERE {in_clusters('g', 1)}"
         total = int(self.conn.execute(sql, (canonical_id,)).fetchone()[0])
         return Slice(self.merges(canonical_id, limit=limit, offset=offset), total, limit, offset)
 
@@ -208,7 +208,7 @@ class IndexViews:
         similarity and the words that differ (``limit`` -1: all)."""
         rows = self.conn.execute(
             "SELECT id, relation, similarity, differing, n_sources, text FROM groups g"
-            f" WHERE {in_clusters('g', '?1')} ORDER BY"
+            f" WHERE {in_clusters('g', 1)} ORDER BY"
             " (SELECT d.doc_id FROM document_rows d WHERE d.dkey = g.rep_dkey), rep_page, rep_start"
             " LIMIT ?2 OFFSET ?3",
             (canonical_id, limit, offset),
@@ -223,10 +223,10 @@ class IndexViews:
             f"""
             SELECT other, {CANONICAL_TEXT}, similarity, differing, reason FROM (
                 SELECT gb.canonical_id AS other, v.similarity, v.differing, v.reason FROM groups ga
-                JOIN variants v ON v.a = ga.id JOIN groups gb ON gb.id = v.b WHERE {in_clusters('ga', '?1')}
+                JOIN variants v ON v.a = ga.id JOIN groups gb ON gb.id = v.b WHERE {in_clusters('ga', 1)}
                 UNION ALL
                 SELECT ga.canonical_id, v.similarity, v.differing, v.reason FROM groups gb
-                JOIN variants v ON v.b = gb.id JOIN groups ga ON ga.id = v.a WHERE {in_clusters('gb', '?1')}
+                JOIN variants v ON v.b = gb.id JOIN groups ga ON ga.id = v.a WHERE {in_clusters('gb', 1)}
             ) JOIN canonicals c ON c.id = other
             WHERE other != ?1 ORDER BY other, similarity DESC LIMIT ?2
             """,
