@@ -27,8 +27,15 @@ POLICY_MANIFEST = POLICY / "manifest.jsonl"
 #: Each document's context text by document id (a context is keyed by its document row's key).
 CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d ON d.dkey = c.dkey"
 
+#: Signatures as migrations 0001-0034 left them: 16 bytes (the 8 kept, and 8 zero bytes).
+BEFORE_0035 = """
+UPDATE canonicals SET signature = CAST(signature || zeroblob(8) AS BLOB) WHERE typeof(signature) = 'blob';
+UPDATE tombstones SET signature = CAST(signature || zeroblob(8) AS BLOB) WHERE typeof(signature) = 'blob';
+DELETE FROM migrations WHERE name = '0035_short_signatures';
+"""
+
 #: Document rows as migrations 0001-0033 left them: the config hash in each row.
-BEFORE_0034 = """
+BEFORE_0034 = BEFORE_0035 + """
 DROP VIEW documents;
 ALTER TABLE document_rows ADD COLUMN config_hash TEXT;
 UPDATE document_rows SET config_hash = (SELECT c.hash FROM configs c WHERE c.ckey = document_rows.ckey);

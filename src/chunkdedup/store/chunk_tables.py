@@ -33,7 +33,7 @@ from chunkdedup.store.batches import insert_rows as insert_rows
 from chunkdedup.store.batches import rows_for_ids as rows_for_ids
 from chunkdedup.store.batches import staged_rows as staged_rows
 from chunkdedup.store.embedding_tables import EmbeddingTables
-from chunkdedup.store.schema import CLEAN_TEXT, stored_hash
+from chunkdedup.store.schema import CLEAN_TEXT, SIGNATURE_BYTES
 from chunkdedup.types import Assignment, GroupRow, KeyedChunk
 
 #: Each group's first source (by document, page, offset), its count, and its end.
@@ -469,8 +469,8 @@ class ChunkTables(BandTables, EmbeddingTables):
                     deleted.append((cid, run_id, *state[cid]))
                 continue
             text = texts[cid]
-            # a tuple is a JSON list, as a list is; kept in 16 bytes (migration 0025)
-            signature = stored_hash(key_hash(json.dumps([text, rows])))
+            # a tuple is a JSON list, as a list is; kept in SIGNATURE_BYTES (migrations 0025, 0035)
+            signature = bytes.fromhex(key_hash(json.dumps([text, rows])))[:SIGNATURE_BYTES]
             old = state[cid][0] if cid in state else None
             # the text is kept once, in the leader group, when it is the leader's (CANONICAL_TEXT)
             stored = None if cid in leader_first else text

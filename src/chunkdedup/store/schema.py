@@ -89,6 +89,9 @@ CREATE VIEW documents(doc_id, file_path, content_hash, unit, metadata, departmen
     FROM document_rows d LEFT JOIN paths p ON p.fkey = d.fkey;
 """
 _HEX = frozenset("0123456789abcdef")
+#: The bytes of a canonical's change signature kept (migration 0035): the signature is compared only
+#: with the same canonical's last one, so 64 bits leave a change unseen once in 2**64.
+SIGNATURE_BYTES = 8
 
 
 def in_clusters(alias: str, count: int, first: int = 1) -> str:
@@ -763,5 +766,17 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE document_rows DROP COLUMN config_hash;
         """
         + DOCUMENTS_BY_CONFIG_VIEW,
+    ),
+    (
+        "0035_short_signatures",
+        # A canonical's change signature is kept in its first 8 bytes (SIGNATURE_BYTES), not 16: it is
+        # compared only with the same canonical's previous one (and its tombstone's). 100k one-record
+        # documents: canonicals 55 -> 46 bytes a record.
+        """
+        UPDATE canonicals SET signature = substr(signature, 1, 8)
+            WHERE typeof(signature) = 'blob' AND length(signature) > 8;
+        UPDATE tombstones SET signature = substr(signature, 1, 8)
+            WHERE typeof(signature) = 'blob' AND length(signature) > 8;
+        """,
     ),
 )
