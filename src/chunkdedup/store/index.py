@@ -27,7 +27,7 @@ from chunkdedup.store.rows import (
     TextEngine,
     VariantRow,
 )
-from chunkdedup.store.schema import CANONICAL_TEXT
+from chunkdedup.store.schema import CANONICAL_TEXT, in_clusters
 from chunkdedup.store.vectors import StoredEmbedder, VectorBatch
 from chunkdedup.store.views import IndexViews
 from chunkdedup.types import BoilerplateKey, CanonicalChunk, ChunkRef, Citation, ExportRecord
@@ -292,13 +292,13 @@ class IndexReader:
         canonical's when it joined as a near or semantic copy (``None`` and ``()`` for a source of
         the leader group). A group's text is its first source's copy; a later copy is read from its
         page (exact keys ignore case, spacing and generated ids: its words may be its own)."""
+        # over the tables, not cluster_sources: a source's group and document are at hand, each found
+        # by key (a group led by another stores its cluster: canon)
         rows = self.store.conn.execute(
-            'SELECT s.doc_id, s.page, s.start, s."end", s.relation, s.similarity, g.id != g.canonical_id,'
-            " (g.rep_dkey, g.rep_page, g.rep_start)"
-            " = ((SELECT d.dkey FROM document_rows d WHERE d.doc_id = s.doc_id), s.page, s.start),"
-            " g.text, g.differing"
-            " FROM cluster_sources s JOIN groups g ON g.id = s.group_id WHERE s.canonical_id=?"
-            " ORDER BY s.doc_id, s.page, s.start",
+            'SELECT d.doc_id, s.page, s.start, s."end", g.relation, g.similarity, g.canon IS NOT NULL,'
+            " (g.rep_dkey, g.rep_page, g.rep_start) = (s.dkey, s.page, s.start), g.text, g.differing"
+            " FROM groups g JOIN source_rows s ON s.gid = g.gid JOIN document_rows d ON d.dkey = s.dkey"
+            f" WHERE {in_clusters('g', 1)} ORDER BY d.doc_id, s.page, s.start",
             (chunk_id,),
         ).fetchall()
         for doc, page, start, end, relation, similarity, other, rep, text, differing in rows:
