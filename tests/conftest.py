@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from chunkdedup import Index, ingest
-from chunkdedup.store.schema import CLEAN_TEXT, CLUSTER_SOURCES_VIEW, DOCUMENTS_VIEW, SOURCES_VIEW
+from chunkdedup.store.schema import (
+    CLEAN_TEXT,
+    CLUSTER_SOURCES_VIEW,
+    CONTEXT_TRIGGERS,
+    DOCUMENTS_VIEW,
+    SOURCES_VIEW,
+)
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SEC = DATA / "sec-10q" / "docs"
@@ -80,16 +86,7 @@ INSERT INTO contexts_old(dkey, doc_id, text)
     SELECT c.dkey + 1000, d.doc_id, c.text FROM contexts c JOIN document_rows d ON d.dkey = c.dkey ORDER BY 1;
 DROP TABLE contexts;
 ALTER TABLE contexts_old RENAME TO contexts;
-CREATE TRIGGER contexts_ai AFTER INSERT ON contexts BEGIN
-    INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
-END;
-CREATE TRIGGER contexts_ad AFTER DELETE ON contexts BEGIN
-    INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
-END;
-CREATE TRIGGER contexts_au AFTER UPDATE OF text ON contexts WHEN old.text IS NOT new.text BEGIN
-    INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
-    INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
-END;
+""" + CONTEXT_TRIGGERS + """
 INSERT INTO contexts_fts(contexts_fts) VALUES('rebuild');
 CREATE TABLE source_rows_old(
     doc_id TEXT NOT NULL, page INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,

@@ -88,6 +88,20 @@ CREATE VIEW documents(doc_id, file_path, content_hash, unit, metadata, departmen
         d.state, (SELECT c.hash FROM configs c WHERE c.ckey = d.ckey), d.run_id, d.title
     FROM document_rows d LEFT JOIN paths p ON p.fkey = d.fkey;
 """
+#: The row triggers that keep ``contexts_fts`` (migration 0007 made them; 0031 makes them again over the
+#: table keyed by document).
+CONTEXT_TRIGGERS = """
+CREATE TRIGGER contexts_ai AFTER INSERT ON contexts BEGIN
+    INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
+END;
+CREATE TRIGGER contexts_ad AFTER DELETE ON contexts BEGIN
+    INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
+END;
+CREATE TRIGGER contexts_au AFTER UPDATE OF text ON contexts WHEN old.text IS NOT new.text BEGIN
+    INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
+    INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
+END;
+"""
 _HEX = frozenset("0123456789abcdef")
 #: The bytes of a canonical's change signature kept (migration 0035): the signature is compared only
 #: with the same canonical's last one, so 64 bits leave a change unseen once in 2**64.
@@ -705,16 +719,9 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             SELECT d.dkey, c.text FROM contexts c JOIN document_rows d ON d.doc_id = c.doc_id ORDER BY 1;
         DROP TABLE contexts;
         ALTER TABLE contexts_new RENAME TO contexts;
-        CREATE TRIGGER contexts_ai AFTER INSERT ON contexts BEGIN
-            INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
-        END;
-        CREATE TRIGGER contexts_ad AFTER DELETE ON contexts BEGIN
-            INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
-        END;
-        CREATE TRIGGER contexts_au AFTER UPDATE OF text ON contexts WHEN old.text IS NOT new.text BEGIN
-            INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
-            INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
-        END;
+        """
+        + CONTEXT_TRIGGERS
+        + """
         INSERT INTO contexts_fts(contexts_fts) VALUES('rebuild');
         """,
     ),
