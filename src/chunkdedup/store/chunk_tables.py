@@ -33,7 +33,7 @@ from chunkdedup.store.batches import insert_rows as insert_rows
 from chunkdedup.store.batches import rows_for_ids as rows_for_ids
 from chunkdedup.store.batches import staged_rows as staged_rows
 from chunkdedup.store.embedding_tables import EmbeddingTables
-from chunkdedup.store.schema import CLEAN_TEXT, SIGNATURE_BYTES
+from chunkdedup.store.schema import CLEAN_TEXT, SIGNATURE_BYTES, in_cluster
 from chunkdedup.types import Assignment, GroupRow, KeyedChunk
 
 #: Each group's first source (by document, page, offset), its count, and its end.
@@ -128,10 +128,12 @@ class ChunkTables(BandTables, EmbeddingTables):
         run_id: int,
         pages: Pages = _NO_PAGES,
         signed: Mapping[str, bytes] = _NO_SIGNED,
+        keys: Mapping[str, int] | None = None,
     ) -> int:
         """Replace the sources of ``doc_ids`` by ``chunks`` (chunks of those documents), then re-derive
         every group and canonical they touched, once for the whole batch. ``pages``: the clean texts of
-        the batch's pages as just stored (their spans are sliced from them, not read back).
+        the batch's pages as just stored (their spans are sliced from them, not read back). ``keys``:
+        the documents' row keys (:func:`document_keys`), when the caller has read them; else read here.
 
         A new source joins its group's current cluster (a new group is its own). A group that keeps a
         source keeps its bands and cluster, even if all its old sources were among those replaced;
@@ -139,11 +141,18 @@ class ChunkTables(BandTables, EmbeddingTables):
         """
         c = self.conn
         ids = sorted(set(doc_ids))
+        if keys is None:
+            keys = document_keys(c, ids)  # source rows name their document by its row's key
+        dkeys = sorted(keys[d] for d in ids if d in keys)
         old = list(
-            self._batched("SELECT DISTINCT group_id, canonical_id FROM sources WHERE doc_id IN ({})", ids)
+            rows_for_ids(
+                c,
+                "SELECT DISTINCT g.id, g.canonical_id FROM source_rows s JOIN groups g ON g.gid = s.gid"
+                " WHERE s.dkey IN ({})",
+                dkeys,
+            )
         )
-        keys = document_keys(c, ids)  # source rows name their document by its row's key
-        execute_for_ids(c, "DELETE FROM source_rows WHERE dkey IN ({})", sorted(keys.values()))
+        execute_for_ids(c, "DELETE FROM source_rows WHERE dkey IN ({})", dkeys)
         new_groups = sorted({k.canonical_id for k in chunks})
         current: dict[str, str] = {}
         gids: dict[str, int] = {}
@@ -255,8 +264,8 @@ class ChunkTables(BandTables, EmbeddingTables):
         c = self.conn
         ids = [(gid,) for gid, _ in gone]
         c.executemany(
-            "INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups"
-            " WHERE (canon = ?1 OR (canon IS NULL AND id = ?1)) AND id != ?2",
+            f"INSERT OR IGNORE INTO dirty(group_id) SELECT id FROM groups g WHERE {in_cluster('g', '?1')}"
+            " AND id != ?2",
             [(canonical_id, gid) for gid, canonical_id in gone],
         )
         self._drop_bands([gid for gid, _ in gone])

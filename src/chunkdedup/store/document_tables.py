@@ -165,14 +165,14 @@ class DocumentTables(BoilerplateTables):
         ids = sorted(set(doc_ids))
         if not ids:
             return 0
+        keys = document_keys(self.conn, ids)  # what their sources, pages and contexts name them by
         chunked = self.chunks.docs_with_sources(ids)
-        touched = self.chunks.replace_sources(chunked, (), run_id) if chunked else 0
+        touched = self.chunks.replace_sources(chunked, (), run_id, keys=keys) if chunked else 0
         self._doc_keys_change(ids)  # their units and keys no longer count
         sql = "SELECT DISTINCT fkey FROM document_rows WHERE doc_id IN ({})"
         files = [r[0] for r in rows_for_ids(self.conn, sql, ids)]
-        keys = sorted(document_keys(self.conn, ids).values())
-        for table in ("contexts", "page_rows"):  # keyed by the document row's key
-            execute_for_ids(self.conn, f"DELETE FROM {table} WHERE dkey IN ({{}})", keys)
+        for table in ("contexts", "page_rows"):
+            execute_for_ids(self.conn, f"DELETE FROM {table} WHERE dkey IN ({{}})", sorted(keys.values()))
         for table in ("doc_keys", "doc_chrome", "stripped", "document_rows"):
             execute_for_ids(self.conn, f"DELETE FROM {table} WHERE doc_id IN ({{}})", ids)
         self.conn.executemany(  # a path no document names any more
@@ -361,7 +361,7 @@ class DocumentTables(BoilerplateTables):
         pages = {(d.doc_id, p.number): p.text for d in docs for p in d.clean}
         keyed = [k for d in docs for k in d.keyed]
         signed = {g: v for ids, keys in band_keys for g, v in packed_band_keys(ids, keys).items()}
-        self.chunks.replace_sources([d.doc_id for d in docs], keyed, run_id, pages, signed)
+        self.chunks.replace_sources([d.doc_id for d in docs], keyed, run_id, pages, signed, dkeys)
         self._put_stripped(docs)
         ids = [d.doc_id for d in docs]
         execute_for_ids(c, "DELETE FROM doc_chrome WHERE doc_id IN ({})", ids)

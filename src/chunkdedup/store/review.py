@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from chunkdedup.store.core import Store
 from chunkdedup.store.rows import Slice
+from chunkdedup.store.schema import in_cluster
 
 Decision = Literal["merge", "apart"]
 #: which pairs the queue lists
@@ -62,18 +63,16 @@ def _pair(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a < b else (b, a)
 
 
-_MERGES = """
+_MERGES = f"""
     SELECT l.id, m.id, l.text, m.text, m.relation, m.similarity, m.differing,
-           (SELECT COUNT(*) FROM groups g WHERE g.canon = m.canonical_id
-                OR (g.canon IS NULL AND g.id = m.canonical_id)), o.decision
+           (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "m.canonical_id")}), o.decision
     FROM groups m JOIN groups l ON l.id = m.canonical_id
     LEFT JOIN overrides o ON o.a = MIN(l.id, m.id) AND o.b = MAX(l.id, m.id)
     WHERE m.rel IS NOT NULL
 """
-_VARIANTS = """
+_VARIANTS = f"""
     SELECT v.a, v.b, ga.text, gb.text, v.reason, v.similarity, v.differing,
-           (SELECT COUNT(*) FROM groups g WHERE g.canon = ga.canonical_id
-                OR (g.canon IS NULL AND g.id = ga.canonical_id)), o.decision
+           (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "ga.canonical_id")}), o.decision
     FROM variants v JOIN groups ga ON ga.id = v.a JOIN groups gb ON gb.id = v.b
     LEFT JOIN overrides o ON o.a = MIN(v.a, v.b) AND o.b = MAX(v.a, v.b)
 """

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from chunkdedup.store.batches import numbered
+
 #: Every key of the ``meta`` table: the settings an index's derived state was made under, and its
 #: watermarks. :meth:`Connection.meta` takes only these, so a misspelt key is a type error, not a
 #: setting read as missing.
@@ -110,12 +112,20 @@ SIGNATURE_BYTES = 8
 
 def in_clusters(alias: str, count: int, first: int = 1) -> str:
     """SQL true for the groups (the table aliased ``alias``) of the ``count`` clusters bound as the
-    numbered parameters from ``?first`` (the list is read twice, so its values are bound once): those
-    another group leads, through the index by cluster, and the ones leading themselves, through the
-    index by id (migration 0030)."""
-    marks = ",".join(f"?{i}" for i in range(first, first + count))
-    return f"({alias}.canon IN ({marks}) OR ({alias}.canon IS NULL AND {alias}.id IN ({marks})))"
+    numbered parameters from ``?first`` (the list is read twice, so its values are bound once)."""
+    return _of_clusters(alias, f"IN ({numbered(count, first)})")
 
+
+def in_cluster(alias: str, value: str) -> str:
+    """SQL true for the groups (the table aliased ``alias``) of the cluster whose id is the SQL value
+    ``value`` (a numbered parameter or another table's column)."""
+    return _of_clusters(alias, f"= {value}")
+
+
+def _of_clusters(alias: str, test: str) -> str:
+    """The groups whose cluster id passes ``test``: those another group leads, through the index by
+    cluster, and the ones leading themselves (``canon`` NULL), through the index by id (migration 0030)."""
+    return f"({alias}.canon {test} OR ({alias}.canon IS NULL AND {alias}.id {test}))"
 
 
 def stored_hash(value: str) -> str | bytes:
