@@ -17,6 +17,8 @@ from chunkdedup.store.schema import (
     CLUSTER_SOURCES_VIEW,
     CONTEXT_TRIGGERS,
     DOCUMENTS_VIEW,
+    PAGE_GROUP_TEXT,
+    PAGES_BY_KEY_VIEW,
     SOURCES_VIEW,
 )
 
@@ -33,8 +35,25 @@ POLICY_MANIFEST = POLICY / "manifest.jsonl"
 #: Each document's context text by document id (a context is keyed by its document row's key).
 CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d ON d.dkey = c.dkey"
 
+#: Pages as migrations 0001-0035 left them: every page row holding its text (none read from a group).
+BEFORE_0036 = """
+DROP VIEW pages;
+CREATE TABLE page_rows_old(
+    dkey INTEGER NOT NULL, page INTEGER NOT NULL, has_text INTEGER NOT NULL,
+    raw_text TEXT NOT NULL, clean_text TEXT, ocr_confidence REAL, links TEXT, UNIQUE(dkey, page));
+INSERT INTO page_rows_old SELECT p.dkey, p.page, p.has_text,
+    COALESCE(p.raw_text, """ + PAGE_GROUP_TEXT + """), p.clean_text, p.ocr_confidence, p.links
+    FROM page_rows p ORDER BY p.dkey, p.page;
+DROP TABLE page_rows;
+ALTER TABLE page_rows_old RENAME TO page_rows;
+CREATE INDEX pages_without_text ON page_rows(dkey) WHERE has_text = 0;
+CREATE INDEX pages_ocr ON page_rows(dkey, page) WHERE ocr_confidence IS NOT NULL;
+""" + PAGES_BY_KEY_VIEW + """
+DELETE FROM migrations WHERE name = '0036_pages_share_group_text';
+"""
+
 #: Signatures as migrations 0001-0034 left them: 16 bytes (the 8 kept, and 8 zero bytes).
-BEFORE_0035 = """
+BEFORE_0035 = BEFORE_0036 + """
 UPDATE canonicals SET signature = CAST(signature || zeroblob(8) AS BLOB) WHERE typeof(signature) = 'blob';
 UPDATE tombstones SET signature = CAST(signature || zeroblob(8) AS BLOB) WHERE typeof(signature) = 'blob';
 DELETE FROM migrations WHERE name = '0035_short_signatures';

@@ -33,7 +33,14 @@ from chunkdedup.store.batches import insert_rows as insert_rows
 from chunkdedup.store.batches import rows_for_ids as rows_for_ids
 from chunkdedup.store.batches import staged_rows as staged_rows
 from chunkdedup.store.embedding_tables import EmbeddingTables
-from chunkdedup.store.schema import CLEAN_TEXT, SIGNATURE_BYTES, in_cluster
+from chunkdedup.store.page_spans import (
+    Pages,
+    share_whole_pages,
+    span_texts,
+    texts_back_for_documents,
+    texts_back_for_groups,
+)
+from chunkdedup.store.schema import SIGNATURE_BYTES, in_cluster
 from chunkdedup.types import Assignment, GroupRow, KeyedChunk
 
 #: Each group's first source (by document, page, offset), its count, and its end.
@@ -63,9 +70,6 @@ _CANONICAL_SOURCES = (
     " WHERE canonical_id IN ({}) ORDER BY canonical_id, doc_id, page, start"
 )
 
-
-#: Clean page texts at hand, by (doc_id, page): a batch's own pages, so its spans are sliced in memory.
-Pages = Mapping[tuple[str, int], str]
 
 _NO_PAGES: Pages = {}
 
@@ -152,6 +156,7 @@ class ChunkTables(BandTables, EmbeddingTables):
                 dkeys,
             )
         )
+        texts_back_for_documents(c, dkeys)  # before the sources a page may read its text through go
         execute_for_ids(c, "DELETE FROM source_rows WHERE dkey IN ({})", dkeys)
         new_groups = sorted({k.canonical_id for k in chunks})
         current: dict[str, str] = {}
@@ -185,6 +190,7 @@ class ChunkTables(BandTables, EmbeddingTables):
         lost = self.refresh_groups(group_ids, pages, born, signed, gids)
         canonicals = old_canonicals | set(current.values()) | lost | set(new_groups)
         self.refresh_canonicals(sorted(canonicals), run_id, pages, born)
+        share_whole_pages(c, [k.chunk for k in chunks], pages, keys)
         return len(old_canonicals)
 
     def refresh_groups(
@@ -199,7 +205,8 @@ class ChunkTables(BandTables, EmbeddingTables):
 
         Returns the canonical ids that lost a group (their cluster must be refreshed too). Reads are
         batched (each group's first source in one query, its text sliced from its page, see
-        :meth:`span_texts`), and a group whose text, count and first source are unchanged is not written.
+        :func:`~chunkdedup.store.page_spans.span_texts`), and a group whose text, count and first
+        source are unchanged is not written.
         ``born``: groups not in the index yet, with every source row they have (sorted), not read.
         ``signed``: the ``signed`` values (band keys) of new groups of a first ingest, written with
         their rows (:meth:`put_first_bands` writes their band rows). ``gids``: the integer keys the
@@ -209,12 +216,13 @@ class ChunkTables(BandTables, EmbeddingTables):
         stored = [g for g in ids if g not in born]
         rows = list(self._batched(_FIRST_SOURCES, stored))
         rows.extend((g, *born[g][0][:3], len(born[g]), born[g][0][3]) for g in ids if g in born)
-        texts = self.span_texts([(r[1], r[2], r[3], r[5]) for r in rows], pages)
+        texts = span_texts(c, [(r[1], r[2], r[3], r[5]) for r in rows], pages)
         first = {r[0]: (*r[1:5], text) for r, text in zip(rows, texts, strict=True)}
         old = {r[0]: r[1:] for r in self._batched(_GROUP_STATE, stored)}
         # a group names its first source's document by the document row's key (migration 0033)
         keys = document_keys(c, sorted({v[0] for v in first.values()}))
         lost: set[str] = set()
+        reworded: list[str] = []  # groups whose text changes
         gone: list[tuple[str, str]] = []
         inserts: list[tuple[object, ...]] = []
         updates: list[tuple[object, ...]] = []
@@ -234,9 +242,12 @@ class ChunkTables(BandTables, EmbeddingTables):
                 continue
             if (was[4], was[5], tuple(was[:3])) != (text, n, (doc_id, page, start)):
                 updates.append((text, n, keys[doc_id], page, start, gid))
+            if was[4] != text:
+                reworded.append(gid)
             if tuple(was[:3]) != (doc_id, page, start) or was[4] != text:
                 dirty.append(gid)  # its order moved, or its words (the meaning guard reads their case)
         self._drop_groups(gone)
+        texts_back_for_groups(c, reworded)  # before the words a page may read change
         # one statement each (see staged_rows): the text-index triggers then write the FTS5 index once
         # per batch, not once per row
         if inserts:
@@ -282,28 +293,6 @@ class ChunkTables(BandTables, EmbeddingTables):
         c.executemany("DELETE FROM near_edges WHERE b=?", ids)
         c.executemany("DELETE FROM variants WHERE a=?1 OR b=?1", ids)  # a gone group is no one's version
         c.executemany("DELETE FROM dirty WHERE group_id=?", ids)
-
-    def span_texts(self, spans: Sequence[tuple[str, int, int, int]], pages: Pages = _NO_PAGES) -> list[str]:
-        """The text of each span ``(doc_id, page, start, end)`` of a clean page: sliced from ``pages``
-        when the page is there, else from the stored page, read once for all its spans (a canonical's
-        ``substr`` over its page read the page once per span: quadratic in a large page)."""
-        out = [""] * len(spans)
-        order = sorted(range(len(spans)), key=lambda i: spans[i][:2])
-        page_key: tuple[str, int] | None = None
-        text = ""
-        for i in order:
-            doc_id, page, start, end = spans[i]
-            if (doc_id, page) != page_key:
-                page_key = (doc_id, page)
-                held = pages.get(page_key)
-                if held is None:
-                    row = self.conn.execute(
-                        f"SELECT {CLEAN_TEXT} FROM pages WHERE doc_id=? AND page=?", page_key
-                    ).fetchone()
-                    held = (row[0] if row is not None else None) or ""
-                text = held
-            out[i] = text[start:end]
-        return out
 
     def has_groups(self) -> bool:
         return self.conn.execute("SELECT 1 FROM groups LIMIT 1").fetchone() is not None
@@ -465,7 +454,7 @@ class ChunkTables(BandTables, EmbeddingTables):
         led = [cid for cid in made if cid in leader_first and sources[cid][0][:2] not in pages]
         texts: dict[str, str] = dict(self._batched("SELECT id, text FROM groups WHERE id IN ({})", led))
         sliced = [cid for cid in made if cid not in texts]
-        spans = self.span_texts([sources[cid][0][:4] for cid in sliced], pages)
+        spans = span_texts(c, [sources[cid][0][:4] for cid in sliced], pages)
         texts.update(zip(sliced, spans, strict=True))
         # each canonical is deleted, inserted, updated or unchanged: a few statements for the whole batch
         deleted: list[tuple[Any, ...]] = []

@@ -104,6 +104,28 @@ CREATE TRIGGER contexts_au AFTER UPDATE OF text ON contexts WHEN old.text IS NOT
     INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
 END;
 """
+#: The ``pages`` view over ``page_rows`` (migration 0032 made it; 0036 makes it again, below).
+PAGES_BY_KEY_VIEW = """
+CREATE VIEW pages(doc_id, page, has_text, raw_text, clean_text, ocr_confidence, links) AS
+    SELECT d.doc_id, p.page, p.has_text, p.raw_text, p.clean_text, p.ocr_confidence, p.links
+    FROM page_rows p JOIN document_rows d ON d.dkey = p.dkey;
+"""
+#: The text of the group a page's first source (the one at offset 0) belongs to (the page row aliased
+#: ``p``): what a page whose ``raw_text`` is NULL reads as (migration 0036).
+PAGE_GROUP_TEXT = (
+    "(SELECT g.text FROM source_rows s JOIN groups g ON g.gid = s.gid"
+    " WHERE s.dkey = p.dkey AND s.page = p.page AND s.start = 0)"
+)
+#: ``pages`` again (migration 0036): a page that is all one chunk, whose group's text is the page's
+#: own words, keeps no copy of them (``raw_text`` NULL, stripping having left it as it was); the view
+#: reads them from the group. The store gives such a page its text back before the group's text
+#: changes or its source goes (``ChunkTables.replace_sources``, ``refresh_groups``).
+PAGES_SHARING_VIEW = f"""
+CREATE VIEW pages(doc_id, page, has_text, raw_text, clean_text, ocr_confidence, links) AS
+    SELECT d.doc_id, p.page, p.has_text, COALESCE(p.raw_text, {PAGE_GROUP_TEXT}), p.clean_text,
+        p.ocr_confidence, p.links
+    FROM page_rows p JOIN document_rows d ON d.dkey = p.dkey;
+"""
 _HEX = frozenset("0123456789abcdef")
 #: The bytes of a canonical's change signature kept (migration 0035): the signature is compared only
 #: with the same canonical's last one, so 64 bits leave a change unseen once in 2**64.
@@ -751,10 +773,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         DROP TABLE pages;
         CREATE INDEX pages_without_text ON page_rows(dkey) WHERE has_text = 0;
         CREATE INDEX pages_ocr ON page_rows(dkey, page) WHERE ocr_confidence IS NOT NULL;
-        CREATE VIEW pages(doc_id, page, has_text, raw_text, clean_text, ocr_confidence, links) AS
-            SELECT d.doc_id, p.page, p.has_text, p.raw_text, p.clean_text, p.ocr_confidence, p.links
-            FROM page_rows p JOIN document_rows d ON d.dkey = p.dkey;
-        """,
+        """
+        + PAGES_BY_KEY_VIEW,
     ),
     (
         "0033_group_rep_keys",
@@ -795,5 +815,33 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         UPDATE tombstones SET signature = substr(signature, 1, 8)
             WHERE typeof(signature) = 'blob' AND length(signature) > 8;
         """,
+    ),
+    (
+        "0036_pages_share_group_text",
+        # A page that is all one chunk, whose group's text is the page's own words (a short record,
+        # a one-paragraph page), keeps no copy of them: ``raw_text`` NULL reads, through the ``pages``
+        # view, as the text of the group its source at offset 0 belongs to. The table is made again
+        # (``raw_text`` may be NULL), and such pages of an index lose their copy here. 100k one-record
+        # documents: pages 78 -> 22 bytes a record.
+        """
+        DROP VIEW pages;
+        CREATE TABLE page_rows_new(
+            dkey INTEGER NOT NULL, page INTEGER NOT NULL, has_text INTEGER NOT NULL,
+            raw_text TEXT, clean_text TEXT, ocr_confidence REAL, links TEXT, UNIQUE(dkey, page));
+        INSERT INTO page_rows_new(dkey, page, has_text, raw_text, clean_text, ocr_confidence, links)
+            SELECT p.dkey, p.page, p.has_text,
+                CASE WHEN p.clean_text IS NULL AND EXISTS (
+                    SELECT 1 FROM source_rows s JOIN groups g ON g.gid = s.gid
+                    WHERE s.dkey = p.dkey AND s.page = p.page AND s.start = 0
+                        AND s."end" = length(g.text) AND g.text = page_text(p.raw_text))
+                THEN NULL ELSE p.raw_text END,
+                p.clean_text, p.ocr_confidence, p.links
+            FROM page_rows p ORDER BY p.dkey, p.page;
+        DROP TABLE page_rows;
+        ALTER TABLE page_rows_new RENAME TO page_rows;
+        CREATE INDEX pages_without_text ON page_rows(dkey) WHERE has_text = 0;
+        CREATE INDEX pages_ocr ON page_rows(dkey, page) WHERE ocr_confidence IS NOT NULL;
+        """
+        + PAGES_SHARING_VIEW,
     ),
 )

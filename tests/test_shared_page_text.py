@@ -1,0 +1,137 @@
+"""Migration 0036: a page that is all one chunk, whose group's text is the page's own words, keeps no copy
+of them (``raw_text`` NULL, read through the ``pages`` view from the group). Whatever happens to the group
+(another source comes first and its words become the group's, a source goes, a record is edited or
+removed), every page reads back as parsed; an index in the layout before migrates and answers as before."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from chunkdedup import Index, ingest
+from chunkdedup.config import ChunkConfig, Config, ParseConfig
+from chunkdedup.ingestion.remove import remove_documents
+from chunkdedup.parse import InputFile, parse_file
+from conftest import BEFORE_0036, POLICY
+from test_migration_source_rows import _answers
+
+#: Exact copies of one sentence in other words' case and spacing (one exact key), and a longer record
+#: of several chunks.
+_RECORDS = {
+    "r1": "Refunds are paid within  thirty days of a request.",
+    "r2": "refunds are paid within thirty days of a request.",
+    "r3": "Each record stands alone.",
+    "r4": " ".join(
+        f"Paragraph {i} says that the committee meets on day {i} of the month to review claims."
+        for i in range(60)
+    ),
+}
+
+
+def _write(path: Path, records: dict[str, str]) -> None:
+    path.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in records.items()))
+
+
+def _parsed(folder: Path) -> dict[tuple[str, int], str]:
+    """Every page of the folder's files as parsed, by (doc_id, page)."""
+    out: dict[tuple[str, int], str] = {}
+    for path in sorted(folder.iterdir()):
+        inp = InputFile(path=path, doc_id=path.name, metadata={})
+        for doc in parse_file(inp, ParseConfig()).documents:
+            out.update(((doc.doc_id, p.number), p.text) for p in doc.pages)
+    return out
+
+
+def _stored(index: Path) -> dict[tuple[str, int], str]:
+    with Index.open(index) as ix:
+        docs = [d["doc"] for d in ix.documents()]
+        return {(d, p.number): p.text for d in docs for p in ix.store.load_pages(d)}
+
+
+def _shared(index: Path) -> set[str]:
+    """The documents whose page keeps no copy of its text."""
+    conn = sqlite3.connect(index)
+    try:
+        sql = (
+            "SELECT d.doc_id FROM page_rows p JOIN document_rows d ON d.dkey = p.dkey"
+            " WHERE p.raw_text IS NULL"
+        )
+        return {r[0] for r in conn.execute(sql)}
+    finally:
+        conn.close()
+
+
+def test_pages_read_their_own_words_whatever_happens_to_their_group(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    index = tmp_path / "i.sqlite"
+    _write(docs / "b.jsonl", _RECORDS)
+    ingest([docs], index)
+    assert _stored(index) == _parsed(docs)
+    # r1 leads its group, whose text is its words; r2 is in r1's group in other words; r4 is many chunks
+    assert _shared(index) == {"b.jsonl#r1", "b.jsonl#r3"}
+
+    # a record sorting first joins r1's group: the group's text becomes its words, r1's page keeps r1's
+    _write(docs / "a.jsonl", {"x": "REFUNDS are paid within thirty days of a request."})
+    ingest([docs], index)
+    assert _stored(index) == _parsed(docs)
+    assert "b.jsonl#r1" not in _shared(index) and "a.jsonl#x" in _shared(index)
+    with Index.open(index) as ix:
+        (record,) = [r for r in ix.export() if "refunds" in r["text"].lower()]
+    assert record["text"] == "REFUNDS are paid within thirty days of a request."  # the group's words: a's
+
+    # the record that led goes (its file removed): the others read their own words
+    (docs / "a.jsonl").unlink()
+    ingest([docs], index, prune=True)
+    assert _stored(index) == _parsed(docs)
+
+    # a record edited, another removed by id: every page still reads as parsed
+    edited = dict(_RECORDS, r3="Each record stands alone, and is edited once.")
+    _write(docs / "b.jsonl", edited)
+    ingest([docs], index)
+    assert _stored(index) == _parsed(docs)
+    assert "b.jsonl#r3" in _shared(index)
+    remove_documents(index, ["b.jsonl#r1"])
+    stored = _stored(index)
+    parsed = {k: v for k, v in _parsed(docs).items() if k[0] != "b.jsonl#r1"}
+    assert stored == parsed
+
+
+def test_pages_read_their_own_words_when_chunked_again_in_smaller_chunks(tmp_path: Path) -> None:
+    """Chunked again under another config, a page that was one chunk is several: its first chunk's
+    group holds only the start of its words, so the page has its copy back."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    index = tmp_path / "i.sqlite"
+    long_record = (
+        "The fund pays claims. It pays them monthly. Claims over a limit wait. The board decides them."
+    )
+    _write(docs / "b.jsonl", dict(_RECORDS, r5=long_record))
+    ingest([docs], index)
+    assert "b.jsonl#r5" in _shared(index)
+    small = Config(chunk=ChunkConfig(target_words=4, max_words=6, paragraph_words=4))
+    ingest([docs], index, config=small)
+    assert _stored(index) == _parsed(docs)
+    assert "b.jsonl#r5" not in _shared(index) and "b.jsonl#r3" in _shared(index)
+    with Index.open(index) as ix:
+        texts = [r["text"] for r in ix.export()]
+    assert long_record not in texts and any(long_record.startswith(t) for t in texts)  # in pieces now
+
+
+def test_an_index_whose_pages_each_hold_their_text_migrates_and_answers_as_before(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _write(docs / "b.jsonl", _RECORDS)
+    index = tmp_path / "i.sqlite"
+    ingest([POLICY / "current", docs], index)
+    before, pages = _answers(index), _stored(index)
+    shared = _shared(index)
+    assert {"b.jsonl#r1", "b.jsonl#r3"} <= shared
+    conn = sqlite3.connect(index)
+    conn.executescript(BEFORE_0036)
+    conn.close()
+    assert _shared(index) == set()
+    assert _stored(index) == pages  # opening migrates
+    assert _shared(index) == shared
+    assert _answers(index) == before
