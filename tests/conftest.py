@@ -35,8 +35,25 @@ POLICY_MANIFEST = POLICY / "manifest.jsonl"
 #: Each document's context text by document id (a context is keyed by its document row's key).
 CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d ON d.dkey = c.dkey"
 
+#: Canonicals as migrations 0001-0036 left them: a table of their own, keyed by id.
+BEFORE_0037 = """
+DROP VIEW canonicals;
+CREATE TABLE canonicals(
+    id TEXT PRIMARY KEY, text TEXT, n_sources INTEGER NOT NULL, signature TEXT NOT NULL,
+    updated_run INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO canonicals(id, text, n_sources, signature, updated_run)
+    SELECT id, ctext, cn, csig, crun FROM groups WHERE csig IS NOT NULL
+    UNION ALL SELECT id, text, n_sources, signature, updated_run FROM canonical_rows;
+DROP TABLE canonical_rows;
+ALTER TABLE groups DROP COLUMN ctext;
+ALTER TABLE groups DROP COLUMN cn;
+ALTER TABLE groups DROP COLUMN csig;
+ALTER TABLE groups DROP COLUMN crun;
+DELETE FROM migrations WHERE name = '0037_canonicals_in_groups';
+"""
+
 #: Pages as migrations 0001-0035 left them: every page row holding its text (none read from a group).
-BEFORE_0036 = """
+BEFORE_0036 = BEFORE_0037 + """
 DROP VIEW pages;
 CREATE TABLE page_rows_old(
     dkey INTEGER NOT NULL, page INTEGER NOT NULL, has_text INTEGER NOT NULL,

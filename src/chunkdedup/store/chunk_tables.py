@@ -32,6 +32,13 @@ from chunkdedup.store.batches import execute_for_ids as execute_for_ids
 from chunkdedup.store.batches import insert_rows as insert_rows
 from chunkdedup.store.batches import rows_for_ids as rows_for_ids
 from chunkdedup.store.batches import staged_rows as staged_rows
+from chunkdedup.store.canonical_rows import (
+    CANONICAL_ROW_STATE,
+    CANONICAL_STATE,
+    PENDING,
+    keep_canonicals_of,
+    put_canonicals,
+)
 from chunkdedup.store.embedding_tables import EmbeddingTables
 from chunkdedup.store.page_spans import (
     Pages,
@@ -57,7 +64,6 @@ _GROUP_STATE = (
     " FROM groups g LEFT JOIN document_rows d ON d.dkey = g.rep_dkey WHERE g.id IN ({})"
 )
 
-_CANONICAL_STATE = "SELECT id, signature, updated_run FROM canonicals WHERE id IN ({})"
 
 _TOMBSTONES = "SELECT canonical_id, run_id, signature, updated_run FROM tombstones WHERE canonical_id IN ({})"
 
@@ -87,12 +93,12 @@ _NONE_BORN: Born = {}
 _GROUP_STAGE = (
     "group_stage",
     "id TEXT, text TEXT, n_sources INTEGER, rep_dkey INTEGER, rep_page INTEGER, rep_start INTEGER,"
-    " canon TEXT, signed BLOB, gid INTEGER",
+    " canon TEXT, signed BLOB, gid INTEGER, csig BLOB, crun INTEGER, cn INTEGER",
 )
 
 #: the columns of a new group's row, as refresh_groups writes them (the stage's, in its order); its
 #: ``gid`` is given by replace_sources, whose source rows name it
-_GROUP_COLUMNS = "id, text, n_sources, rep_dkey, rep_page, rep_start, canon, signed, gid"
+_GROUP_COLUMNS = "id, text, n_sources, rep_dkey, rep_page, rep_start, canon, signed, gid, csig, crun, cn"
 
 _ID_STAGE = ("id_stage", "id TEXT")
 
@@ -187,7 +193,7 @@ class ChunkTables(BandTables, EmbeddingTables):
             rows.sort()  # by (doc_id, page, start): the order of the sources' key
         old_canonicals = {r[1] for r in old}
         group_ids = sorted({r[0] for r in old} | set(new_groups))
-        lost = self.refresh_groups(group_ids, pages, born, signed, gids)
+        lost = self.refresh_groups(group_ids, pages, born, signed, gids, run_id)
         canonicals = old_canonicals | set(current.values()) | lost | set(new_groups)
         self.refresh_canonicals(sorted(canonicals), run_id, pages, born)
         share_whole_pages(c, [k.chunk for k in chunks], pages, keys)
@@ -200,6 +206,7 @@ class ChunkTables(BandTables, EmbeddingTables):
         born: Born = _NONE_BORN,
         signed: Mapping[str, bytes] = _NO_SIGNED,
         gids: Mapping[str, int] = _NO_GIDS,
+        run_id: int = 0,
     ) -> set[str]:
         """Re-derive groups from their sources; mark new, moved, reworded or emptied ones dirty.
 
@@ -237,7 +244,10 @@ class ChunkTables(BandTables, EmbeddingTables):
             doc_id, page, start, n, text = now
             if was is None:
                 # a new group leads its own cluster: ``canon`` is NULL (migration 0030)
-                inserts.append((gid, text, n, keys[doc_id], page, start, None, signed.get(gid), gids[gid]))
+                # its canonical's columns as refresh_canonicals writes them, the signature still to be
+                # made (PENDING): the row is written at its size, not grown in place (canonical_rows)
+                key, canonical = keys[doc_id], (PENDING, run_id, n)
+                inserts.append((gid, text, n, key, page, start, None, signed.get(gid), gids[gid], *canonical))
                 dirty.append(gid)
                 continue
             if (was[4], was[5], tuple(was[:3])) != (text, n, (doc_id, page, start)):
@@ -258,7 +268,7 @@ class ChunkTables(BandTables, EmbeddingTables):
                 updates,
             )
         elif updates:
-            with staged_rows(c, _GROUP_STAGE, [(u[5], *u[:5], None, None, None) for u in updates]) as stage:
+            with staged_rows(c, _GROUP_STAGE, [(u[5], *u[:5], *[None] * 6) for u in updates]) as stage:
                 c.execute(
                     "UPDATE groups SET text=s.text, n_sources=s.n_sources, rep_dkey=s.rep_dkey,"
                     f" rep_page=s.rep_page, rep_start=s.rep_start FROM {stage} s WHERE groups.id = s.id"
@@ -286,6 +296,7 @@ class ChunkTables(BandTables, EmbeddingTables):
             ids,
         )
         with staged_rows(c, _ID_STAGE, ids) as stage:  # one statement: the FTS5 index is written once
+            keep_canonicals_of(c, stage)  # before the rows that hold them go
             c.execute(f"DELETE FROM groups WHERE id IN (SELECT id FROM {stage})")
         c.executemany("DELETE FROM embeddings WHERE group_id=?", ids)
         c.executemany("DELETE FROM semantic_edges WHERE a=?1 OR b=?1", ids)
@@ -427,7 +438,12 @@ class ChunkTables(BandTables, EmbeddingTables):
         c = self.conn
         sources: dict[str, list[tuple[Any, ...]]] = {}
         leader_first: set[str] = set()  # canonicals whose first source is their leader group's
-        state = {r[0]: r[1:] for r in self._batched(_CANONICAL_STATE, ids)}
+        state = {r[0]: r[1:] for r in self._batched(CANONICAL_STATE, ids)}
+        pending = {cid for cid, row in state.items() if row[0] == PENDING}  # groups just made: none yet
+        for cid in pending:
+            del state[cid]
+        if c.execute("SELECT 1 FROM canonical_rows LIMIT 1").fetchone() is not None:
+            state.update((r[0], r[1:]) for r in self._batched(CANONICAL_ROW_STATE, ids))
         # A group stored before under the id of a canonical, and gone, may have left members citing
         # it; they can only if that canonical has a row (a source cites a canonical that exists), so
         # only then are a born group's sources counted (on a first ingest: hardly ever)
@@ -460,11 +476,14 @@ class ChunkTables(BandTables, EmbeddingTables):
         deleted: list[tuple[Any, ...]] = []
         inserted: list[tuple[Any, ...]] = []
         updated: list[tuple[Any, ...]] = []
+        cleared: list[str] = []
         for cid in ids:
             rows = sources.get(cid)
             if not rows:
                 if cid in state:
-                    deleted.append((cid, run_id, *state[cid]))
+                    deleted.append((cid, run_id, *state[cid][:2]))
+                elif cid in pending:
+                    cleared.append(cid)
                 continue
             text = texts[cid]
             # a tuple is a JSON list, as a list is; kept in SIGNATURE_BYTES (migrations 0025, 0035)
@@ -477,20 +496,16 @@ class ChunkTables(BandTables, EmbeddingTables):
                 last = was[1] if was is not None and was[0] == signature and was[1] is not None else run_id
                 inserted.append((cid, stored, len(rows), signature, last))
             elif old != signature:
-                updated.append((stored, len(rows), signature, run_id, cid))
-        c.executemany("DELETE FROM canonicals WHERE id=?", [(r[0],) for r in deleted])
+                updated.append((cid, stored, len(rows), signature, run_id))
+            elif state[cid][2] == 0:  # unchanged, in canonical_rows: to its group's row if there is one now
+                updated.append((cid, stored, len(rows), signature, state[cid][1]))
         c.executemany(
             "INSERT OR REPLACE INTO tombstones(canonical_id, run_id, signature, updated_run)"
             " VALUES (?, ?, ?, ?)",
             deleted,
         )
         c.executemany(
-            "INSERT INTO canonicals(id, text, n_sources, signature, updated_run) VALUES (?, ?, ?, ?, ?)",
-            inserted,
-        )
-        c.executemany(
             "DELETE FROM tombstones WHERE canonical_id=?", [(r[0],) for r in inserted if r[0] in entombed]
         )
-        c.executemany(
-            "UPDATE canonicals SET text=?, n_sources=?, signature=?, updated_run=? WHERE id=?", updated
-        )
+        where = {cid: 1 for cid in pending} | {k: v[2] for k, v in state.items()}
+        put_canonicals(c, inserted + updated, [*(r[0] for r in deleted), *cleared], where)

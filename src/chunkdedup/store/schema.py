@@ -126,6 +126,14 @@ CREATE VIEW pages(doc_id, page, has_text, raw_text, clean_text, ocr_confidence, 
         p.ocr_confidence, p.links
     FROM page_rows p JOIN document_rows d ON d.dkey = p.dkey;
 """
+#: The ``canonicals`` view (migration 0037): a canonical is kept in its leader group's row (the group
+#: whose id it has), or in ``canonical_rows`` while no group has its id.
+CANONICALS_VIEW = """
+CREATE VIEW canonicals(id, text, n_sources, signature, updated_run) AS
+    SELECT id, ctext, cn, csig, crun FROM groups WHERE csig IS NOT NULL
+    UNION ALL
+    SELECT id, text, n_sources, signature, updated_run FROM canonical_rows;
+"""
 _HEX = frozenset("0123456789abcdef")
 #: The bytes of a canonical's change signature kept (migration 0035): the signature is compared only
 #: with the same canonical's last one, so 64 bits leave a change unseen once in 2**64.
@@ -843,5 +851,30 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX pages_ocr ON page_rows(dkey, page) WHERE ocr_confidence IS NOT NULL;
         """
         + PAGES_SHARING_VIEW,
+    ),
+    (
+        "0037_canonicals_in_groups",
+        # A canonical is kept in the row of the group whose id it has, its leader (``ctext``, ``cn``,
+        # ``csig``, ``crun``: its text where not the group's, its count, change signature and last-change
+        # run), not in a row of its own keyed by that id again; ``canonical_rows`` keeps one only while
+        # no group has its id (its leader went and its members have not been decided again yet). The
+        # ``canonicals`` view gives both. 100k one-record documents: 46 bytes a record less in
+        # canonicals, 11 more in groups.
+        """
+        ALTER TABLE groups ADD COLUMN ctext TEXT;
+        ALTER TABLE groups ADD COLUMN cn INTEGER;
+        ALTER TABLE groups ADD COLUMN csig BLOB;
+        ALTER TABLE groups ADD COLUMN crun INTEGER;
+        CREATE TABLE canonical_rows(
+            id TEXT PRIMARY KEY, text TEXT, n_sources INTEGER NOT NULL, signature BLOB NOT NULL,
+            updated_run INTEGER NOT NULL) WITHOUT ROWID;
+        UPDATE groups SET ctext = c.text, cn = c.n_sources, csig = c.signature, crun = c.updated_run
+            FROM canonicals c WHERE c.id = groups.id;
+        INSERT INTO canonical_rows(id, text, n_sources, signature, updated_run)
+            SELECT c.id, c.text, c.n_sources, c.signature, c.updated_run FROM canonicals c
+            WHERE NOT EXISTS (SELECT 1 FROM groups g WHERE g.id = c.id);
+        DROP TABLE canonicals;
+        """
+        + CANONICALS_VIEW,
     ),
 )
