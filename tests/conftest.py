@@ -35,6 +35,9 @@ POLICY_MANIFEST = POLICY / "manifest.jsonl"
 #: Each document's context text by document id (a context is keyed by its document row's key).
 CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d ON d.dkey = c.dkey"
 
+#: How many canonical texts an index stores (where a canonical's text is not its leader group's).
+STORED_CANONICAL_TEXTS = "SELECT (SELECT COUNT(ctext) FROM groups) + (SELECT COUNT(text) FROM canonical_rows)"
+
 #: Canonicals as migrations 0001-0036 left them: a table of their own, keyed by id.
 BEFORE_0037 = """
 DROP VIEW canonicals;

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from chunkdedup import Index, remove_documents
-from conftest import BEFORE_0031
+from conftest import BEFORE_0031, STORED_CANONICAL_TEXTS
 
 
 def _texts(index: Path) -> dict[str, str]:
@@ -21,7 +21,8 @@ def test_canonical_text_is_the_leader_groups_and_stored_once(policy_index: Path,
     shutil.copy(policy_index, index)
     texts = _texts(index)
     conn = sqlite3.connect(index)
-    stored, total = conn.execute("SELECT COUNT(text), COUNT(*) FROM canonicals").fetchone()
+    stored = conn.execute(STORED_CANONICAL_TEXTS).fetchone()[0]
+    total = conn.execute("SELECT COUNT(*) FROM canonicals").fetchone()[0]
     leaders = dict(conn.execute("SELECT g.id, g.text FROM groups g JOIN canonicals c ON c.id = g.id"))
     conn.close()
     assert total > 900 and stored == 0  # every canonical of a finished run reads its leader's text
@@ -33,7 +34,7 @@ def test_canonical_text_is_the_leader_groups_and_stored_once(policy_index: Path,
     doc = "current/acceptable-use-policies/github-acceptable-use-policies.md"
     remove_documents(index, [doc])
     conn = sqlite3.connect(index)
-    assert conn.execute("SELECT COUNT(text) FROM canonicals").fetchone()[0] == 0
+    assert conn.execute(STORED_CANONICAL_TEXTS).fetchone()[0] == 0
     conn.close()
     after = _texts(index)
     assert after and all(after[cid] == texts[cid] for cid in after if cid in texts)
@@ -64,5 +65,5 @@ def test_an_index_with_canonical_texts_migrates(policy_index: Path, tmp_path: Pa
     with Index.open(index) as ix:  # migrates
         assert list(ix.export()) == exported
     conn = sqlite3.connect(index)
-    assert conn.execute("SELECT COUNT(text) FROM canonicals").fetchone()[0] == 0
+    assert conn.execute(STORED_CANONICAL_TEXTS).fetchone()[0] == 0
     conn.close()

@@ -6,9 +6,10 @@ Three levels, each derived from the one below by a rule on the data:
   in ``source_rows``, which names the group by its integer key, and read through the ``sources``
   view, which adds the group's id, cluster, relation and similarity (migration 0025);
 * ``groups``: one row per exact key; its text and order are those of its smallest source;
-* ``canonicals``: one row per cluster of groups (its id is the leader group's id); the text is the
-  leader's, the sources are those of every member group (relation ``exact`` for the leader's,
-  ``near``/``semantic`` with the member's similarity for the others).
+* ``canonicals``: one per cluster of groups (its id is the leader group's id), kept in the leader's
+  row (:mod:`~chunkdedup.store.canonical_rows`); the text is the leader's, the sources are those of
+  every member group (relation ``exact`` for the leader's, ``near``/``semantic`` with the member's
+  similarity for the others).
 
 Every write keeps the three levels consistent with each other inside the caller's transaction. A
 group whose existence or order changed is marked ``dirty`` so its cluster is re-decided.

@@ -127,7 +127,9 @@ CREATE VIEW pages(doc_id, page, has_text, raw_text, clean_text, ocr_confidence, 
     FROM page_rows p JOIN document_rows d ON d.dkey = p.dkey;
 """
 #: The ``canonicals`` view (migration 0037): a canonical is kept in its leader group's row (the group
-#: whose id it has), or in ``canonical_rows`` while no group has its id.
+#: whose id it has; its text stored there only where it is not the group's: :data:`CANONICAL_TEXT`),
+#: or in ``canonical_rows`` while no group has its id. (The view giving the text whole, SQLite no
+#: longer merged its two parts in id order: an export of 1M canonicals sorted them in a temp B-tree.)
 CANONICALS_VIEW = """
 CREATE VIEW canonicals(id, text, n_sources, signature, updated_run) AS
     SELECT id, ctext, cn, csig, crun FROM groups WHERE csig IS NOT NULL
@@ -868,7 +870,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE TABLE canonical_rows(
             id TEXT PRIMARY KEY, text TEXT, n_sources INTEGER NOT NULL, signature BLOB NOT NULL,
             updated_run INTEGER NOT NULL) WITHOUT ROWID;
-        UPDATE groups SET ctext = c.text, cn = c.n_sources, csig = c.signature, crun = c.updated_run
+        UPDATE groups SET ctext = NULLIF(c.text, groups.text), cn = c.n_sources, csig = c.signature,
+            crun = c.updated_run
             FROM canonicals c WHERE c.id = groups.id;
         INSERT INTO canonical_rows(id, text, n_sources, signature, updated_run)
             SELECT c.id, c.text, c.n_sources, c.signature, c.updated_run FROM canonicals c
