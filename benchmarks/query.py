@@ -236,8 +236,8 @@ def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, 
         )
         conn.executemany(
             "INSERT INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department, family,"
-            " effective_date, n_pages, state, config_hash, run_id)"
-            " VALUES (?, (SELECT fkey FROM paths WHERE path=?), 'x', ?, ?, ?, ?, ?, 1, 'indexed', NULL, 0)",
+            " effective_date, n_pages, state, run_id)"
+            " VALUES (?, (SELECT fkey FROM paths WHERE path=?), 'x', ?, ?, ?, ?, ?, 1, 'indexed', 0)",
             [
                 (
                     f"d{d:07d}",
@@ -267,19 +267,15 @@ def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, 
             offset += int(n)
         ids = [canonical_id(f"synthetic {i}") for i in range(lo, hi)]
         with store.transaction():
-            conn.executemany(
-                "INSERT INTO canonicals(id, text, n_sources, signature, updated_run)"
-                " VALUES (?, ?, 1, 'x', 0)",
-                zip(ids, texts, strict=True),
-            )
             src = [
                 (f"d{i // per_doc:07d}", (i % per_doc) * 10_000, cid)
                 for i, cid in zip(range(lo, hi), ids, strict=True)
             ]
-            # each group leads its own cluster; rows name a document by its row's key
+            # each group leads its own cluster, whose canonical its row keeps (its text the group's);
+            # rows name a document by its row's key
             conn.executemany(
-                "INSERT INTO groups(id, text, n_sources, rep_dkey, rep_page, rep_start)"
-                " VALUES (?, ?, 1, (SELECT dkey FROM document_rows WHERE doc_id=?), 1, ?)",
+                "INSERT INTO groups(id, text, n_sources, rep_dkey, rep_page, rep_start, cn, csig, crun)"
+                " VALUES (?, ?, 1, (SELECT dkey FROM document_rows WHERE doc_id=?), 1, ?, 1, 'x', 0)",
                 [(c, t, d, s) for (d, s, c), t in zip(src, texts, strict=True)],
             )
             conn.executemany(

@@ -10,7 +10,7 @@ from typing import Any
 
 from chunkdedup import Index, ingest
 from chunkdedup.store import Store
-from chunkdedup.store.canonical_rows import PENDING
+from chunkdedup.store.canonical_rows import CANONICAL_COUNT, PENDING
 from conftest import BEFORE_0037, POLICY
 from test_meaning import CLAUSE, TAIL
 from test_migration_source_rows import _answers, _sources, assert_runs_as_fresh
@@ -24,10 +24,13 @@ def _kept(index: Path) -> dict[str, Any]:
             "pending": conn.execute("SELECT COUNT(*) FROM groups WHERE csig = ?", (PENDING,)).fetchone()[0],
             "rows": conn.execute("SELECT id, text, n_sources FROM canonical_rows ORDER BY id").fetchall(),
             "view": conn.execute("SELECT type FROM sqlite_master WHERE name = 'canonicals'").fetchone()[0],
-            # a canonical in a group's row leads that group's cluster, or is the cluster of none
+            # a group keeps a canonical in its row if and only if it leads its own cluster (what the
+            # count of canonicals from indexes alone rests on: CANONICAL_COUNT)
             "misplaced": conn.execute(
-                "SELECT COUNT(*) FROM groups g WHERE g.csig IS NOT NULL AND g.canon IS NOT NULL"
+                "SELECT COUNT(*) FROM groups g WHERE (g.canon IS NULL) != (g.csig IS NOT NULL)"
             ).fetchone()[0],
+            "counted": conn.execute(CANONICAL_COUNT).fetchone()[0]
+            == conn.execute("SELECT COUNT(*) FROM canonicals").fetchone()[0],
         }
     finally:
         conn.close()
@@ -43,8 +46,8 @@ def test_a_fresh_index_keeps_each_canonical_in_its_leaders_row(tmp_path: Path) -
     ingest([POLICY / "current"], index)
     ingest([POLICY / "current", POLICY / "history"], index)  # near copies and versions: led groups
     kept = _kept(index)
-    expected = {"in_groups": len(_records(index)), "pending": 0, "rows": [], "view": "view", "misplaced": 0}
-    assert kept == expected
+    expected = {"in_groups": len(_records(index)), "pending": 0, "rows": [], "view": "view"}
+    assert kept == {**expected, "misplaced": 0, "counted": True}
 
 
 def test_a_canonical_whose_leader_goes_is_kept_until_its_members_are_decided_again(tmp_path: Path) -> None:
@@ -68,6 +71,7 @@ def test_a_canonical_whose_leader_goes_is_kept_until_its_members_are_decided_aga
     assert gone == [(alone["id"],)]  # a canonical left with no source is entombed
     kept = _kept(index)
     assert kept["rows"] == [(leader["id"], second, 1)]  # its text now its one member's words
+    assert kept["counted"] and kept["misplaced"] == 0
     (orphan,) = _records(index)
     assert orphan["id"] == leader["id"] and orphan["text"] == second
     assert [s["doc"] for s in orphan["sources"]] == ["c.txt"]
@@ -82,7 +86,7 @@ def test_a_canonical_whose_leader_goes_is_kept_until_its_members_are_decided_aga
     (folder / "a.txt").write_text(first, encoding="utf-8")
     ingest([folder], index)
     kept = _kept(index)
-    assert (kept["rows"], kept["pending"], kept["misplaced"]) == ([], 0, 0)
+    assert (kept["rows"], kept["pending"], kept["misplaced"], kept["counted"]) == ([], 0, 0, True)
     assert [r["id"] for r in _records(index)] == [leader["id"]]
 
 

@@ -23,6 +23,7 @@ import json
 import sqlite3
 from dataclasses import asdict, dataclass, fields
 
+from chunkdedup.store.canonical_rows import CANONICAL_COUNT
 from chunkdedup.store.schema import MetaKey
 
 #: the meta key of the stored counts, and the form of its value (a change to the fields bumps it)
@@ -68,7 +69,7 @@ def count(conn: sqlite3.Connection) -> IndexCounts:
         boilerplate_keys=_one(conn, "SELECT COUNT(DISTINCT khash) FROM stripped"),
         sources=_one(conn, "SELECT COUNT(*) FROM source_rows"),
         groups=_one(conn, "SELECT COUNT(*) FROM groups"),
-        canonicals=_one(conn, "SELECT COUNT(*) FROM canonicals"),
+        canonicals=_one(conn, CANONICAL_COUNT),
         variants=_one(conn, "SELECT COUNT(*) FROM variants"),
     )
 

@@ -253,10 +253,14 @@ class IndexReader:
         conn = self.store.conn
         sql = f"SELECT c.id, {CANONICAL_TEXT} FROM canonicals c"
         args: tuple[Any, ...] = ()
+        order = " ORDER BY c.id"  # the groups' rows in id order, through the index by id
         if since_run is not None:
             sql += " WHERE c.updated_run > ?"
             args = (since_run,)
-        cursor = conn.execute(sql + " ORDER BY c.id", args)
+            # the groups' rows in their order, the few changed ones sorted (migration 0037: the rows
+            # of the index by id read one by one were 7x a delta's time at 100k canonicals)
+            order = " ORDER BY +c.id"
+        cursor = conn.execute(sql + order, args)
         while batch := cursor.fetchmany(512):
             for cid, text in batch:
                 yield self._record(cid, text, meta, ocr)
@@ -388,9 +392,9 @@ class IndexReader:
         first = self.store.conn.execute("SELECT MIN(id) FROM runs").fetchone()[0]
         if first is None or run < first:
             return []
-        rows = self.store.conn.execute(
-            "SELECT canonical_id FROM tombstones WHERE run_id > ? AND canonical_id NOT IN"
-            " (SELECT id FROM canonicals) ORDER BY canonical_id",
+        rows = self.store.conn.execute(  # a lookup by id a tombstone, not a list of every canonical
+            "SELECT canonical_id FROM tombstones t WHERE run_id > ? AND NOT EXISTS"
+            " (SELECT 1 FROM canonicals c WHERE c.id = t.canonical_id) ORDER BY canonical_id",
             (run,),
         )
         return [r[0] for r in rows]
