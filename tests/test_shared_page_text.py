@@ -135,3 +135,24 @@ def test_an_index_whose_pages_each_hold_their_text_migrates_and_answers_as_befor
     assert _stored(index) == pages  # opening migrates
     assert _shared(index) == shared
     assert _answers(index) == before
+
+
+def test_check_finds_a_page_whose_words_are_no_longer_anywhere(tmp_path: Path) -> None:
+    """The one way a shared page could lose its words, its source row gone while the page stays (no
+    write of the store does that), is what ``check`` reports: no page check of SQLite would."""
+    from chunkdedup.store.index_errors import check_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _write(docs / "b.jsonl", _RECORDS)
+    index = tmp_path / "i.sqlite"
+    ingest([docs], index)
+    assert check_index(index) == ["ok"]
+    conn = sqlite3.connect(index)
+    with conn:
+        key = "(SELECT dkey FROM document_rows WHERE doc_id = 'b.jsonl#r3')"
+        conn.execute(f"DELETE FROM source_rows WHERE dkey = {key}")
+    conn.close()
+    assert check_index(index) == [
+        "1 page(s) read no text (first in document b.jsonl#r3): the chunk that kept their words is gone"
+    ]
