@@ -65,7 +65,6 @@ _GROUP_STATE = (
     " FROM groups g LEFT JOIN document_rows d ON d.dkey = g.rep_dkey WHERE g.id IN ({})"
 )
 
-
 _TOMBSTONES = "SELECT canonical_id, run_id, signature, updated_run FROM tombstones WHERE canonical_id IN ({})"
 
 _CANONICAL_COUNTS = (
