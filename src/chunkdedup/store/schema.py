@@ -90,7 +90,7 @@ CREATE VIEW documents(doc_id, file_path, content_hash, unit, metadata, departmen
         d.state, (SELECT c.hash FROM configs c WHERE c.ckey = d.ckey), d.run_id, d.title
     FROM document_rows d LEFT JOIN paths p ON p.fkey = d.fkey;
 """
-#: The row triggers that keep ``contexts_fts`` (migration 0007 made them; 0031 makes them again over the
+#: The row triggers that keep ``contexts_fts`` (migration 0007 makes them; 0031 makes them again over the
 #: table keyed by document).
 CONTEXT_TRIGGERS = """
 CREATE TRIGGER contexts_ai AFTER INSERT ON contexts BEGIN
@@ -360,16 +360,9 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE TABLE contexts(dkey INTEGER PRIMARY KEY, doc_id TEXT NOT NULL UNIQUE, text TEXT NOT NULL);
         CREATE VIRTUAL TABLE contexts_fts USING fts5(
             text, content='contexts', content_rowid='dkey', tokenize='porter unicode61');
-        CREATE TRIGGER contexts_ai AFTER INSERT ON contexts BEGIN
-            INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
-        END;
-        CREATE TRIGGER contexts_ad AFTER DELETE ON contexts BEGIN
-            INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
-        END;
-        CREATE TRIGGER contexts_au AFTER UPDATE OF text ON contexts WHEN old.text IS NOT new.text BEGIN
-            INSERT INTO contexts_fts(contexts_fts, rowid, text) VALUES('delete', old.dkey, old.text);
-            INSERT INTO contexts_fts(rowid, text) VALUES (new.dkey, new.text);
-        END;
+        """
+        + CONTEXT_TRIGGERS
+        + """
         INSERT INTO contexts(doc_id, text)
             SELECT d.doc_id, trim(
                 COALESCE((SELECT group_concat(j.value, char(10)) FROM json_each(d.metadata) j
