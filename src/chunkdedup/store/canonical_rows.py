@@ -38,9 +38,12 @@ def put_canonicals(
 ) -> None:
     """Write canonicals ``(id, text or None, count, signature, last-change run)`` and delete those
     ``deleted`` ids name, each where it belongs now: in its group's row, or in ``canonical_rows`` while
-    no group has its id. ``where``: where each stored one is (1: its group's row; 0: canonical_rows)."""
-    ids = sorted({r[0] for r in put} | set(deleted))
-    grouped = {r[0] for r in rows_for_ids(conn, "SELECT id FROM groups WHERE id IN ({})", ids)}
+    no group has its id. ``where``: where each stored one is, as read in the same transaction (1: its
+    group's row, so that group exists; 0: canonical_rows); whether the others have a group is read here
+    (a first ingest's canonicals are all in rows of groups just made: none is)."""
+    grouped = {cid for cid, at in where.items() if at == 1}
+    unknown = sorted(({r[0] for r in put} | set(deleted)) - grouped)
+    grouped.update(r[0] for r in rows_for_ids(conn, "SELECT id FROM groups WHERE id IN ({})", unknown))
     conn.executemany(
         "UPDATE groups SET ctext=?2, cn=?3, csig=?4, crun=?5 WHERE id=?1", [r for r in put if r[0] in grouped]
     )
