@@ -15,6 +15,7 @@ from chunkdedup.ingestion.remove import remove_documents
 from chunkdedup.parse import InputFile, parse_file
 from conftest import BEFORE_0036, POLICY
 from test_migration_source_rows import _answers
+from test_pages_storage import _pages
 
 #: Exact copies of one sentence in other words' case and spacing (one exact key), and a longer record
 #: of several chunks.
@@ -44,9 +45,7 @@ def _parsed(folder: Path) -> dict[tuple[str, int], str]:
 
 
 def _stored(index: Path) -> dict[tuple[str, int], str]:
-    with Index.open(index) as ix:
-        docs = [d["doc"] for d in ix.documents()]
-        return {(d, p.number): p.text for d in docs for p in ix.store.load_pages(d)}
+    return {(d, n): raw for d, n, raw, _ in _pages(index)}
 
 
 def _shared(index: Path) -> set[str]:
