@@ -38,8 +38,17 @@ CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d 
 #: How many canonical texts an index stores (where a canonical's text is not its leader group's).
 STORED_CANONICAL_TEXTS = "SELECT (SELECT COUNT(ctext) FROM groups) + (SELECT COUNT(text) FROM canonical_rows)"
 
+#: The contexts' FTS5 table as migrations 0001-0037 left it: with its per-row token counts (``_docsize``).
+BEFORE_0038 = """
+DROP TABLE contexts_fts;
+CREATE VIRTUAL TABLE contexts_fts USING fts5(
+    text, content='contexts', content_rowid='dkey', tokenize='porter unicode61');
+INSERT INTO contexts_fts(contexts_fts) VALUES('rebuild');
+DELETE FROM migrations WHERE name = '0038_contexts_without_sizes';
+"""
+
 #: Canonicals as migrations 0001-0036 left them: a table of their own, keyed by id.
-BEFORE_0037 = """
+BEFORE_0037 = BEFORE_0038 + """
 DROP VIEW canonicals;
 CREATE TABLE canonicals(
     id TEXT PRIMARY KEY, text TEXT, n_sources INTEGER NOT NULL, signature TEXT NOT NULL,

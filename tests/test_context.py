@@ -17,7 +17,7 @@ from chunkdedup.normalize import with_word_parts, word_parts
 from chunkdedup.parse.markdown import title as markdown_title
 from chunkdedup.query import search
 from chunkdedup.query.retrieve import content_terms, fts_query
-from conftest import BEFORE_0025, CONTEXTS_BY_DOC
+from conftest import BEFORE_0025, BEFORE_0038, CONTEXTS_BY_DOC
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SMALL = Config(chunk=ChunkConfig(target_words=12, max_words=30))
@@ -309,3 +309,45 @@ def test_contexts_made_once_per_input_are_those_of_each_document() -> None:
     got = document_contexts(sources, config)
     assert got == [document_context(s, config) for s in sources]
     assert len(set(got[:5])) == 5  # the five inputs differ, so do their contexts
+
+
+# -- the contexts' full-text index keeps no per-row sizes (migration 0038) -----------------------
+
+
+def test_contexts_keep_no_token_counts_and_rank_as_an_index_that_kept_them(tmp_path: Path) -> None:
+    """Context scores count the contexts holding a term and read lengths from ``contexts``: the FTS5
+    table's per-row token counts (``_docsize``, 10 bytes a record of 100k tiny records) are not kept,
+    and an index that kept them ranks the same once migrated, and after an edit."""
+    corpus = _filings(tmp_path / "c")
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index, manifest=corpus / "manifest.jsonl")
+    questions = ["What were Fabrikam's FY2018 capital expenditures?", "Contoso 10-K plants", "industry note"]
+
+    def ranked() -> list[object]:
+        with Index.open(index) as ix:
+            return [search(ix, q).to_json(explain=True) for q in questions]
+
+    def tables() -> set[str]:
+        conn = sqlite3.connect(index)
+        try:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'contexts_fts%'")
+            return {r[0] for r in rows}
+        finally:
+            conn.close()
+
+    fresh = ranked()
+    assert "contexts_fts_docsize" not in tables() and "contexts_fts_data" in tables()
+    assert fresh[0]["context"][0]["doc"] == "r2.txt"
+    conn = sqlite3.connect(index)
+    conn.executescript(BEFORE_0038)
+    conn.close()
+    assert "contexts_fts_docsize" in tables()
+    assert ranked() == fresh  # opening migrates it
+    assert "contexts_fts_docsize" not in tables()
+    (corpus / "r1.txt").write_text("Capital expenditures were 1,600 million for plants.\n", encoding="utf-8")
+    ingest([corpus], index, manifest=corpus / "manifest.jsonl")
+    conn = sqlite3.connect(index)
+    conn.execute("INSERT INTO contexts_fts(contexts_fts, rank) VALUES('integrity-check', 1)")
+    conn.close()
+    with Index.open(index) as ix:
+        assert search(ix, questions[0]).hits[0].citations[0].doc == "r2.txt"

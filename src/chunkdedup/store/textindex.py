@@ -208,8 +208,9 @@ def _build_deferred_fts(store: Store, prebuilt: FtsPrebuild | None = None) -> No
     installed = prebuilt is not None and prebuilt.install()
     with store.transaction():
         if not installed:
-            for t in DEFERRED_FTS:
+            for t in DEFERRED_FTS:  # as the build makes them (fts_prebuild): one segment each
                 conn.execute(f"INSERT INTO {t.name}({t.name}) VALUES('rebuild')")
+                conn.execute(f"INSERT INTO {t.name}({t.name}) VALUES('optimize')")
         store.make_again("trigger", "deferred_triggers")
         store.delete_meta("fts_deferred")
 
