@@ -16,6 +16,7 @@ from chunkdedup.store.schema import (
     CLEAN_TEXT,
     CLUSTER_SOURCES_VIEW,
     CONTEXT_TRIGGERS,
+    DOCUMENTS_BY_CONFIG_VIEW,
     DOCUMENTS_VIEW,
     PAGE_GROUP_TEXT,
     PAGES_BY_KEY_VIEW,
@@ -38,8 +39,19 @@ CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d 
 #: How many canonical texts an index stores (where a canonical's text is not its leader group's).
 STORED_CANONICAL_TEXTS = "SELECT (SELECT COUNT(ctext) FROM groups) + (SELECT COUNT(text) FROM canonical_rows)"
 
+#: Document rows as migrations 0001-0038 left them: each row's state stored ('pending', 'indexed').
+BEFORE_0039 = """
+DROP VIEW documents;
+DROP INDEX documents_pending;
+ALTER TABLE document_rows ADD COLUMN state TEXT NOT NULL DEFAULT 'indexed';
+UPDATE document_rows SET state = 'pending' WHERE ckey IS NULL;
+CREATE INDEX documents_pending ON document_rows(state) WHERE state = 'pending';
+""" + DOCUMENTS_BY_CONFIG_VIEW + """
+DELETE FROM migrations WHERE name = '0039_state_from_config';
+"""
+
 #: The contexts' FTS5 table as migrations 0001-0037 left it: with its per-row token counts (``_docsize``).
-BEFORE_0038 = """
+BEFORE_0038 = BEFORE_0039 + """
 DROP TABLE contexts_fts;
 CREATE VIRTUAL TABLE contexts_fts USING fts5(
     text, content='contexts', content_rowid='dkey', tokenize='porter unicode61');

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from chunkdedup import Index, ingest
-from chunkdedup.store.schema import DOCUMENTS_VIEW
+from chunkdedup.store.schema import DOCUMENTS_VIEW, PENDING_DOCUMENTS
 from conftest import BEFORE_0031, POLICY, stop_at_chunk_write
 from test_migration_source_rows import _answers, _sources, assert_runs_as_fresh
 
@@ -46,8 +46,10 @@ def _layout(index: Path) -> dict[str, Any]:
     conn = sqlite3.connect(index)
     try:
         sql = dict(conn.execute("SELECT name, sql FROM sqlite_master"))
-        pending = "EXPLAIN QUERY PLAN SELECT doc_id FROM documents WHERE state='pending'"
-        plan = " ".join(str(r[-1]) for r in conn.execute(pending))
+        # pending documents are read from their rows: since 0039 a row without a config key is pending
+        stored = "state" in {r[1] for r in conn.execute("PRAGMA table_info(document_rows)")}
+        pending = "documents WHERE state='pending'" if stored else PENDING_DOCUMENTS
+        plan = " ".join(str(r[-1]) for r in conn.execute(f"EXPLAIN QUERY PLAN SELECT doc_id FROM {pending}"))
         # canonicals are kept in their leader groups' rows since 0037, the others by id in canonical_rows
         by_id = "canonical_rows" if "canonical_rows" in sql else "canonicals"
         return {

@@ -24,7 +24,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, fields
 
 from chunkdedup.store.canonical_rows import CANONICAL_COUNT
-from chunkdedup.store.schema import MetaKey
+from chunkdedup.store.schema import PENDING_DOCUMENTS, MetaKey
 
 #: the meta key of the stored counts, and the form of its value (a change to the fields bumps it)
 META_KEY: MetaKey = "counts"
@@ -57,7 +57,7 @@ def count(conn: sqlite3.Connection) -> IndexCounts:
     stripped = dict(conn.execute("SELECT scope, SUM(lines) FROM stripped GROUP BY scope").fetchall())
     return IndexCounts(
         documents=_one(conn, "SELECT COUNT(*) FROM document_rows"),
-        pending_documents=_one(conn, "SELECT COUNT(*) FROM document_rows WHERE state='pending'"),
+        pending_documents=_one(conn, f"SELECT COUNT(*) FROM {PENDING_DOCUMENTS}"),
         # the tables, not the views: a view joins each row to its document
         pages=_one(conn, "SELECT COUNT(*) FROM page_rows"),
         # a scanned page read by OCR has text, though no text layer

@@ -14,7 +14,7 @@ from chunkdedup.normalize import running_lines
 from chunkdedup.store.band_tables import packed_band_keys
 from chunkdedup.store.batches import document_keys, execute_for_ids, in_lists, insert_rows, rows_for_ids
 from chunkdedup.store.boilerplate_tables import BoilerplateTables
-from chunkdedup.store.schema import CLEAN_TEXT, DOC_UNIT, RAW_TEXT, MetaKey, stored_hash
+from chunkdedup.store.schema import CLEAN_TEXT, DOC_UNIT, PENDING_DOCUMENTS, RAW_TEXT, MetaKey, stored_hash
 from chunkdedup.types import ContextSource, Document, DocumentKeys, KeyedDocument, KnownFile, Page
 
 if TYPE_CHECKING:
@@ -291,9 +291,9 @@ class DocumentTables(BoilerplateTables):
         stripped with. When every indexed document is known to be chunked under ``config_hash``
         (:meth:`set_chunked_config`), the pending ones are read by their index, not every document."""
         params: tuple[str | bytes, ...] = ()
-        mine = "SELECT doc_id FROM documents WHERE state='pending'"
+        mine = f"SELECT doc_id FROM {PENDING_DOCUMENTS}"
         if not self.chunked_under(config_hash):
-            mine += " OR config_hash IS NOT ?"
+            mine = "SELECT doc_id FROM documents WHERE state='pending' OR config_hash IS NOT ?"
             params = (stored_hash(config_hash),)
         rows = self.conn.execute(
             f"""
@@ -375,7 +375,7 @@ class DocumentTables(BoilerplateTables):
         c.execute("INSERT OR IGNORE INTO configs(hash) VALUES (?)", (stored_hash(config_hash),))
         execute_for_ids(
             c,
-            "UPDATE document_rows SET state='indexed', ckey=(SELECT ckey FROM configs WHERE hash=?), run_id=?"
+            "UPDATE document_rows SET ckey=(SELECT ckey FROM configs WHERE hash=?), run_id=?"
             " WHERE doc_id IN ({})",
             ids,
             (stored_hash(config_hash), run_id),
@@ -398,25 +398,25 @@ _OWN_UNIT = "CASE WHEN ?4 = 'doc:' || ?1 THEN '' ELSE ?4 END"
 #: every column but its key (``dkey``: what its context and source rows name it by)
 _REPLACE_DOCUMENT = (
     "INSERT INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department,"
-    " family, effective_date, n_pages, title, state, ckey, run_id)"
+    " family, effective_date, n_pages, title, ckey, run_id)"
     " VALUES (?1, " + _PATH_KEY + ", stored_hash(?3), " + _OWN_UNIT + ", NULLIF(?5, '{}'), ?6, ?7, ?8, ?9,"
-    " ?10, 'pending', NULL, ?11)"
+    " ?10, NULL, ?11)"
     " ON CONFLICT(doc_id) DO UPDATE SET fkey=excluded.fkey, content_hash=excluded.content_hash,"
     " unit=excluded.unit, metadata=excluded.metadata, department=excluded.department,"
     " family=excluded.family, effective_date=excluded.effective_date, n_pages=excluded.n_pages,"
-    " title=excluded.title, state='pending', ckey=NULL, run_id=excluded.run_id"
+    " title=excluded.title, ckey=NULL, run_id=excluded.run_id"
 )
 
 #: the row written over the old one (a chunked document's): the indexed columns (file, department,
 #: family) are set by _MOVE_DOCUMENT, only where they changed
 _UPSERT_DOCUMENT = (
     "INSERT INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department, family,"
-    " effective_date, n_pages, title, state, ckey, run_id)"
+    " effective_date, n_pages, title, ckey, run_id)"
     " VALUES (?1, " + _PATH_KEY + ", stored_hash(?3), " + _OWN_UNIT + ", NULLIF(?5, '{}'), ?6, ?7, ?8, ?9,"
-    " ?10, 'pending', NULL, ?11)"
+    " ?10, NULL, ?11)"
     " ON CONFLICT(doc_id) DO UPDATE SET content_hash=excluded.content_hash, unit=excluded.unit,"
     " metadata=excluded.metadata, effective_date=excluded.effective_date, n_pages=excluded.n_pages,"
-    " title=excluded.title, state='pending', ckey=NULL, run_id=excluded.run_id"
+    " title=excluded.title, ckey=NULL, run_id=excluded.run_id"
 )
 
 _MOVE_DOCUMENT = (

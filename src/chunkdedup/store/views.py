@@ -32,7 +32,7 @@ from chunkdedup.store.rows import (
     StrippedRow,
     VariantRow,
 )
-from chunkdedup.store.schema import CANONICAL_TEXT, CLEAN_TEXT, RAW_TEXT, in_clusters
+from chunkdedup.store.schema import CANONICAL_TEXT, CLEAN_TEXT, PENDING_DOCUMENTS, RAW_TEXT, in_clusters
 
 
 class IndexViews:
@@ -57,7 +57,7 @@ class IndexViews:
         as every other one (a write leaves a document pending or indexed; the rows are counted through
         the smallest index, not scanned by state: 1M documents 22 ms, not 4.4 s)."""
         row = self.conn.execute(
-            "SELECT (SELECT COUNT(*) FROM document_rows WHERE state = 'pending'),"
+            f"SELECT (SELECT COUNT(*) FROM {PENDING_DOCUMENTS}),"
             " (SELECT COUNT(*) FROM document_rows)"
         ).fetchone()
         pending, total = int(row[0]), int(row[1])
@@ -93,7 +93,7 @@ class IndexViews:
         if state in counted:
             total = counted[state]
         else:
-            total = int(self.conn.execute(f"SELECT COUNT(*) FROM document_rows {where}", args).fetchone()[0])
+            total = int(self.conn.execute(f"SELECT COUNT(*) FROM documents {where}", args).fetchone()[0])
         rows = self.conn.execute(
             f"SELECT {self._DOC_COLUMNS} FROM documents {where} ORDER BY doc_id LIMIT ? OFFSET ?",
             (*args, limit, offset),
