@@ -20,6 +20,8 @@ from chunkdedup.store.schema import (
     DOCUMENTS_VIEW,
     PAGE_GROUP_TEXT,
     PAGES_BY_KEY_VIEW,
+    PAGES_SHARING_VIEW,
+    ROWLESS_PAGE,
     SOURCES_VIEW,
 )
 
@@ -39,8 +41,17 @@ CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d 
 #: How many canonical texts an index stores (where a canonical's text is not its leader group's).
 STORED_CANONICAL_TEXTS = "SELECT (SELECT COUNT(ctext) FROM groups) + (SELECT COUNT(text) FROM canonical_rows)"
 
+#: Pages as migrations 0001-0039 left them: a row for every page (a one-page document's shared page too).
+BEFORE_0040 = """
+DROP VIEW pages;
+INSERT INTO page_rows(dkey, page, has_text, raw_text, clean_text, ocr_confidence, links)
+    SELECT d.dkey, 1, 1, NULL, NULL, NULL, NULL FROM document_rows d WHERE """ + ROWLESS_PAGE + """;
+""" + PAGES_SHARING_VIEW + """
+DELETE FROM migrations WHERE name = '0040_rowless_pages';
+"""
+
 #: Document rows as migrations 0001-0038 left them: each row's state stored ('pending', 'indexed').
-BEFORE_0039 = """
+BEFORE_0039 = BEFORE_0040 + """
 DROP VIEW documents;
 DROP INDEX documents_pending;
 ALTER TABLE document_rows ADD COLUMN state TEXT NOT NULL DEFAULT 'indexed';

@@ -13,6 +13,7 @@ from chunkdedup import Index, ingest
 from chunkdedup.config import ChunkConfig, Config, ParseConfig
 from chunkdedup.ingestion.remove import remove_documents
 from chunkdedup.parse import InputFile, parse_file
+from chunkdedup.store.schema import ROWLESS_PAGE
 from conftest import BEFORE_0036, POLICY
 from test_migration_source_rows import _answers
 from test_pages_storage import _pages
@@ -49,12 +50,12 @@ def _stored(index: Path) -> dict[tuple[str, int], str]:
 
 
 def _shared(index: Path) -> set[str]:
-    """The documents whose page keeps no copy of its text."""
+    """The documents whose page keeps no copy of its text: in a row (0036) or in none (0040)."""
     conn = sqlite3.connect(index)
     try:
         sql = (
             "SELECT d.doc_id FROM page_rows p JOIN document_rows d ON d.dkey = p.dkey"
-            " WHERE p.raw_text IS NULL"
+            f" WHERE p.raw_text IS NULL UNION SELECT d.doc_id FROM document_rows d WHERE {ROWLESS_PAGE}"
         )
         return {r[0] for r in conn.execute(sql)}
     finally:
@@ -155,3 +156,36 @@ def test_check_finds_a_page_whose_words_are_no_longer_anywhere(tmp_path: Path) -
     assert check_index(index) == [
         "1 page(s) read no text (first in document b.jsonl#r3): the chunk that kept their words is gone"
     ]
+
+
+def test_a_rowless_page_stripped_later_keeps_its_words_and_its_clean_text(tmp_path: Path) -> None:
+    """Migration 0040: a one-page document whose page is its one chunk's words has no page row. When a
+    line of it becomes corpus chrome (other records gain it), the unchanged record is stripped again:
+    its page gets its row back, with its words and its clean text."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    index = tmp_path / "i.sqlite"
+    words = ("apple", "river", "stone", "cloud", "maple", "ember", "lantern", "harbor", "meadow", "violet",
+             "copper", "silver")
+    bodies = {
+        f"r{i}": f"The {words[i]} committee reviews {words[(i + 3) % 12]} claims before the"
+        f" {words[(i + 5) % 12]} board meets."
+        for i in range(10)
+    }
+    notice = "Notice to all staff members.\n"
+    _write(docs / "b.jsonl", {k: (notice + v if k == "r0" else v) for k, v in bodies.items()})
+    ingest([docs], index)
+    assert _shared(index) == {f"b.jsonl#{k}" for k in bodies}
+    assert sqlite3.connect(index).execute("SELECT COUNT(*) FROM page_rows").fetchone()[0] == 0
+    with Index.open(index) as ix:
+        assert ix.stats().pages == 10
+    # the notice is now in 7 of 10 records: chrome; r0 is unchanged, and stripped again
+    _write(docs / "b.jsonl", {k: (notice + v if k < "r7" else v) for k, v in bodies.items()})
+    ingest([docs], index)
+    assert _stored(index) == _parsed(docs)
+    ((raw, clean),) = [(r, c) for d, _, r, c in _pages(index) if d == "b.jsonl#r0"]
+    assert raw == notice + bodies["r0"] and clean.strip() == bodies["r0"]
+    assert _shared(index) == {"b.jsonl#r7", "b.jsonl#r8", "b.jsonl#r9"}
+    with Index.open(index) as ix:
+        assert ix.stats().pages == 10
+        assert all("Notice" not in r["text"] for r in ix.export())

@@ -24,7 +24,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, fields
 
 from chunkdedup.store.canonical_rows import CANONICAL_COUNT
-from chunkdedup.store.schema import PENDING_DOCUMENTS, MetaKey
+from chunkdedup.store.schema import PENDING_DOCUMENTS, ROWLESS_PAGE, MetaKey
 
 #: the meta key of the stored counts, and the form of its value (a change to the fields bumps it)
 META_KEY: MetaKey = "counts"
@@ -59,7 +59,8 @@ def count(conn: sqlite3.Connection) -> IndexCounts:
         documents=_one(conn, "SELECT COUNT(*) FROM document_rows"),
         pending_documents=_one(conn, f"SELECT COUNT(*) FROM {PENDING_DOCUMENTS}"),
         # the tables, not the views: a view joins each row to its document
-        pages=_one(conn, "SELECT COUNT(*) FROM page_rows"),
+        pages=_one(conn, "SELECT COUNT(*) FROM page_rows")
+        + _one(conn, f"SELECT COUNT(*) FROM document_rows d WHERE {ROWLESS_PAGE}"),
         # a scanned page read by OCR has text, though no text layer
         pages_without_text=_one(
             conn, "SELECT COUNT(*) FROM page_rows WHERE has_text=0 AND ocr_confidence IS NULL"

@@ -14,6 +14,7 @@ from chunkdedup.normalize import running_lines
 from chunkdedup.store.band_tables import packed_band_keys
 from chunkdedup.store.batches import document_keys, execute_for_ids, in_lists, insert_rows, rows_for_ids
 from chunkdedup.store.boilerplate_tables import BoilerplateTables
+from chunkdedup.store.page_spans import texts_back_for_documents
 from chunkdedup.store.schema import CLEAN_TEXT, DOC_UNIT, PENDING_DOCUMENTS, RAW_TEXT, MetaKey, stored_hash
 from chunkdedup.types import ContextSource, Document, DocumentKeys, KeyedDocument, KnownFile, Page
 
@@ -343,6 +344,8 @@ class DocumentTables(BoilerplateTables):
         self._keep_dict()
         # a document stripped of nothing (most): all its pages' clean text NULL, a statement per 500
         dkeys = document_keys(c, [d.doc_id for d in docs])
+        # a page that reads its words from its group (and a rowless one: no row to set) holds them again
+        texts_back_for_documents(c, sorted(dkeys[d.doc_id] for d in docs if d.stripped))
         execute_for_ids(
             c,
             "UPDATE page_rows SET clean_text = NULL WHERE dkey IN ({}) AND clean_text IS NOT NULL",

@@ -20,7 +20,7 @@ from chunkdedup.errors import (
     SchemaError,
 )
 from chunkdedup.store.readonly import read_uri
-from chunkdedup.store.schema import MIGRATIONS, PAGE_GROUP_TEXT
+from chunkdedup.store.schema import MIGRATIONS, PAGE_GROUP_TEXT, ROWLESS_PAGE, ROWLESS_PAGE_TEXT
 
 #: Up to this size a damaged index is also run through ``PRAGMA quick_check`` for the message
 #: (about 3 ms per MB: 40 ms for a 13 MB index).
@@ -143,11 +143,14 @@ def check_index(path: str | Path, *, full: bool = False) -> list[str]:
 
 
 def _lost_page_texts(conn: sqlite3.Connection) -> list[str]:
-    """A page that keeps no copy of its words reads them from its group (migration 0036); a page whose
-    group is no longer there reads no text, which no page check sees."""
+    """A page that keeps no copy of its words reads them from its group (migration 0036; a rowless page,
+    0040, too); a page whose group is no longer there reads no text, which no page check sees."""
     sql = (
-        "SELECT COUNT(*), MIN(d.doc_id) FROM page_rows p JOIN document_rows d ON d.dkey = p.dkey"
+        "SELECT COUNT(*), MIN(doc_id) FROM ("
+        " SELECT d.doc_id FROM page_rows p JOIN document_rows d ON d.dkey = p.dkey"
         f" WHERE p.raw_text IS NULL AND {PAGE_GROUP_TEXT} IS NULL"
+        " UNION ALL SELECT d.doc_id FROM document_rows d"
+        f" WHERE {ROWLESS_PAGE} AND {ROWLESS_PAGE_TEXT} IS NULL)"
     )
     lost, first = conn.execute(sql).fetchone()
     if not lost:

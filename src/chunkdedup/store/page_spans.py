@@ -7,6 +7,12 @@ as the text of the group its source at offset 0 belongs to (:data:`~chunkdedup.s
 Two writes could change what such a page reads, and each gives the page its text back first: its
 sources going (:func:`texts_back_for_documents`) and its group's text changing (:func:`texts_back_for_groups`,
 when another source comes first in the group and its words become the group's).
+
+Such a page of a one-page document, with no OCR confidence or links, keeps no row at all (migration
+0040: all a row would hold is its document's key); the ``pages`` view gives it from the document row
+(:data:`~chunkdedup.store.schema.ROWLESS_PAGE`). Giving its text back makes its row again, with the
+text, so a write of any page column first gives the text back to the pages it writes
+(:func:`texts_back_for_documents`: ``DocumentTables.replace_chunks`` before it sets clean texts).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 
 from chunkdedup.store.batches import execute_for_ids
-from chunkdedup.store.schema import CLEAN_TEXT, PAGE_GROUP_TEXT
+from chunkdedup.store.schema import CLEAN_TEXT, PAGE_GROUP_TEXT, ROWLESS_PAGE, ROWLESS_PAGE_TEXT
 from chunkdedup.types import Chunk
 
 #: Clean page texts at hand, by (doc_id, page): a batch's own pages, so its spans are sliced in memory.
@@ -31,13 +37,32 @@ _SHARE = (
     " WHERE p.dkey = ?1 AND p.page = ?2 AND p.raw_text IS NOT NULL AND p.clean_text IS NULL"
     f" AND {PAGE_GROUP_TEXT} = ?3"
 )
+#: The same page, when it is its document's one page and would keep nothing else: its row goes (first,
+#: so that :data:`_SHARE` finds none to write again).
+_DROP = (
+    "DELETE FROM page_rows AS p WHERE p.dkey = ?1 AND p.page = ?2 AND ?2 = 1 AND p.has_text = 1"
+    " AND p.raw_text IS NOT NULL AND p.clean_text IS NULL AND p.ocr_confidence IS NULL AND p.links IS NULL"
+    " AND (SELECT d.n_pages FROM document_rows d WHERE d.dkey = p.dkey) = 1"
+    f" AND {PAGE_GROUP_TEXT} = ?3"
+)
 _BACK_FOR_DOCUMENTS = (
     f"UPDATE page_rows AS p SET raw_text = {PAGE_GROUP_TEXT} WHERE p.dkey IN ({{}}) AND p.raw_text IS NULL"
+)
+_ROWS_BACK_FOR_DOCUMENTS = (
+    "INSERT INTO page_rows(dkey, page, has_text, raw_text, clean_text, ocr_confidence, links)"
+    f" SELECT d.dkey, 1, 1, {ROWLESS_PAGE_TEXT}, NULL, NULL, NULL FROM document_rows d"
+    f" WHERE d.dkey IN ({{}}) AND {ROWLESS_PAGE}"
 )
 _BACK_FOR_GROUPS = (
     f"UPDATE page_rows AS p SET raw_text = {PAGE_GROUP_TEXT} WHERE p.raw_text IS NULL AND (p.dkey, p.page) IN"
     " (SELECT s.dkey, s.page FROM groups g JOIN source_rows s ON s.gid = g.gid"
     " WHERE g.id IN ({}) AND s.start = 0)"
+)
+_ROWS_BACK_FOR_GROUPS = (
+    "INSERT INTO page_rows(dkey, page, has_text, raw_text, clean_text, ocr_confidence, links)"
+    " SELECT d.dkey, 1, 1, g.text, NULL, NULL, NULL FROM groups g JOIN source_rows s ON s.gid = g.gid"
+    " JOIN document_rows d ON d.dkey = s.dkey"
+    f" WHERE g.id IN ({{}}) AND s.page = 1 AND s.start = 0 AND {ROWLESS_PAGE}"
 )
 
 
@@ -52,17 +77,22 @@ def share_whole_pages(
         for ch in chunks
         if ch.start == 0 and (text := pages.get((ch.doc_id, ch.page))) is not None and ch.end == len(text)
     ]
+    conn.executemany(_DROP, whole)
     conn.executemany(_SHARE, whole)
 
 
 def texts_back_for_documents(conn: sqlite3.Connection, dkeys: Sequence[int]) -> None:
-    """The pages of these documents (by row key) that read their words from a group hold them again."""
+    """The pages of these documents (by row key) that read their words from a group hold them again,
+    a rowless page in a row made again."""
     execute_for_ids(conn, _BACK_FOR_DOCUMENTS, sorted(dkeys))
+    execute_for_ids(conn, _ROWS_BACK_FOR_DOCUMENTS, sorted(dkeys))
 
 
 def texts_back_for_groups(conn: sqlite3.Connection, group_ids: Sequence[str]) -> None:
-    """The pages that read their words from these groups hold them again."""
+    """The pages that read their words from these groups hold them again, a rowless page in a row made
+    again."""
     execute_for_ids(conn, _BACK_FOR_GROUPS, sorted(group_ids))
+    execute_for_ids(conn, _ROWS_BACK_FOR_GROUPS, sorted(group_ids))
 
 
 def span_texts(
