@@ -260,7 +260,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         with clock("boilerplate"):
             refresh_stale_keys(store, fingerprint, cfg, tick)
             decide_chrome(store, cfg)
-        textindex.defer_fts(store)
+        first = textindex.defer_fts(store)  # a first ingest (or one that was killed): no groups before
         start_hashing(store, cfg.near)
         keys: dict[str, str] = {}
         held = HeldBands(near_hashing(cfg.near)) if cfg.near.enabled else None
@@ -300,6 +300,8 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
                 text = textindex.sync(store, tick, prebuilt=fts) if not opts.dry_run else None
         with clock("vector index"):  # derived, as the text folder: the HNSW graph beside the file
             vectors = vectorindex.sync(store, run=run_id, progress=tick) if not opts.dry_run else None
+        if first and not opts.dry_run:  # its id indexes were written in no order: written again, packed
+            store.pack_indexes()
         store.reclaim()
         view = Index(store)
         # where the near tier's edges came from: the executor's pass, the store's band neighbours,
