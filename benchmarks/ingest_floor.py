@@ -30,9 +30,8 @@ stage table, no reads of text the process holds):
     (and each clean page that stripping changed), as the store keeps them;
 11. contexts: ``context.document_contexts`` of every document (its metadata, title, file name and
     stripped running lines);
-12. row tuples: documents, doc_keys, pages, stripped, bp_keys, chrome, sources, groups (with text
-    and their band keys packed), bands (unique, in key order), canonicals (with the store's
-    signature), variants;
+12. row tuples: documents, doc_keys, pages, stripped, bp_keys, chrome, sources, groups (with text,
+    marked signed), bands (unique, in key order), canonicals (with the store's signature), variants;
 13. bulk insert: one transaction, ``executemany`` per table into a fresh file with the store's page
     size, journal and cache settings, secondary indexes created after the rows, commit;
 14. FTS5: the groups' and contexts' external-content tables each built once with ``'rebuild'``.
@@ -102,7 +101,7 @@ CREATE TABLE source_rows(
 CREATE TABLE groups(
     gid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL,
     n_sources INTEGER NOT NULL, rep_doc TEXT NOT NULL, rep_page INTEGER NOT NULL,
-    rep_start INTEGER NOT NULL, signed BLOB, canonical_id TEXT NOT NULL,
+    rep_start INTEGER NOT NULL, signed INTEGER, canonical_id TEXT NOT NULL,
     relation TEXT NOT NULL, similarity REAL NOT NULL, differing TEXT NOT NULL,
     edged INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE bands(band_key INTEGER NOT NULL, gid INTEGER NOT NULL,
@@ -357,12 +356,10 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
                 )
         source_rows.sort(key=lambda r: (r[0], r[1], r[2]))
         gkey = {gid: i + 1 for i, gid in enumerate(gids)}
-        # each group's band keys, as the store keeps them (folded to 32 bits: its signed value is 16
-        # int32, little-endian; the bands table holds the folded keys too)
+        # each group's band keys, as the bands table keeps them (folded to 32 bits); a group keeps only
+        # the mark that it is signed (its keys are signed again from its text where they are needed)
         if bands.ndim == 2:
             bands = fold_keys(bands)
-        keyed = np.ascontiguousarray(bands, dtype="<i4") if bands.ndim == 2 else []
-        packed = [row.tobytes() for row in keyed]
         group_rows = [
             (
                 gkey[gid],
@@ -372,7 +369,7 @@ def floor(corpus: Path, out: Path) -> dict[str, Any]:
                 first[gid].doc_id,
                 first[gid].page,
                 first[gid].start,
-                packed[gkey[gid] - 1],
+                1 if bands.ndim == 2 else None,
                 decided[gid].canonical_id,
                 decided[gid].relation,
                 decided[gid].similarity,

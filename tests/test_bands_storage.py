@@ -1,6 +1,7 @@
-"""Band rows name their group by its integer key (migration 0012) and a group keeps its band keys, not
-its MinHash signature (0011, 0018) and not an index of the rows by group: the near tier finds the same
-neighbours, and an index written before migrates to the same neighbours, clusters and export."""
+"""Band rows name their group by its integer key (migration 0012); a group keeps neither its MinHash
+signature (0011) nor its band keys (0018-0040; 0041: they are signed again from its text where the
+store names its rows) nor an index of the rows by group: the near tier finds the same neighbours, and
+an index written before migrates to the same neighbours, clusters and export."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from pathlib import Path
 import pytest
 
 from chunkdedup import Index, ingest
+from chunkdedup.config import NearConfig
+from chunkdedup.ingestion.clusters import NearKeyer
 from chunkdedup.store import Store
-from chunkdedup.store.chunk_tables import unpack_bands
+from chunkdedup.store.band_tables import fold_keys
 from conftest import POLICY, POLICY_MANIFEST, stop_at_chunk_write
 
 
 def _neighbours(index: Path) -> dict[str, list[str]]:
     with Store.open(index) as store:
+        store.chunks.band_keyer = NearKeyer(NearConfig())  # what an ingest run gives the store
         ids = [r.id for r in Index(store).records()]
         return store.chunks.band_neighbour_map(ids)
 
@@ -97,6 +101,7 @@ def test_one_scan_of_the_bands_finds_every_groups_neighbours(policy_index: Path)
     """A first ingest reads all neighbours from one scan of the bands: the lists the per-block joins
     give, for every group that has any."""
     with Store.open(policy_index) as store:
+        store.chunks.band_keyer = NearKeyer(NearConfig())
         ids = [r[0] for r in store.conn.execute("SELECT id FROM groups ORDER BY id")]
         joined = {gid: found for gid, found in store.chunks.band_neighbour_map(ids).items() if found}
         scanned = store.chunks.all_band_neighbours()
@@ -105,9 +110,10 @@ def test_one_scan_of_the_bands_finds_every_groups_neighbours(policy_index: Path)
 
 
 def _own_rows(conn: sqlite3.Connection) -> list[tuple[int, int]]:
-    """The band rows the groups' kept keys (their ``signed`` values) name, sorted."""
-    rows = conn.execute("SELECT gid, signed FROM groups WHERE signed IS NOT NULL").fetchall()
-    return sorted({(key, gid) for gid, blob in rows for key in unpack_bands(blob)})
+    """The band rows of the signed groups, their texts signed again as the store signs them, sorted."""
+    rows = conn.execute("SELECT gid, text FROM groups WHERE signed IS NOT NULL").fetchall()
+    keys = fold_keys(NearKeyer(NearConfig()).keys([text for _, text in rows])).tolist()
+    return sorted({(key, gid) for (gid, _), row in zip(rows, keys, strict=True) for key in row})
 
 
 def _band_state(conn: sqlite3.Connection) -> tuple[list[tuple[int, int]], list[tuple[str, int | None]]]:

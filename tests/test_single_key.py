@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import struct
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -152,11 +152,11 @@ def _meta(index: Path, key: str) -> str | None:
 
 
 def _band_rows(index: Path) -> dict[str, tuple[int, int]]:
-    """Each group's text -> (its band rows, the bytes of its kept keys)."""
+    """Each group's text -> (its band rows, its ``signed`` mark)."""
     conn = sqlite3.connect(index)
     try:
         rows = conn.execute(
-            "SELECT g.text, (SELECT COUNT(*) FROM bands b WHERE b.gid = g.gid), length(g.signed)"
+            "SELECT g.text, (SELECT COUNT(*) FROM bands b WHERE b.gid = g.gid), g.signed"
             " FROM groups g"
         ).fetchall()
     finally:
@@ -173,9 +173,9 @@ def test_a_small_group_keeps_one_band_row_and_the_ingest_is_what_sixteen_give(
     ingest([corpus], index)
     ingest([corpus, more], index)  # an incremental run: the new groups signed by the cluster pass
     rows = _band_rows(index)
-    assert rows["short note"] == (1, 4)
-    assert rows["refund paid in thirty days"] == (1, 4)
-    assert rows[_LONG] == (16, 64)
+    assert rows["short note"] == (1, 1)
+    assert rows["refund paid in thirty days"] == (1, 1)
+    assert rows[_LONG] == (16, 1)
     export = _export(index)
     cycled = [r for r in export if exact_key(r["text"]) in {exact_key(t) for t in _CYCLE}]
     assert len(cycled) == 1 and len(cycled[0]["sources"]) == 2  # one set, different texts: merged
@@ -184,13 +184,13 @@ def test_a_small_group_keeps_one_band_row_and_the_ingest_is_what_sixteen_give(
     sixteen = tmp_path / "sixteen.sqlite"
     ingest([corpus], sixteen)
     ingest([corpus, more], sixteen)
-    assert _band_rows(sixteen)["short note"] == (16, 64)
+    assert _band_rows(sixteen)["short note"] == (16, 1)
     assert _export(sixteen) == export
 
 
 def _as_before(index: Path) -> None:
-    """Make ``index`` what the ingest before the one-key rule left: 16 band rows and 16 kept keys for
-    every group, and the hashing fingerprint of that time."""
+    """Make ``index`` what the ingest before the one-key rule left: 16 band rows for every group, and
+    the hashing fingerprint of that time."""
     config = NearConfig()
     hasher = MinHasher.from_config(config)
     conn = sqlite3.connect(index)
@@ -200,7 +200,7 @@ def _as_before(index: Path) -> None:
         folded = keys.view(np.int64).astype(np.int32)
         conn.execute("DELETE FROM bands")
         for (gid, _), row in zip(groups, folded.tolist(), strict=True):
-            conn.execute("UPDATE groups SET signed = ? WHERE gid = ?", (struct.pack("<16i", *row), gid))
+            conn.execute("UPDATE groups SET signed = 1 WHERE gid = ?", (gid,))
             insert = "INSERT OR IGNORE INTO bands(band_key, gid) VALUES (?, ?)"
             conn.executemany(insert, [(k, gid) for k in row])
         hashing = {"num_perm": 128, "shingle_words": 5, "seed": 1, "bands": 16, "rows": 8}
@@ -219,14 +219,14 @@ def test_an_index_signed_before_the_rule_then_added_to_equals_a_fresh_ingest(tmp
     old = tmp_path / "old.sqlite"
     ingest([corpus], old)
     _as_before(old)
-    assert _band_rows(old)["short note"] == (16, 64)
+    assert _band_rows(old)["short note"] == (16, 1)
     assert _meta(old, "near_hashing") != near_hashing(NearConfig())
     ingest([corpus, more], old)
     assert _meta(old, "near_hashing") == near_hashing(NearConfig())
     fresh = tmp_path / "fresh.sqlite"
     ingest([corpus, more], fresh)
     assert _band_rows(old) == _band_rows(fresh)
-    assert _band_rows(old)["short note"] == (1, 4)
+    assert _band_rows(old)["short note"] == (1, 1)
     assert _export(old) == _export(fresh)
     cycled = [r for r in _export(old) if exact_key(r["text"]) in {exact_key(t) for t in _CYCLE}]
     assert len(cycled) == 1 and len(cycled[0]["sources"]) == 2
@@ -254,5 +254,6 @@ def test_one_key_rows_written_from_memory_are_those_the_stage_writes(tmp_path: P
         store.chunks.sign_groups(zip([g for g, _ in groups], keys.tolist(), strict=True))
         store.chunks.merge_bands()
         assert state(store) == memory
-    assert sorted({len(blob) for _, blob in memory[1]}) == [4, 64]  # both kinds of group are there
-    assert len(memory[0]) == sum(len(blob) // 4 for _, blob in memory[1])  # a row a kept key
+    rows_of = Counter(gid for _, gid in memory[0])
+    assert sorted(set(rows_of.values())) == [1, 16]  # both kinds of group are there
+    assert {signed for _, signed in memory[1]} == {1}

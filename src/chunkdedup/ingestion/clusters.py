@@ -44,8 +44,8 @@ class HeldBands:
     """The band keys of a first ingest's groups, held from the chunk phase to the cluster pass, which
     writes them into the empty bands in one ordered insert and reads the band neighbours from them
     (:meth:`~chunkdedup.store.chunk_tables.ChunkTables.put_first_bands`). The chunk phase writes each
-    new group with its keys (its ``signed`` value): a run stopped before its cluster pass leaves
-    signed groups and empty bands, and the next cluster pass writes their rows from those values."""
+    new group signed: a run stopped before its cluster pass leaves signed groups and empty bands, and
+    the next cluster pass writes their rows, signing their texts again (:class:`NearKeyer`)."""
 
     def __init__(self, hashing: str) -> None:
         self.hashing = hashing  # the hashing settings the keys were made under
@@ -73,6 +73,24 @@ class HeldBands:
         ids, keys = self._ids, np.concatenate(self._keys)
         self._ids, self._keys, self._seen = [], [], set()
         return ids, keys
+
+
+class NearKeyer:
+    """The store's :class:`~chunkdedup.store.band_tables.BandKeyer`: a group's band keys signed again
+    from its text, as the chunk phase signed its exact key (:func:`~chunkdedup.dedup.near.sign_keys`),
+    under ``config``'s hashing settings. A few texts are signed by the NumPy path (no numba start-up)."""
+
+    def __init__(self, config: NearConfig) -> None:
+        self.config = config
+        self.hashing = near_fingerprints(config)[0]
+
+    def keys(self, texts: Sequence[str]) -> np.ndarray:
+        from chunkdedup.dedup.minhash import MinHasher
+        from chunkdedup.dedup.near import sign_keys
+        from chunkdedup.normalize import exact_key
+
+        hasher = MinHasher.from_config(self.config, compiled=len(texts) > NUMPY_KEYS)
+        return sign_keys(hasher, [exact_key(t) for t in texts], self.config)
 
 
 @dataclass(frozen=True, slots=True)

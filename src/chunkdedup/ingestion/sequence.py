@@ -31,7 +31,13 @@ from chunkdedup.config import Config
 from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
 from chunkdedup.errors import ConfigError
 from chunkdedup.index import Index
-from chunkdedup.ingestion.clusters import CLUSTER_PAGE_CACHE_KIB, HeldBands, start_hashing, update_clusters
+from chunkdedup.ingestion.clusters import (
+    CLUSTER_PAGE_CACHE_KIB,
+    HeldBands,
+    NearKeyer,
+    start_hashing,
+    update_clusters,
+)
 from chunkdedup.ingestion.collector import collect_young, collector_paused
 from chunkdedup.ingestion.context import CONTEXT_FORMAT, document_contexts
 from chunkdedup.ingestion.executors import Executor, LocalExecutor, StageClock
@@ -247,6 +253,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
             str(Path(opts.manifest).resolve()) if opts.manifest else None,
             cfg.to_dict(),
         )
+        store.chunks.band_keyer = NearKeyer(cfg.near)  # names a group's band rows from its text
         if opts.text_engine is not None:
             textindex.set_engine(store, opts.text_engine)
         if opts.prune:  # first, so a moved corpus takes over its ids instead of colliding with itself

@@ -1,5 +1,13 @@
-"""MinHash bands and the verified near edges: each group's band keys (its ``signed`` value), the band
-rows the near tier reads its candidate pairs from, and the edges the Ray path keeps between runs.
+"""MinHash bands and the verified near edges: the band rows the near tier reads its candidate pairs from,
+and the edges the Ray path keeps between runs.
+
+A group's band keys are a function of its exact key and the hashing settings, and its exact key does not
+change while it exists (its id is that key's hash), so they are not kept in its row (migration 0041:
+``signed`` is 1 once its band rows are written or staged, NULL before). Where the store needs the band
+rows a group has (to drop them with it, to find its band neighbours), it asks the :class:`BandKeyer` the
+run gives it (:attr:`BandTables.band_keyer`): the near tier's own signing of the group's text. A keyer of
+other hashing settings than the index's (a run that changes them, and signs every group again) cannot
+name the old rows: the first drop then clears every signature and band, as that run's cluster pass would.
 """
 
 from __future__ import annotations
@@ -11,13 +19,24 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from chunkdedup.store.batches import Tables, rows_for_ids, staged_rows
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+
+class BandKeyer(Protocol):
+    """Signs texts as the near tier does: what a run gives the store so it can name a group's band rows."""
+
+    #: the fingerprint of the hashing settings it signs with (the index records its own: ``near_hashing``)
+    hashing: str
+
+    def keys(self, texts: Sequence[str]) -> npt.NDArray[np.int64]:
+        """Each text's band keys, ``(len(texts), bands)``, as the chunk phase signs a chunk of it."""
+        ...
 
 #: the band rows with their groups' ids (bands name a group by its integer key, migration 0012)
 _BAND_ROWS = "(SELECT b.band_key AS band_key, g.id AS group_id FROM bands b JOIN groups g ON g.gid = b.gid)"
@@ -107,9 +126,10 @@ def fold_wide_bands(blob: bytes | None) -> bytes | None:
     return pack_bands(struct.unpack(f"<{len(blob) // 8}q", blob))
 
 
-def _own_rows(groups: Iterable[tuple[str, int, bytes]]) -> list[tuple[str, int, int]]:
-    """The band rows ``(id, gid, band key)`` that signed groups ``(id, gid, signed)`` keep keys of."""
-    return [(i, g, k) for i, g, blob in groups for k in unpack_bands(blob)]
+def _own_rows(groups: Sequence[tuple[str, int]], keys: npt.NDArray[np.int32]) -> list[tuple[str, int, int]]:
+    """The band rows ``(id, gid, band key)`` of groups ``(id, gid)`` whose folded keys are ``keys[i]``
+    (a key repeated within a group's bands is one row)."""
+    return [(i, g, k) for (i, g), row in zip(groups, keys.tolist(), strict=True) for k in dict.fromkeys(row)]
 
 
 
@@ -218,7 +238,27 @@ class BandRows:
 
 
 class BandTables(Tables):
-    """The groups' band keys, the band rows and their neighbours, and the kept near edges."""
+    """The band rows and their neighbours, and the kept near edges."""
+
+    #: signs a group's text as the near tier does (see the module's notes); a run sets it
+    band_keyer: BandKeyer | None = None
+
+    def _signed_rows(self, groups: Sequence[tuple[str, int, str]]) -> list[tuple[str, int, int]]:
+        """The band rows ``(id, gid, band key)`` of signed groups ``(id, gid, text)``."""
+        if not groups:
+            return []
+        keys = fold_keys(self._keyer().keys([text for _, _, text in groups]))
+        return _own_rows([(i, g) for i, g, _ in groups], keys)
+
+    def _keyer(self) -> BandKeyer:
+        if self.band_keyer is None:
+            raise RuntimeError("the store needs a band keyer to name band rows: set Store.chunks.band_keyer")
+        return self.band_keyer
+
+    def _keyer_current(self) -> bool:
+        """Whether the keyer signs as the index's groups were signed (its hashing settings)."""
+        found = self.conn.execute("SELECT value FROM meta WHERE key = 'near_hashing'").fetchone()
+        return self.band_keyer is not None and (found is None or found[0] == self.band_keyer.hashing)
 
     def has_bands(self) -> bool:
         """Whether any band row is stored or staged."""
@@ -249,14 +289,14 @@ class BandTables(Tables):
         return sorted(r[0] for r in self._batched(sql, ids))
 
     def sign_groups(self, rows: Iterable[tuple[str, Sequence[int]]]) -> None:
-        """Keep groups' band keys (their ``signed`` value) and stage their band rows, from (group id,
-        band keys) (two statements for all of them; the MinHash signature itself is not kept: the band
-        rows are what the near tier reads, after :meth:`merge_bands`). A group signed again gets the
+        """Mark groups signed and stage their band rows, from (group id, band keys) (two statements for
+        all of them; the MinHash signature itself is not kept: the band rows are what the near tier
+        reads, after :meth:`merge_bands`). A group signed again gets the
         same bands (a function of its text and the hashing settings, and a change of those clears
         every band first), so its band rows are kept, not deleted and written again."""
         c = self.conn
         rows = list(rows)
-        c.executemany("UPDATE groups SET signed=? WHERE id=?", [(pack_bands(b), gid) for gid, b in rows])
+        c.executemany("UPDATE groups SET signed=1 WHERE id=?", [(gid,) for gid, _ in rows])
         # appended to the stage, merged into bands in key order by merge_bands
         c.executemany(
             "INSERT INTO band_stage(group_id, band_key) VALUES (?, ?)",
@@ -300,9 +340,9 @@ class BandTables(Tables):
         held = dict(zip(gids.tolist(), [ids[i] for i in places.tolist()], strict=True))  # gid -> id
         rows = fold_keys(np.asarray(keys)[places])
         if count - len(unsigned) > len(held.keys() - unsigned):  # signed groups not held
-            sql = "SELECT id, gid, signed FROM groups WHERE signed IS NOT NULL"
-            others = [(gid, gid_id, blob) for gid_id, gid, blob in c.execute(sql) if gid not in held]
-            extra = np.array([band_array(blob, rows.shape[1]) for _, _, blob in others], np.int32)
+            sql = "SELECT id, gid, text FROM groups WHERE signed IS NOT NULL"
+            others = [(gid, gid_id, text) for gid_id, gid, text in c.execute(sql) if gid not in held]
+            extra = fold_keys(self._keyer().keys([text for _, _, text in others]))
             gids = np.concatenate((gids, np.array([g for g, _, _ in others], np.int64)))
             rows = np.concatenate((rows, extra.reshape(len(others), rows.shape[1])))
             held.update((g, gid_id) for g, gid_id, _ in others)
@@ -327,10 +367,7 @@ class BandTables(Tables):
         # ingest's: an UPDATE of every group rewrote the whole table, 45k groups 0.4-0.6 s)
         if unsigned:
             mine = np.flatnonzero(np.isin(gids, np.fromiter(unsigned, np.int64, len(unsigned))))
-            c.executemany(
-                "UPDATE groups SET signed=? WHERE gid=?",
-                zip(_packed_rows(rows[mine]), gids[mine].tolist(), strict=True),
-            )
+            c.executemany("UPDATE groups SET signed=1 WHERE gid=?", [(g,) for g in gids[mine].tolist()])
         return BandTable(flat, owner, held)
 
     def merge_bands(self) -> int:
@@ -383,8 +420,8 @@ class BandTables(Tables):
             return
         c = self.conn
         c.execute("DROP TABLE IF EXISTS temp.near_touched")
-        unedged = c.execute("SELECT id, gid, signed FROM groups WHERE edged = 0 AND signed IS NOT NULL")
-        with staged_rows(c, _BAND_STAGE, _own_rows(unedged.fetchall())) as own:
+        unedged = c.execute("SELECT id, gid, text FROM groups WHERE edged = 0 AND signed IS NOT NULL")
+        with staged_rows(c, _BAND_STAGE, self._signed_rows(unedged.fetchall())) as own:
             c.execute(
                 f"CREATE TEMP TABLE near_touched AS SELECT band_key, group_id FROM {_BAND_ROWS}"
                 f" WHERE band_key IN (SELECT band_key FROM {own})"
@@ -441,6 +478,12 @@ class BandTables(Tables):
         """The band rows of groups ``ids`` go, their band neighbours first marked dirty (one statement
         of each for all of them)."""
         c = self.conn
+        if self.band_keyer is not None and not self._keyer_current():
+            # signed under other settings: this run signs every group again (its cluster pass clears
+            # them), and these groups' rows cannot be named; cleared now, nothing is left behind
+            if c.execute("SELECT 1 FROM groups WHERE signed IS NOT NULL LIMIT 1").fetchone() is not None:
+                self.clear_signatures()
+            return
         with staged_rows(c, _BAND_STAGE, self._own_bands(ids)) as own:
             c.execute(
                 "INSERT OR IGNORE INTO dirty(group_id) SELECT DISTINCT g2.id FROM " + own + " b1"
@@ -450,7 +493,7 @@ class BandTables(Tables):
             c.execute(f"DELETE FROM bands WHERE (band_key, gid) IN (SELECT band_key, gid FROM {own})")
 
     def _own_bands(self, ids: Sequence[str]) -> list[tuple[str, int, int]]:
-        """The band rows ``(id, gid, band key)`` of the signed groups of ``ids``, from their ``signed``
-        values (the rows a group has in bands once merged: no index of bands by group is kept)."""
-        sql = "SELECT id, gid, signed FROM groups WHERE id IN ({}) AND signed IS NOT NULL"
-        return _own_rows(self._batched(sql, sorted(set(ids))))
+        """The band rows ``(id, gid, band key)`` of the signed groups of ``ids``, signed again from their
+        texts (the rows a group has in bands once merged: no index of bands by group is kept)."""
+        sql = "SELECT id, gid, text FROM groups WHERE id IN ({}) AND signed IS NOT NULL"
+        return self._signed_rows(list(self._batched(sql, sorted(set(ids)))))

@@ -79,7 +79,7 @@ _CANONICAL_SOURCES = (
 
 _NO_PAGES: Pages = {}
 
-_NO_SIGNED: Mapping[str, bytes] = {}
+_NO_SIGNED: Mapping[str, int] = {}
 
 _NO_GIDS: Mapping[str, int] = {}
 
@@ -93,7 +93,7 @@ _NONE_BORN: Born = {}
 _GROUP_STAGE = (
     "group_stage",
     "id TEXT, text TEXT, n_sources INTEGER, rep_dkey INTEGER, rep_page INTEGER, rep_start INTEGER,"
-    " canon TEXT, signed BLOB, gid INTEGER, csig BLOB, crun INTEGER, cn INTEGER",
+    " canon TEXT, signed INTEGER, gid INTEGER, csig BLOB, crun INTEGER, cn INTEGER",
 )
 
 #: the columns of a new group's row, as refresh_groups writes them (the stage's, in its order); its
@@ -137,7 +137,7 @@ class ChunkTables(BandTables, EmbeddingTables):
         chunks: Sequence[KeyedChunk],
         run_id: int,
         pages: Pages = _NO_PAGES,
-        signed: Mapping[str, bytes] = _NO_SIGNED,
+        signed: Mapping[str, int] = _NO_SIGNED,
         keys: Mapping[str, int] | None = None,
     ) -> int:
         """Replace the sources of ``doc_ids`` by ``chunks`` (chunks of those documents), then re-derive
@@ -204,7 +204,7 @@ class ChunkTables(BandTables, EmbeddingTables):
         ids: Sequence[str],
         pages: Pages = _NO_PAGES,
         born: Born = _NONE_BORN,
-        signed: Mapping[str, bytes] = _NO_SIGNED,
+        signed: Mapping[str, int] = _NO_SIGNED,
         gids: Mapping[str, int] = _NO_GIDS,
         run_id: int = 0,
     ) -> set[str]:
@@ -215,9 +215,9 @@ class ChunkTables(BandTables, EmbeddingTables):
         :func:`~chunkdedup.store.page_spans.span_texts`), and a group whose text, count and first
         source are unchanged is not written.
         ``born``: groups not in the index yet, with every source row they have (sorted), not read.
-        ``signed``: the ``signed`` values (band keys) of new groups of a first ingest, written with
-        their rows (:meth:`put_first_bands` writes their band rows). ``gids``: the integer keys the
-        new groups' source rows name (:meth:`replace_sources` gives them).
+        ``signed``: the ``signed`` values (1) of new groups of a first ingest whose band keys the run
+        holds, written with their rows (:meth:`put_first_bands` writes their band rows). ``gids``: the
+        integer keys the new groups' source rows name (:meth:`replace_sources` gives them).
         """
         c = self.conn
         stored = [g for g in ids if g not in born]

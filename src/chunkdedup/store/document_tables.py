@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chunkdedup.normalize import running_lines
-from chunkdedup.store.band_tables import packed_band_keys
 from chunkdedup.store.batches import document_keys, execute_for_ids, in_lists, insert_rows, rows_for_ids
 from chunkdedup.store.boilerplate_tables import BoilerplateTables
 from chunkdedup.store.page_spans import texts_back_for_documents
@@ -331,7 +330,7 @@ class DocumentTables(BoilerplateTables):
 
         The groups and canonicals their old and new sources touch are re-derived once for the whole
         batch (a transaction's worth of documents), not once per document. ``band_keys``: (group ids,
-        their band keys) of a first ingest's batch: a new group is written with its ``signed`` value
+        their band keys) of a first ingest's batch: a new group is written signed (``signed`` 1)
         (:meth:`ChunkTables.put_first_bands` writes the band rows).
         """
         c = self.conn
@@ -363,7 +362,7 @@ class DocumentTables(BoilerplateTables):
         )
         pages = {(d.doc_id, p.number): p.text for d in docs for p in d.clean}
         keyed = [k for d in docs for k in d.keyed]
-        signed = {g: v for ids, keys in band_keys for g, v in packed_band_keys(ids, keys).items()}
+        signed = {g: 1 for ids, _ in band_keys for g in ids}
         self.chunks.replace_sources([d.doc_id for d in docs], keyed, run_id, pages, signed, dkeys)
         self._put_stripped(docs)
         ids = [d.doc_id for d in docs]
