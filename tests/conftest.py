@@ -41,8 +41,21 @@ CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d 
 #: How many canonical texts an index stores (where a canonical's text is not its leader group's).
 STORED_CANONICAL_TEXTS = "SELECT (SELECT COUNT(ctext) FROM groups) + (SELECT COUNT(text) FROM canonical_rows)"
 
+#: Document hashes as migrations 0001-0041 left them: 16 bytes (the last 8 unknown now: zeros).
+BEFORE_0042 = """
+UPDATE document_rows SET content_hash = CAST(content_hash || zeroblob(8) AS BLOB)
+    WHERE typeof(content_hash) = 'blob';
+DELETE FROM migrations WHERE name = '0042_short_document_hashes';
+"""
+
+#: Band keys as migrations 0001-0040 left them: in each signed group's row (see
+#: ``tests/test_band_keys_from_text.py``, which packs them; here a mark, as 0041 leaves it).
+BEFORE_0041 = BEFORE_0042 + """
+DELETE FROM migrations WHERE name = '0041_band_keys_from_text';
+"""
+
 #: Pages as migrations 0001-0039 left them: a row for every page (a one-page document's shared page too).
-BEFORE_0040 = """
+BEFORE_0040 = BEFORE_0041 + """
 DROP VIEW pages;
 INSERT INTO page_rows(dkey, page, has_text, raw_text, clean_text, ocr_confidence, links)
     SELECT d.dkey, 1, 1, NULL, NULL, NULL, NULL FROM document_rows d WHERE """ + ROWLESS_PAGE + """;

@@ -69,7 +69,8 @@ def test_edits_and_removals_leave_the_bands_the_texts_give(tmp_path: Path) -> No
     edited = dict(_RECORDS, a1=_RECORDS["a1"].replace("month", "quarter"), c1="a different note now")
     del edited["b2"]
     _write(docs, edited)
-    ingest([docs], index)  # a1's and c1's old groups and b2's go, with their band rows
+    run = ingest([docs], index)  # a1's and c1's old groups and b2's go, with their band rows
+    assert run.totals["cluster_pass"]["signed"] == 2  # a1's and c1's new groups: nothing signed again
     remove_documents(index, ["r.jsonl#d1"])
     stored, signed = _bands(index, NearConfig())
     assert stored == signed and all(g is not None for _, g in stored)  # no row of a group gone

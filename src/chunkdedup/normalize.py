@@ -266,6 +266,17 @@ def bytes_hash(data: bytes | memoryview) -> str:
     return xxhash.xxh3_128_hexdigest(data)
 
 
+#: The hex digits of a document's content hash (its first 64 bits): it is compared only with the hashes
+#: of the same file's documents an index holds and its own previous one, to know an unchanged document;
+#: two documents of one file share it once in 2**64 / n**2 (n documents). An index keeps it in 8 bytes.
+DOCUMENT_HASH_DIGITS = 16
+
+
+def document_hash(digest: str) -> str:
+    """A document's content hash from a hex digest of its bytes (:func:`bytes_hash`)."""
+    return digest[:DOCUMENT_HASH_DIGITS]
+
+
 def key_id(key: str) -> int:
     """A signed 64-bit id of a boilerplate key (fits an SQLite INTEGER)."""
     return xxhash.xxh3_64_intdigest(key.encode("utf-8")) - (1 << 63)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from chunkdedup.config import Config
 from chunkdedup.dedup.exact import KeyedChunk, KeyedDocument, key_chunk
-from chunkdedup.normalize import canonical_id
+from chunkdedup.normalize import canonical_id, document_hash
 from chunkdedup.parse import InputFile, input_fingerprint, parse_file
 from chunkdedup.parse.base import Keep
 from chunkdedup.parse.jsonl import NUMBER_MARK, line_numbered
@@ -169,10 +169,11 @@ def known_records(inp: InputFile, known: KnownFile, fingerprint: str | None) -> 
         return None
 
     def keep(content_hash: str, number: int) -> str | None:
-        rid = given.get(content_hash)
+        stored = document_hash(content_hash)  # the record's hash as its document keeps it
+        rid = given.get(stored)
         if rid is not None:
             return rid
-        for rid in tried.get(content_hash, ()):
+        for rid in tried.get(stored, ()):
             if not line_numbered(rid) or rid == f"{NUMBER_MARK}{number}":
                 return rid
         return None

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from chunkdedup.errors import InputError, ParseError
-from chunkdedup.normalize import bytes_hash
+from chunkdedup.normalize import bytes_hash, document_hash
 from chunkdedup.parse.base import shown
 from chunkdedup.parse.registry import split_page_text, typed_metadata
 from chunkdedup.types import Document, Page
@@ -89,7 +89,7 @@ def memory_documents(
                 doc_id=rec.id,
                 path=path,
                 pages=pages,
-                content_hash=bytes_hash(digest.encode("utf-8")),
+                content_hash=document_hash(bytes_hash(digest.encode("utf-8"))),
                 metadata=typed.metadata,
                 department=typed.department,
                 family=typed.family,

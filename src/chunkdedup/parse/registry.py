@@ -13,7 +13,7 @@ import xxhash
 
 from chunkdedup.config import ParseConfig
 from chunkdedup.errors import ParseError
-from chunkdedup.normalize import bytes_hash
+from chunkdedup.normalize import bytes_hash, document_hash
 from chunkdedup.parse.base import (
     SHOWN_CHARS,
     Extracted,
@@ -286,7 +286,7 @@ def record_document(inp: InputFile, ex: Extracted, whole_hash: str) -> Document:
         doc_id=inp.doc_id if ex.record_id is None else _record_doc_id(inp, ex.record_id),
         path=str(inp.path),
         pages=ex.pages,
-        content_hash=ex.content_hash or whole_hash,
+        content_hash=document_hash(ex.content_hash or whole_hash),
         metadata=typed.metadata,
         department=typed.department,
         family=typed.family,

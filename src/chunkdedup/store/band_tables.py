@@ -6,8 +6,9 @@ change while it exists (its id is that key's hash), so they are not kept in its 
 ``signed`` is 1 once its band rows are written or staged, NULL before). Where the store needs the band
 rows a group has (to drop them with it, to find its band neighbours), it asks the :class:`BandKeyer` the
 run gives it (:attr:`BandTables.band_keyer`): the near tier's own signing of the group's text. A keyer of
-other hashing settings than the index's (a run that changes them, and signs every group again) cannot
-name the old rows: the first drop then clears every signature and band, as that run's cluster pass would.
+other hashing settings than the index's (a run that changes them, and signs every group again), or none
+(a write outside an ingest run), cannot name the old rows: a drop then clears every signature and band,
+as that run's cluster pass would, and the next cluster pass signs every group again.
 """
 
 from __future__ import annotations
@@ -478,9 +479,11 @@ class BandTables(Tables):
         """The band rows of groups ``ids`` go, their band neighbours first marked dirty (one statement
         of each for all of them)."""
         c = self.conn
-        if self.band_keyer is not None and not self._keyer_current():
-            # signed under other settings: this run signs every group again (its cluster pass clears
-            # them), and these groups' rows cannot be named; cleared now, nothing is left behind
+        if not self._keyer_current():
+            # signed under other settings (this run signs every group again: its cluster pass clears
+            # them), or no keyer (a write outside an ingest run): these groups' rows cannot be named;
+            # every signature and band is cleared now, nothing is left behind, and the next cluster
+            # pass signs every group again
             if c.execute("SELECT 1 FROM groups WHERE signed IS NOT NULL LIMIT 1").fetchone() is not None:
                 self.clear_signatures()
             return
