@@ -41,8 +41,15 @@ CONTEXTS_BY_DOC = "SELECT d.doc_id, c.text FROM contexts c JOIN document_rows d 
 #: How many canonical texts an index stores (where a canonical's text is not its leader group's).
 STORED_CANONICAL_TEXTS = "SELECT (SELECT COUNT(ctext) FROM groups) + (SELECT COUNT(text) FROM canonical_rows)"
 
+#: Documents as migrations 0001-0042 left them: found by file through an index of them by file.
+BEFORE_0043 = """
+DROP TABLE file_docs;
+CREATE INDEX documents_file ON document_rows(fkey);
+DELETE FROM migrations WHERE name = '0043_file_key_ranges';
+"""
+
 #: Document hashes as migrations 0001-0041 left them: 16 bytes (the last 8 unknown now: zeros).
-BEFORE_0042 = """
+BEFORE_0042 = BEFORE_0043 + """
 UPDATE document_rows SET content_hash = CAST(content_hash || zeroblob(8) AS BLOB)
     WHERE typeof(content_hash) = 'blob';
 DELETE FROM migrations WHERE name = '0042_short_document_hashes';

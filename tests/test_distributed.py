@@ -169,6 +169,7 @@ def _store_verification(index: Path) -> dict[tuple[str, str], float]:
     """Every band-neighbour pair the local pass verifies above the threshold, with its Jaccard."""
     from chunkdedup import Config
     from chunkdedup.dedup.minhash import MinHasher, jaccard
+    from chunkdedup.ingestion.clusters import NearKeyer
     from chunkdedup.normalize import exact_key
     from chunkdedup.store import Store
 
@@ -176,6 +177,7 @@ def _store_verification(index: Path) -> dict[tuple[str, str], float]:
     hasher = MinHasher.from_config(near)
     expected = {}
     with Store.open(index) as store:
+        store.chunks.band_keyer = NearKeyer(near)  # names a group's band rows, as an ingest run's does
         texts = dict(store.conn.execute("SELECT id, text FROM groups"))
         shingles = {gid: hasher.shingles(exact_key(text)) for gid, text in texts.items()}
         for gid in sorted(texts):

@@ -14,7 +14,16 @@ from chunkdedup.normalize import running_lines
 from chunkdedup.store.batches import document_keys, execute_for_ids, in_lists, insert_rows, rows_for_ids
 from chunkdedup.store.boilerplate_tables import BoilerplateTables
 from chunkdedup.store.page_spans import texts_back_for_documents
-from chunkdedup.store.schema import CLEAN_TEXT, DOC_UNIT, PENDING_DOCUMENTS, RAW_TEXT, MetaKey, stored_hash
+from chunkdedup.store.schema import (
+    CLEAN_TEXT,
+    DOC_CONTENT_HASH,
+    DOC_UNIT,
+    FILE_DKEYS,
+    PENDING_DOCUMENTS,
+    RAW_TEXT,
+    MetaKey,
+    stored_hash,
+)
 from chunkdedup.types import ContextSource, Document, DocumentKeys, KeyedDocument, KnownFile, Page
 
 if TYPE_CHECKING:
@@ -64,7 +73,9 @@ class DocumentTables(BoilerplateTables):
         """What the index holds of a file: its content hash while it has documents, and its documents'
         ``(content hash, doc id, pages)`` rows (as read: an unchanged file needs none of them)."""
         rows = self.conn.execute(
-            "SELECT content_hash, doc_id, n_pages FROM documents WHERE file_path=? ORDER BY doc_id", (path,)
+            f"SELECT {DOC_CONTENT_HASH}, d.doc_id, d.n_pages FROM document_rows d"
+            f" WHERE d.dkey IN {FILE_DKEYS} ORDER BY d.doc_id",
+            (path,),
         ).fetchall()
         return KnownFile(self.file_hash(path) if rows else None, tuple(rows))
 
@@ -74,11 +85,12 @@ class DocumentTables(BoilerplateTables):
 
     def known_hash(self, path: str) -> str | None:
         """:meth:`known_file`'s content hash alone (two index lookups): enough to tell an unchanged file."""
-        has = self.conn.execute("SELECT 1 FROM documents WHERE file_path=? LIMIT 1", (path,)).fetchone()
+        has = self.conn.execute(f"SELECT 1 FROM {FILE_DKEYS} LIMIT 1", (path,)).fetchone()
         return self.file_hash(path) if has is not None else None
 
     def docs_of_file(self, path: str) -> list[str]:
-        rows = self.conn.execute("SELECT doc_id FROM documents WHERE file_path=? ORDER BY doc_id", (path,))
+        sql = f"SELECT d.doc_id FROM document_rows d WHERE d.dkey IN {FILE_DKEYS} ORDER BY d.doc_id"
+        rows = self.conn.execute(sql, (path,))
         return [r[0] for r in rows]
 
     def doc_owner(self, doc_id: str) -> str | None:
@@ -152,6 +164,7 @@ class DocumentTables(BoilerplateTables):
             [(r[2], r[0], r[1], r[2]) for r in over_pages],
         )
         _put_ocr(c, [doc for doc, _ in items], over, keys)
+        _place_documents(c, sorted(keys.values()))
         self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
 
     def remove_document(self, doc_id: str, run_id: int) -> int:
@@ -175,15 +188,18 @@ class DocumentTables(BoilerplateTables):
             execute_for_ids(self.conn, f"DELETE FROM {table} WHERE dkey IN ({{}})", sorted(keys.values()))
         for table in ("doc_keys", "doc_chrome", "stripped", "document_rows"):
             execute_for_ids(self.conn, f"DELETE FROM {table} WHERE doc_id IN ({{}})", ids)
-        self.conn.executemany(  # a path no document names any more
-            "DELETE FROM paths WHERE fkey=?1 AND NOT EXISTS (SELECT 1 FROM document_rows WHERE fkey=?1)",
-            [(f,) for f in sorted(set(files))],
-        )
+        unnamed = [  # a path no document names any more goes, with its ranges
+            (f,)
+            for f in sorted(set(files))
+            if self.conn.execute(_FILE_HAS_DOCUMENTS, (f,)).fetchone() is None
+        ]
+        self.conn.executemany("DELETE FROM paths WHERE fkey=?", unnamed)
+        self.conn.executemany("DELETE FROM file_docs WHERE fkey=?", unnamed)
         return touched
 
     def files_with_documents(self, paths: Sequence[str]) -> set[str]:
         """Those of ``paths`` that still hold a document (one index probe each)."""
-        probe = "SELECT 1 FROM documents WHERE file_path=? LIMIT 1"
+        probe = f"SELECT 1 FROM {FILE_DKEYS} LIMIT 1"
         return {p for p in paths if self.conn.execute(probe, (p,)).fetchone() is not None}
 
     def remove_file(self, path: str, run_id: int) -> list[str]:
@@ -493,6 +509,41 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_finite(v) for v in value]
     return value
+
+
+#: whether a file (parameter 1: its key) still has a document, through its ranges (file_docs)
+_FILE_HAS_DOCUMENTS = (
+    "SELECT 1 FROM file_docs r JOIN document_rows d ON d.dkey BETWEEN r.lo AND r.hi AND d.fkey = r.fkey"
+    " WHERE r.fkey = ?1 LIMIT 1"
+)
+#: the file and key of each of these documents (by key) no range of its file holds: the range of its
+#: file that starts last at or below its key (ranges of a file never overlap) ends below it
+_UNPLACED = (
+    "SELECT d.fkey, d.dkey FROM document_rows d WHERE d.dkey IN ({})"
+    " AND COALESCE((SELECT r.hi FROM file_docs r WHERE r.fkey = d.fkey AND r.lo <= d.dkey"
+    " ORDER BY r.lo DESC LIMIT 1), -1) < d.dkey"
+)
+#: a range that ends just below a new one of its file takes it on (?1 file, ?2 its lo, ?3 new hi)
+_EXTEND = (
+    "UPDATE file_docs SET hi = ?3 WHERE fkey = ?1 AND hi = ?2 - 1"
+    " AND lo = (SELECT lo FROM file_docs WHERE fkey = ?1 AND lo < ?2 ORDER BY lo DESC LIMIT 1)"
+)
+
+
+def _place_documents(conn: sqlite3.Connection, dkeys: Sequence[int]) -> None:
+    """Make the file of each of these documents (new, or moved to another file) find it: its key into
+    a range of its file's (``file_docs``), the ranges that follow one another made one (a first
+    ingest's batches of a file: one range)."""
+    rows = sorted(rows_for_ids(conn, _UNPLACED, dkeys))
+    runs: list[list[int]] = []  # [fkey, lo, hi], keys in a row of one file
+    for fkey, dkey in rows:
+        if runs and runs[-1][0] == fkey and runs[-1][2] == dkey - 1:
+            runs[-1][2] = dkey
+        else:
+            runs.append([fkey, dkey, dkey])
+    for fkey, lo, hi in runs:
+        if conn.execute(_EXTEND, (fkey, lo, hi)).rowcount == 0:
+            conn.execute("INSERT INTO file_docs(fkey, lo, hi) VALUES (?, ?, ?)", (fkey, lo, hi))
 
 
 def _put_ocr(
