@@ -112,7 +112,10 @@ def test_every_statement_searches_by_key(indexes: tuple[Path, Path]) -> None:
     with Index.open(big) as ix:
         for sql in statements:
             plan = [row[3] for row in ix.store.conn.execute("EXPLAIN QUERY PLAN " + sql)]
-            scans = [step for step in plan if step.startswith("SCAN")]
+            # a view of two parts (pages: rows and rowless pages) is read as a co-routine whose
+            # parts each search by key; the scan of its few rows is no scan of a table
+            coroutines = {step.split()[1] for step in plan if step.startswith("CO-ROUTINE")}
+            scans = [step for step in plan if step.startswith("SCAN") and step.split()[1] not in coroutines]
             assert not scans, (sql, plan)
 
 
