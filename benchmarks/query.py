@@ -234,10 +234,12 @@ def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, 
         conn.executemany(
             "INSERT INTO paths(path) VALUES (?)", [(f"/synthetic/d{d:07d}.txt",) for d in range(n_docs)]
         )
+        conn.execute("INSERT INTO configs(hash) VALUES ('x')")  # chunked under a config: indexed
         conn.executemany(
             "INSERT INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department, family,"
-            " effective_date, n_pages, state, run_id)"
-            " VALUES (?, (SELECT fkey FROM paths WHERE path=?), 'x', ?, ?, ?, ?, ?, 1, 'indexed', 0)",
+            " effective_date, n_pages, ckey, run_id)"
+            " VALUES (?, (SELECT fkey FROM paths WHERE path=?), 'x', ?, ?, ?, ?, ?, 1,"
+            " (SELECT ckey FROM configs WHERE hash = 'x'), 0)",
             [
                 (
                     f"d{d:07d}",
@@ -257,6 +259,8 @@ def build_synthetic(path: Path, n_chunks: int, words: list[str], p: np.ndarray, 
                 for d in range(n_docs)
             ],
         )
+        # a file finds its document through the range of keys it was written in (file_docs)
+        conn.execute("INSERT INTO file_docs(fkey, lo, hi) SELECT fkey, dkey, dkey FROM document_rows")
     for lo in range(0, n_chunks, batch):
         hi = min(n_chunks, lo + batch)
         lengths = rng.integers(60, 240, size=hi - lo)
