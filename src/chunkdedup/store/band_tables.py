@@ -72,28 +72,13 @@ def fold_keys(keys: npt.ArrayLike) -> npt.NDArray[np.int32]:
 
 
 def pack_bands(keys: Sequence[int]) -> bytes:
-    """A group's band keys as its ``signed`` value: folded (:func:`fold_key`) 32-bit little-endian
-    integers, in order; a group whose keys are all one key (a small shingle set's, see
-    :func:`chunkdedup.dedup.near.sign_keys`) keeps it once: its one band row."""
+    """A group's band keys as migrations 0022-0040 kept them in its ``signed`` value (0041 keeps a mark):
+    folded (:func:`fold_key`) 32-bit little-endian integers, in order; a group whose keys are all one
+    key (a small shingle set's, see :func:`chunkdedup.dedup.near.sign_keys`) kept it once."""
     folded = [fold_key(k) for k in keys]
     if len(set(folded)) == 1:
         folded = folded[:1]
     return struct.pack(f"<{len(folded)}i", *folded)
-
-
-def packed_band_keys(ids: Sequence[str], keys: npt.NDArray[np.int64]) -> dict[str, bytes]:
-    """Each group's ``signed`` value from its band keys (``keys[i]``: those of ``ids[i]``), as
-    :func:`pack_bands` packs them, from one array."""
-    return dict(zip(ids, _packed_rows(fold_keys(keys)), strict=True))
-
-
-def _packed_rows(rows: npt.NDArray[np.int32]) -> list[bytes]:
-    """The ``signed`` value of each row of folded keys, as :func:`pack_bands` packs it."""
-    import numpy as np
-
-    packed = np.ascontiguousarray(rows, dtype="<i4")
-    single = _one_key(packed).tolist()
-    return [(row[:1] if one else row).tobytes() for row, one in zip(packed, single, strict=True)]
 
 
 def _one_key(rows: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
@@ -102,17 +87,6 @@ def _one_key(rows: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
     import numpy as np
 
     return (rows == rows[:, :1]).all(axis=1) if rows.size else np.zeros(len(rows), np.bool_)
-
-
-def unpack_bands(blob: bytes) -> tuple[int, ...]:
-    return struct.unpack(f"<{len(blob) // 4}i", blob)
-
-
-def band_array(blob: bytes, bands: int) -> npt.NDArray[np.int32]:
-    """A ``signed`` value as a row of ``bands`` folded keys (a one-key value repeated: the same rows)."""
-    import numpy as np
-
-    return np.resize(np.frombuffer(blob, "<i4"), bands)
 
 
 def pack_wide_bands(keys: Sequence[int]) -> bytes:

@@ -26,8 +26,6 @@ from chunkdedup.store.band_tables import BandRows as BandRows
 from chunkdedup.store.band_tables import BandTable as BandTable
 from chunkdedup.store.band_tables import BandTables
 from chunkdedup.store.band_tables import pack_bands as pack_bands
-from chunkdedup.store.band_tables import packed_band_keys as packed_band_keys
-from chunkdedup.store.band_tables import unpack_bands as unpack_bands
 from chunkdedup.store.batches import document_keys, has_row_triggers
 from chunkdedup.store.batches import execute_for_ids as execute_for_ids
 from chunkdedup.store.batches import insert_rows as insert_rows
