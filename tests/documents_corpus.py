@@ -51,6 +51,7 @@ def check_deduplicated(out: Sequence[Out], given: Sequence[Given], index: Path) 
     """One output per canonical, no exact copy twice, every chunk of every given document cited
     exactly once, and a cross-source copy (the acceptable-use policy and its 2024 history version)
     returned once with both citations and the current version's family and date."""
+    out = [(i, t, _nested(m)) for i, t, m in out]
     ids = [o[0] for o in out]
     assert len(ids) == len(set(ids))
     keys = [exact_key(o[1]) for o in out]
@@ -63,7 +64,8 @@ def check_deduplicated(out: Sequence[Out], given: Sequence[Given], index: Path) 
     assert {s["doc"] for o in out for s in o[2]["sources"]} == names
     texts = {g[0]: exact_key(g[1]) for g in given}
     both = [
-        o for o in out
+        o
+        for o in out
         if {CURRENT, HISTORY} <= set(o[2]["docs"]) and all(s["relation"] == "exact" for s in o[2]["sources"])
     ]
     assert both, "no chunk shared by the policy and its history version came back with both citations"
@@ -74,21 +76,28 @@ def check_deduplicated(out: Sequence[Out], given: Sequence[Given], index: Path) 
     assert len(out) < sum(len(g[1].split("\n\n")) for g in given) / 2  # far fewer than the copies given
 
 
+def _nested(meta: dict[str, Any]) -> dict[str, Any]:
+    """A Deduplicator's metadata with ``sources`` and ``docs`` as lists (flat metadata: JSON text)."""
+    return {
+        k: json.loads(v) if k in ("sources", "docs") and isinstance(v, str) else v for k, v in meta.items()
+    }
+
+
 def check_incremental(run: Callable[[list[tuple[str, str, dict[str, Any]]]], list[Out]], index: Path) -> None:
     """A re-run with the same documents changes nothing; with one edited, only canonicals citing it
     change (upserted or deleted), and the others come back as they were."""
     given = policy_documents()
-    first = {o[0]: o for o in run(given)}
+    first = {o[0]: (o[0], o[1], _nested(o[2])) for o in run(given)}
     with Index.open(index) as ix:
         before = ix.stats()["last_run"]
-    assert {o[0]: o for o in run(given)} == first
+    assert {o[0]: (o[0], o[1], _nested(o[2])) for o in run(given)} == first
     with Index.open(index) as ix:
         assert list(ix.records(since_run=before)) == [] and ix.deleted_since(before) == []
         before = ix.stats()["last_run"]
     target = next(i for i, g in enumerate(given) if g[0] == PRIVACY)
     name = given[target][0]
     given[target] = (name, edited(given[target][1]), given[target][2])
-    second = {o[0]: o for o in run(given)}
+    second = {o[0]: (o[0], o[1], _nested(o[2])) for o in run(given)}
     with Index.open(index) as ix:
         changed = list(ix.records(since_run=before))
         deleted = ix.deleted_since(before)

@@ -16,7 +16,6 @@ import pytest
 
 from adapter_corpus import CONFIG, small_corpus
 from chunkdedup import Index, ingest
-from chunkdedup.integrations._documents import cited
 
 MINE = ["bravo.txt", "alpha.txt"]  # they share a chunk
 FILLER = 200
@@ -64,19 +63,15 @@ def test_records_citing_is_the_export_filtered_by_document(
         assert bool(got) is bool(set(docs) - {"nowhere.txt"})
 
 
-def test_cited_keeps_its_order_and_every_source(indexes: tuple[Path, Path]) -> None:
-    """By the first place each cites among the documents as given (bravo, then alpha)."""
+def test_records_of_gives_the_records_it_names_that_stand(indexes: tuple[Path, Path]) -> None:
+    """What a Deduplicator reads again after a call: the canonicals its documents cited before."""
     small, big = indexes
-    rank = {d: i for i, d in enumerate(MINE)}
-
-    def place(rec: Any) -> tuple[int, int, int]:
-        return min((rank[s.doc], s.page, s.start) for s in rec.sources if s.doc in rank)
-
-    want = sorted(_filtered(big, MINE), key=lambda r: (place(r), r.id))
-    assert cited(big, MINE) == tuple(want) == cited(small, MINE)
-    assert place(want[0])[0] == 0 and place(want[-1])[0] == 1
-    shared = [r for r in want if {s.doc for s in r.sources} == {"alpha.txt", "bravo.txt"}]
-    assert len(shared) == 1
+    want = _filtered(big, MINE)
+    ids = [r.id for r in want]
+    with Index.open(big) as ix:
+        assert ix.records_of([*reversed(ids), "not-a-canonical"]) == want
+    with Index.open(small) as ix:
+        assert ix.records_of(ids) == _filtered(small, MINE)
 
 
 @contextmanager
@@ -107,7 +102,8 @@ def _cost(index: Path, read: Callable[[Index], object]) -> tuple[int, list[str]]
 
 def test_every_statement_searches_by_key(indexes: tuple[Path, Path]) -> None:
     _, big = indexes
-    _, statements = _cost(big, lambda ix: ix.records_citing(MINE))
+    ids = [r.id for r in _filtered(big, MINE)]
+    _, statements = _cost(big, lambda ix: (ix.records_citing(MINE), ix.records_of(ids)))
     assert statements
     with Index.open(big) as ix:
         for sql in statements:

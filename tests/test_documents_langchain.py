@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,6 @@ def test_pages_of_one_source_are_one_document_and_ids_fall_back_on_the_document_
     ]
     out = Deduplicator(index).transform_documents(pages)
     assert [d.metadata["page"] for d in out] == [1, 2]
-    assert out[0].metadata["docs"] == ["a.pdf", "b-note"]
+    assert json.loads(out[0].metadata["docs"]) == ["a.pdf", "b-note"]
     with pytest.raises(InputError, match="Document 0 has no 'source' metadata and no id"):
         Deduplicator(index).transform_documents([Document(page_content="no id at all")])

@@ -32,10 +32,13 @@ def test_documents_come_back_deduplicated_and_cited(tmp_path: Path) -> None:
     index = tmp_path / "policies.sqlite"
     nodes = IngestionPipeline(transformations=[Deduplicator(index=index)]).run(documents=_docs(given))
     check_deduplicated(_out(nodes), given, index)
-    # what the LLM and the embedder see is the text, not the citations
-    assert nodes[0].get_content(metadata_mode=MetadataMode.LLM) == nodes[0].get_content(
-        metadata_mode=MetadataMode.NONE
-    )
+    # the embedder sees the text alone; the LLM the owner's name and page to cite, not the sources
+    first = nodes[0]
+    text = first.get_content(metadata_mode=MetadataMode.NONE)
+    assert first.get_content(metadata_mode=MetadataMode.EMBED) == text
+    llm = first.get_content(metadata_mode=MetadataMode.LLM)
+    assert f"source: {first.metadata['source']}" in llm and f"page: {first.metadata['page']}" in llm
+    assert llm.endswith(text) and "sources" not in llm.replace(text, "")
 
 
 def test_a_rerun_with_one_document_edited_changes_that_document_alone(tmp_path: Path) -> None:

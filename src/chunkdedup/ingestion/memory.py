@@ -9,22 +9,28 @@ chunks, clusters, the text index) is the ingest's own sequence
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Literal
 
 from chunkdedup.config import Config
-from chunkdedup.errors import ConfigError
+from chunkdedup.errors import ConfigError, InputError
 from chunkdedup.ingestion.executors import LocalExecutor
 from chunkdedup.ingestion.files import StoreQueue, store_file
 from chunkdedup.ingestion.report import IngestReport
 from chunkdedup.ingestion.sequence import IngestOptions, Progress, ingest_with
 from chunkdedup.parse import InputFile
+from chunkdedup.parse.base import shown
 from chunkdedup.parse.memory import InputRecord, memory_documents, source_fingerprint, source_path
 from chunkdedup.store import Store
 from chunkdedup.text import boilerplate
 from chunkdedup.types import Document, FileResult, FileStatus, Page, ParsedFile
 
-__all__ = ["InputRecord", "ingest_records"]
+__all__ = ["InputRecord", "Mode", "ingest_records"]
+
+#: ``replace``: a call's records are the whole source (those it no longer gives are removed);
+#: ``upsert``: they are added or replaced, the source's other documents stay.
+Mode = Literal["replace", "upsert"]
 
 
 def ingest_records(
@@ -33,13 +39,18 @@ def ingest_records(
     *,
     source: str = "memory",
     options: IngestOptions | None = None,
+    mode: Mode = "replace",
+    remove: Sequence[str] = (),
 ) -> IngestReport:
     """Ingest in-memory documents into ``index`` as the source ``source``.
 
-    The source's documents are exactly the ones given: a document given before and not now is
-    removed (give each collection its own ``source``); an unchanged one is not chunked again. Ids
-    must be unique within a call and not taken by another source or file. ``options`` as for
-    :func:`chunkdedup.ingest` (``manifest`` and ``prune`` do not apply and are refused).
+    ``mode="replace"``: the source's documents are exactly the ones given, a document given before
+    and not now is removed (give each collection its own ``source``). ``mode="upsert"``: the records
+    are added or replace the documents of their ids, the source's other documents stay, and those
+    named in ``remove`` go (an id the source does not hold is an ``InputError``). Either way an
+    unchanged document is not chunked again. Ids must be unique within a call and not taken by
+    another source or file. ``options`` as for :func:`chunkdedup.ingest` (``manifest`` and ``prune``
+    do not apply and are refused).
 
     Example:
         >>> from chunkdedup.ingestion.memory import InputRecord, ingest_records
@@ -52,13 +63,23 @@ def ingest_records(
             "ingest_records takes no manifest and no prune: give the metadata on each InputRecord, "
             "and the source's whole set of documents on each call"
         )
+    if mode == "replace" and remove:
+        raise ConfigError("remove= is for mode='upsert': a 'replace' call removes what it does not give")
     path = source_path(source)
+    records = list(records)
     docs, notes = memory_documents(path, records, opts.config.parse.max_page_chars)
+    given = {r.id for r in records}  # a record without text is named too: an upsert removes it
+    both = sorted(given.intersection(remove))
+    if both:
+        raise InputError(f"document(s) {shown(both)} are both given and to be removed: give or remove each")
 
     def phase(
         store: Store, cfg: Config, run_id: int, tick: Progress, at_hand: dict[str, tuple[Page, ...]]
     ) -> list[FileResult]:
-        return [_store_source(store, cfg, run_id, tick, at_hand, path, docs, notes)]
+        kept: tuple[str, ...] = ()
+        if mode == "upsert":
+            kept = _kept(store, path, given, remove)
+        return [_store_source(store, cfg, run_id, tick, at_hand, path, docs, notes, kept)]
 
     return ingest_with([], index, opts, LocalExecutor(1), source=phase)
 
@@ -72,15 +93,19 @@ def _store_source(
     path: str,
     docs: tuple[Document, ...],
     notes: tuple[str, ...],
+    kept: tuple[str, ...] = (),
 ) -> FileResult:
     """Store the source as the parse phase stores a file: unchanged as a whole, or its new and
-    changed documents (with their boilerplate candidate keys) and its removed ones gone."""
+    changed documents (with their boilerplate candidate keys) and its removed ones gone; the
+    ``kept`` ones (an upsert's documents it does not name) stay as they are."""
     tick("documents", 0, len(docs))
-    fingerprint = source_fingerprint(docs)
+    hashes = {row[1]: row[0] for row in store.known_file(path).documents} if kept else {}
+    pairs = [(d.doc_id, d.content_hash) for d in docs] + [(d, hashes[d]) for d in kept]
+    fingerprint = source_fingerprint(pairs)
     if store.known_hash(path) == fingerprint:
         tick("documents", len(docs), len(docs))
         return FileResult(path, FileStatus.UNCHANGED, tuple(store.docs_of_file(path)))
-    if not docs:
+    if not docs and not kept:
         with store.transaction():
             gone = store.remove_file(path, run_id)
         reason = "; ".join(notes) or "no documents given"
@@ -92,7 +117,8 @@ def _store_source(
         None if d.content_hash in stored else boilerplate.document_keys(d.pages, cfg.boilerplate)
         for d in docs
     )
-    parsed = ParsedFile(path, docs, FileStatus.INGESTED, notes=notes)
+    order = tuple(sorted({d.doc_id for d in docs}.union(kept))) if kept else ()
+    parsed = ParsedFile(path, docs, FileStatus.INGESTED, notes=notes, kept=kept, order=order)
     with store.transaction():
         queue = StoreQueue()
         inp = InputFile(Path(path), path)
@@ -102,3 +128,15 @@ def _store_source(
         at_hand.update((d.doc_id, d.pages) for d in docs)
     tick("documents", len(docs), len(docs))
     return result
+
+
+def _kept(store: Store, path: str, given: set[str], remove: Sequence[str]) -> tuple[str, ...]:
+    """The source's stored documents an upsert leaves as they are: neither given nor removed."""
+    stored = store.docs_of_file(path)
+    missing = sorted(set(remove).difference(stored))
+    if missing:
+        raise InputError(
+            f"no such document(s) in the source {shown(path)}: {shown(missing)}; nothing was changed"
+        )
+    gone = set(remove)
+    return tuple(d for d in stored if d not in given and d not in gone)

@@ -3,6 +3,7 @@ and the safety net over framework results (the steps of :mod:`chunkdedup.query.s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -142,6 +143,16 @@ def item_version(meta: Mapping[str, Any]) -> tuple[str, str] | None:
     return str(family), str(when)
 
 
+def _sources(raw: Any) -> list[Any]:
+    """A ``sources`` value as a list: nested, or the JSON text a store of flat metadata keeps."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return []
+    return raw if isinstance(raw, list) else []
+
+
 def item_docs(meta: Mapping[str, Any], doc_key: str | None, default_keys: Sequence[str]) -> tuple[str, ...]:
     """The documents a result is charged to under the cap.
 
@@ -150,8 +161,8 @@ def item_docs(meta: Mapping[str, Any], doc_key: str | None, default_keys: Sequen
     """
     keys = [doc_key] if doc_key is not None else []
     if doc_key is None:
-        sources = meta.get("sources")
-        if isinstance(sources, list) and sources and all(isinstance(s, Mapping) for s in sources):
+        sources = _sources(meta.get("sources"))
+        if sources and all(isinstance(s, Mapping) for s in sources):
             docs = tuple(str(s["doc"]) for s in sources if "doc" in s)
             if docs:
                 return docs

@@ -1,14 +1,20 @@
 """From a framework's in-memory Documents to deduplicated, cited ones: what the three ``Deduplicator``\\ s
 share (the frameworks' classes only convert their Documents to :class:`Given` and back).
 
-A call's Documents are one in-memory source of the index (:func:`chunkdedup.ingestion.memory.ingest_records`):
-the new and changed ones are ingested, the unchanged ones left as they are, and those of the source
-the call no longer gives are removed. The result is every canonical chunk a given Document cites,
-with all its sources (those of other sources and files of the index too).
+A call's Documents are some of one in-memory source of the index
+(:func:`chunkdedup.ingestion.memory.ingest_records`): they are added or replace the documents of
+their ids, and the source's other documents stay; removal is explicit (``remove``), or a call
+says it gives the whole source (``full``). The frameworks' incremental patterns delete and re-add a
+changed document's nodes by the document they belong to, so each canonical chunk belongs to one
+document, its *owner*: the first (by doc id, page, offset) of the source's documents that cite it.
+A call returns every canonical chunk owned by a document it touched (given, removed, or the owner
+of a chunk a given or removed document cites, before or after the call): what a framework deletes
+by document id, it gets back if it still stands.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +27,7 @@ from chunkdedup.ingestion.memory import ingest_records
 from chunkdedup.ingestion.report import IngestReport
 from chunkdedup.ingestion.sequence import IngestOptions
 from chunkdedup.integrations._core import sources_json
+from chunkdedup.parse.base import shown
 from chunkdedup.parse.memory import InputRecord, source_path
 from chunkdedup.query.records import Citation, ExportRecord
 
@@ -50,6 +57,12 @@ class DedupOptions:
     source: str
     id_key: str | None
     config: Config = field(default_factory=Config)
+    #: the call's Documents are the whole source: the source's documents it does not give are removed
+    full: bool = False
+    #: Documents sharing an ``id_key`` value are the parts of one document only when each carries a
+    #: page number (a converter that keeps only a file's base name makes two files one name); the
+    #: text names the framework's fix
+    parts_need_pages: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.index, Index):
@@ -58,45 +71,173 @@ class DedupOptions:
 
 
 @dataclass(frozen=True, slots=True)
-class Deduplicated:
-    """What one call gave: the canonical chunks the Documents cite (ordered by their first cited
-    place among the Documents), the ids of the documents they formed, and the ingest's report."""
+class Owned:
+    """A canonical chunk a call returns, with the place of its owner (the first of the source's
+    documents that cite it) and the framework id of the owner's part that holds that place."""
 
-    records: tuple[ExportRecord, ...]
+    record: ExportRecord
+    owner: Citation
+    part_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Deduplicated:
+    """What one call gave: the canonical chunks owned by the documents it touched (the given ones'
+    first, in the given order, then the others' by doc id), the ids of the documents it formed and
+    removed, the ids of canonicals it touched that no longer stand (for a store that is not told by
+    document), the touched documents that own no canonical now (a store that cleans up by document
+    must drop theirs: no returned chunk names them), and the ingest's report."""
+
+    records: tuple[Owned, ...]
     doc_ids: tuple[str, ...]
+    removed: tuple[str, ...]
+    deleted: tuple[str, ...]
+    emptied: tuple[str, ...]
     report: IngestReport
 
 
-def deduplicate(given: Sequence[Given], opts: DedupOptions) -> Deduplicated:
-    """Ingest ``given`` as the source ``opts.source`` and read back the canonicals they cite."""
-    records = to_records(given, opts.id_key)
-    options = IngestOptions(config=opts.config)
-    report = ingest_records(records, opts.index, source=opts.source, options=options)
+def deduplicate(given: Sequence[Given], opts: DedupOptions, *, remove: Sequence[str] = ()) -> Deduplicated:
+    """Add or replace ``given`` in the source ``opts.source`` (all of it with ``opts.full``), remove
+    the documents named in ``remove``, and read back the canonicals of the documents touched."""
+    records, parts = to_records(given, opts.id_key, opts.parts_need_pages)
     ids = tuple(r.id for r in records)
-    return Deduplicated(cited(opts.index, ids), ids, report)
+    path = source_path(opts.source)
+    stored = _source_docs(opts.index, path)
+    gone = [d for d in stored if d not in set(ids)] if opts.full else list(dict.fromkeys(remove))
+    before = _read(opts.index, path, [*ids, *gone]) if stored else ()
+    report = ingest_records(
+        records,
+        opts.index,
+        source=opts.source,
+        options=IngestOptions(config=opts.config),
+        mode="replace" if opts.full else "upsert",
+        remove=() if opts.full else gone,
+    )
+    touched = {*ids, *gone, *(o.owner.doc for o in before)}
+    with Index.open(opts.index) as ix:
+        mine = frozenset(ix.store.docs_of_file(path))
+        still = _owned(ix.records_of([o.record.id for o in before]), mine)
+        now = _owned(ix.records_citing(ids), mine)
+        touched.update(owner.doc for _, owner in (*still, *now))
+        # a given document may have taken a chunk over: the owner it had without them is touched too
+        touched.update(owner.doc for _, owner in _owned([r for r, _ in now], mine - set(ids)))
+        out = [o for o in _owned(ix.records_citing(sorted(touched & mine)), mine) if o[1].doc in touched]
+    standing = {rec.id for rec, _ in still}
+    deleted = tuple(sorted({o.record.id for o in before} - standing))
+    rank = {d: i for i, d in enumerate(ids)}
+    out.sort(key=lambda o: (rank.get(o[1].doc, len(rank)), o[1].doc, o[1].page, o[1].start, o[0].id))
+    done = tuple(Owned(rec, owner, _part(parts, owner)) for rec, owner in out)
+    emptied = tuple(sorted(touched - {owner.doc for _, owner in out}))
+    return Deduplicated(done, ids, tuple(gone), deleted, emptied, report)
 
 
-def to_records(given: Sequence[Given], id_key: str | None) -> list[InputRecord]:
-    """One record per document id, in first-seen order: Documents with one id are its pages, ordered
-    by their page key when every one has a number (else as given)."""
-    pages: dict[str, list[tuple[int, Given]]] = {}
-    for pos, g in enumerate(given):
-        doc = _doc_id(g, id_key, pos)
-        pages.setdefault(doc, []).append((pos, g))
+def _source_docs(index: str | Path, path: str) -> list[str]:
+    """The documents the index holds of the source (none when there is no index yet)."""
+    if not Path(index).exists():
+        return []
+    with Index.open(index) as ix:
+        return ix.store.docs_of_file(path)
+
+
+def _read(index: str | Path, path: str, doc_ids: Sequence[str]) -> tuple[Owned, ...]:
+    """The canonicals ``doc_ids`` cite, with their owners, before a call changes them."""
+    with Index.open(index) as ix:
+        mine = frozenset(ix.store.docs_of_file(path))
+        owned = _owned(ix.records_citing(doc_ids), mine)
+    return tuple(Owned(r, o, "") for r, o in owned)
+
+
+def _owned(records: Sequence[ExportRecord], mine: frozenset[str]) -> list[tuple[ExportRecord, Citation]]:
+    """Each record one of the source's documents cites, with its owner: the first such source."""
     out = []
+    for rec in records:
+        ours = [s for s in rec.sources if s.doc in mine]
+        if ours:
+            out.append((rec, min(ours, key=lambda s: (s.doc, s.page, s.start))))
+    return out
+
+
+def _part(parts: Mapping[str, tuple[str, ...]], owner: Citation) -> str:
+    """The framework id of the given part that holds the owner's page (its document's id when the
+    call did not give it)."""
+    ids = parts.get(owner.doc)
+    if not ids:
+        return owner.doc
+    return ids[min(owner.page, len(ids)) - 1]
+
+
+def to_records(
+    given: Sequence[Given], id_key: str | None, parts_need_pages: str | None = None
+) -> tuple[list[InputRecord], dict[str, tuple[str, ...]]]:
+    """One record per document id, in first-seen order, and the framework ids of each one's parts.
+
+    Documents with one id are its parts (pages), ordered by their page key when every one has a
+    number (else as given); the same Document given twice counts once. Documents that share a
+    framework id but not their text, and (``parts_need_pages``) Documents that share an ``id_key``
+    value without page numbers, are an ``InputError``: two documents would silently become one.
+    """
+    pages: dict[str, list[tuple[int, Given]]] = {}
+    by_key: dict[str, bool] = {}
+    for pos, g in enumerate(given):
+        doc, keyed = _doc_id(g, id_key, pos)
+        parts = pages.setdefault(doc, [])
+        if any(p.id == g.id and p.text == g.text and p.metadata == g.metadata for _, p in parts):
+            continue
+        parts.append((pos, g))
+        by_key[doc] = keyed
+    out = []
+    part_ids: dict[str, tuple[str, ...]] = {}
     for doc, parts in pages.items():
         numbers = [_page_number(g.metadata) for _, g in parts]
-        if len(parts) > 1 and all(n is not None for n in numbers):
+        numbered = all(n is not None for n in numbers) and len(set(numbers)) == len(numbers)
+        if len(parts) > 1 and not numbered:
+            _refuse_shared(doc, parts, by_key[doc], parts_need_pages)
+        if len(parts) > 1 and numbered:
             order = sorted(range(len(parts)), key=lambda i: (numbers[i], parts[i][0]))
             parts = [parts[i] for i in order]
         meta = {k: v for k, v in parts[0][1].metadata.items() if k not in PAGE_KEYS}
         out.append(InputRecord(doc, tuple(g.text for _, g in parts), meta))
-    return out
+        part_ids[doc] = tuple(g.id or doc for _, g in parts)
+    return out, part_ids
 
 
-def _doc_id(g: Given, id_key: str | None, pos: int) -> str:
+def _refuse_shared(doc: str, parts: Sequence[tuple[int, Given]], keyed: bool, hint: str | None) -> None:
+    """Documents that share an id and carry no page numbers: parts of one document, unless they are
+    two documents under one name (a framework id given twice, or a base name)."""
+    if keyed and hint is None:
+        return
+    where = [p for p, _ in parts[:5]]
+    if keyed:
+        raise InputError(
+            f"{len(parts)} Documents (at positions {where}) share the document id {shown(doc)} and carry "
+            f"no page number: they look like different files under one name. {hint}; or give each a "
+            "distinct id (or page numbers, if they are the pages of one document). Nothing was ingested"
+        )
+    raise InputError(
+        f"{len(parts)} Documents (at positions {where}) share the id {shown(doc)} with different texts: "
+        "give each Document its own id (or one Document per document, its pages numbered). "
+        "Nothing was ingested"
+    )
+
+
+def doc_key(g: Given, id_key: str | None) -> str:
+    """A Document's document id (as :func:`to_records` reads it)."""
+    return _doc_id(g, id_key, 0)[0]
+
+
+def source_documents(opts: DedupOptions) -> dict[str, int]:
+    """The documents the index holds of the source ``opts.source``, with their page counts."""
+    if not Path(opts.index).exists():
+        return {}
+    with Index.open(opts.index) as ix:
+        return {doc: pages for _, doc, pages in ix.store.known_file(source_path(opts.source)).documents}
+
+
+def _doc_id(g: Given, id_key: str | None, pos: int) -> tuple[str, bool]:
+    """A Document's document id, and whether it came from its ``id_key`` metadata."""
     value = g.metadata.get(id_key) if id_key is not None else None
-    if value is None or (isinstance(value, str) and not value.strip()):
+    keyed = not (value is None or (isinstance(value, str) and not value.strip()))
+    if not keyed:
         value = g.id
     if value is None or not str(value).strip():
         where = f"no {id_key!r} metadata and no id" if id_key is not None else "no id"
@@ -105,7 +246,7 @@ def _doc_id(g: Given, id_key: str | None, pos: int) -> str:
             + (f" or a {id_key!r} metadata value" if id_key is not None else "")
             + ", or name the key that holds it (id_key=...)"
         )
-    return str(value)
+    return str(value), keyed
 
 
 def _page_number(meta: Mapping[str, Any]) -> float | None:
@@ -118,43 +259,32 @@ def _page_number(meta: Mapping[str, Any]) -> float | None:
     return None
 
 
-def cited(index: str | Path, doc_ids: Sequence[str]) -> tuple[ExportRecord, ...]:
-    """The index's canonicals with a source among ``doc_ids``, by their first such source's place
-    (the documents in the given order, then page and offset); read through those documents' sources
-    (:meth:`~chunkdedup.index.Index.records_citing`), not the whole index."""
-    rank = {d: i for i, d in enumerate(doc_ids)}
-    found: list[tuple[tuple[int, int, int, str], ExportRecord]] = []
-    with Index.open(index) as ix:
-        for rec in ix.records_citing(doc_ids):
-            mine = [s for s in rec.sources if s.doc in rank]
-            if mine:
-                first = min(mine, key=lambda s: (rank[s.doc], s.page, s.start))
-                found.append(((rank[first.doc], first.page, first.start, rec.id), rec))
-    return tuple(rec for _, rec in sorted(found, key=lambda f: f[0]))
-
-
-def record_metadata(rec: ExportRecord, doc_ids: Sequence[str]) -> dict[str, Any]:
+def record_metadata(owned: Owned, *, flat: bool = False) -> dict[str, Any]:
     """A returned Document's metadata: every source (``sources``, as export writes them), the
     canonical id (``chunk_id``), the documents that hold it (``docs``), and top-level ``source`` and
-    ``page`` (its first place among the given documents, for prompt templates), with that document's
-    ``family`` and ``effective_date`` when it has them (for a version-aware safety net)."""
-    first = _first(rec.sources, {d: i for i, d in enumerate(doc_ids)})
+    ``page`` (its owner's place, for prompt templates and the frameworks' clean-up by source), with
+    the owner's ``family`` and ``effective_date`` when it has them (for a version-aware safety net).
+    ``flat``: ``sources`` and ``docs`` as JSON text, for stores that take scalar metadata only."""
+    rec, first = owned.record, owned.owner
+    sources = sources_json(rec.sources)
+    docs = list(dict.fromkeys(s.doc for s in rec.sources))
     meta: dict[str, Any] = {
-        "sources": sources_json(rec.sources),
+        "sources": json.dumps(sources, sort_keys=True) if flat else sources,
         "chunk_id": rec.id,
-        "source": first.doc if first else None,
-        "page": first.page if first else None,
-        "docs": list(dict.fromkeys(s.doc for s in rec.sources)),
+        "source": first.doc,
+        "page": first.page,
+        "docs": json.dumps(docs) if flat else docs,
     }
-    if first is not None:
-        for key in ("family", "effective_date"):
-            if first.metadata.get(key) is not None:
-                meta[key] = first.metadata[key]
+    for key in ("family", "effective_date"):
+        if first.metadata.get(key) is not None:
+            meta[key] = first.metadata[key]
     return meta
 
 
-def _first(sources: Sequence[Citation], rank: Mapping[str, int]) -> Citation | None:
-    mine = [s for s in sources if s.doc in rank]
-    if mine:
-        return min(mine, key=lambda s: (rank[s.doc], s.page, s.start))
-    return sources[0] if sources else None
+def index_state(index: str | Path) -> int | None:
+    """The index's last finished run (``None`` before its first): what a call's output depends on
+    besides its Documents, for a framework that caches a transformation's output by its input."""
+    if not Path(index).exists():
+        return None
+    with Index.open(index) as ix:
+        return ix.last_finished_run()

@@ -100,9 +100,9 @@ def memory_documents(
     return tuple(sorted(docs, key=lambda d: d.doc_id)), tuple(notes)
 
 
-def source_fingerprint(docs: Iterable[Document]) -> str:
-    """What tells an unchanged source: its documents' ids and content hashes."""
-    return bytes_hash("\n".join(f"{d.doc_id}\x00{d.content_hash}" for d in docs).encode("utf-8"))
+def source_fingerprint(docs: Iterable[tuple[str, str]]) -> str:
+    """What tells an unchanged source: its documents' ``(id, content hash)``, in id order."""
+    return bytes_hash("\n".join(f"{d}\x00{h}" for d, h in sorted(docs)).encode("utf-8"))
 
 
 def _pages(doc_id: str, texts: list[str], limit: int, notes: list[str]) -> tuple[Page, ...]:

@@ -339,10 +339,17 @@ class IndexReader:
         for part, marks in in_lists(docs):
             sql = f"SELECT DISTINCT canonical_id FROM sources WHERE doc_id IN ({marks})"
             found.update(r[0] for r in conn.execute(sql, part))
+        return self.records_of(sorted(found))
+
+    def records_of(self, chunk_ids: Sequence[str]) -> list[ExportRecord]:
+        """The export records of those of ``chunk_ids`` the index holds, ordered by id (an id it no
+        longer holds is left out); each found by its key, not by a scan."""
+        conn = self.store.conn
+        ids = sorted(set(chunk_ids))
+        ocr = self._ocr_pages_citing(ids)
         meta: dict[str, dict[str, Any]] = {}
-        ocr = self._ocr_pages_citing(sorted(found))
         out = []
-        for cid in sorted(found):
+        for cid in ids:
             row = conn.execute(f"SELECT {CANONICAL_TEXT} FROM canonicals c WHERE c.id=?", (cid,)).fetchone()
             if row is not None:
                 out.append(self._record(cid, row[0], meta, ocr))
