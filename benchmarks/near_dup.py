@@ -756,7 +756,7 @@ def real_pairs_figures(work: Path | None) -> dict[str, Any]:
             for p in real_pairs.corpus_pairs(c, real_pairs.index_for(c, real_pairs.DATA, folder))
         ]
     result = real_pairs.evaluate(pairs, list(real_pairs.read_jsonl(real_pairs.LABELS)))
-    print("labelled real pairs (sec-10q, site-policy, ntsb; benchmarks/data/real_pairs_labels.jsonl):")
+    print("labelled real pairs (sec-10q, site-policy, ntsb, terms; benchmarks/data/real_pairs_labels.jsonl):")
     real_pairs.print_evaluation(result)
     return result
 

@@ -64,6 +64,7 @@ CORPORA: dict[str, tuple[tuple[str, ...], str | None]] = {
     "sec-10q": (("sec-10q/docs",), "sec-10q/manifest.jsonl"),
     "site-policy": (("site-policy",), "site-policy/manifest.jsonl"),
     "ntsb": (("ntsb/docs",), None),
+    "terms": (("terms",), "terms/manifest.jsonl"),
 }
 
 #: the candidate pairs: the near tier with the number/date guard alone
@@ -83,6 +84,13 @@ SELECT m.text, {_DOC.format("m")}, m.rep_page, l.text, {_DOC.format("l")}, l.rep
     v.differing
 FROM variants v JOIN groups m ON m.id = v.b JOIN groups l ON l.id = v.a
 """
+
+
+def held_out(label: dict[str, Any]) -> bool:
+    """Whether a labelled pair is in the held-out half, measured only (never read to tune a rule): a
+    fixed hash of its corpus, kind and keys, so the split does not move as labels are added."""
+    ident = "\x00".join((label["corpus"], label["kind"], label["member"]["key"], label["leader"]["key"]))
+    return int(hashlib.sha1(ident.encode()).hexdigest()[:8], 16) % 2 == 1
 
 
 def text_key(text: str) -> str:
@@ -105,6 +113,14 @@ def index_for(corpus: str, data: Path, work: Path) -> Path:
 
 
 def evaluate(pairs: Sequence[dict[str, Any]], labels: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The guards on the labelled pairs, each half of the split (:func:`held_out`) on its own:
+    ``tune`` and ``held_out``, each as :func:`evaluate_part` gives it."""
+    tune = [lab for lab in labels if not held_out(lab)]
+    kept = [lab for lab in labels if held_out(lab)]
+    return {"tune": evaluate_part(pairs, tune), "held_out": evaluate_part(pairs, kept)}
+
+
+def evaluate_part(pairs: Sequence[dict[str, Any]], labels: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The guards on the labelled pairs, before (the number/date guard alone) and after (with
     ``near.numbering`` and the meaning guard, the defaults): how many meaning-changing pairs each keeps
     apart and how many same-meaning pairs it still merges, by corpus and kind, and the misses."""
@@ -202,8 +218,16 @@ def _ck(row: dict[str, Any]) -> tuple[str, str]:
     return (row["corpus"], row["kind"])
 
 
-def print_evaluation(result: dict[str, Any]) -> None:
-    """The figures of :func:`evaluate` as a table: before and after, side by side."""
+def print_evaluation(result: dict[str, Any], *, held_out_misses: bool = False) -> None:
+    """Both halves of :func:`evaluate`; the held-out half's misses only when asked for."""
+    print("== tune (rules are read against these pairs)")
+    print_part(result["tune"])
+    print("== held out (measured only)")
+    print_part(result["held_out"], misses=held_out_misses)
+
+
+def print_part(result: dict[str, Any], *, misses: bool = True) -> None:
+    """The figures of :func:`evaluate_part` as a table: before and after, side by side."""
     print(f"{result['matched']} of {result['labelled']} labelled pairs found among the candidate pairs")
     print(f"{'':28} {'changed kept apart':>24} {'same merged':>24}")
     for field in ("before", "after"):
@@ -222,6 +246,9 @@ def print_evaluation(result: dict[str, Any]) -> None:
         print(f"  {name:26} changed apart {cells[0]:>7} -> {cells[1]:<7}", end="")
         print(f"  same merged {cells[2]:>7} -> {cells[3]}")
     print("kept apart after, by the guard's reason:", dict(sorted(result["guard_reasons"].items())))
+    if not misses:
+        print(f"  ({len(result['misses'])} misses not shown: --held-out-misses shows them)")
+        return
     for miss in result["misses"]:
         words = " ".join(miss["words"][:8])
         where = f"{miss['corpus']}/{miss['kind']}"
@@ -286,6 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--evaluate", action="store_true", help="measure the guards on the labelled pairs")
     parser.add_argument("--out", type=Path, help="with --evaluate: write the figures here as JSON")
+    parser.add_argument(
+        "--held-out-misses", action="store_true", help="with --evaluate: print the held-out half's misses too"
+    )
     args = parser.parse_args(argv)
     if args.evaluate:
         with tempfile.TemporaryDirectory() as tmp:
@@ -294,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             corpora = args.corpus or list(CORPORA)
             pairs = [p for c in corpora for p in corpus_pairs(c, index_for(c, args.data, work))]
         result = evaluate(pairs, list(read_jsonl(LABELS)))
-        print_evaluation(result)
+        print_evaluation(result, held_out_misses=args.held_out_misses)
         if args.out is not None:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

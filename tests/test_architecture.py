@@ -117,7 +117,7 @@ def test_the_algorithms_and_the_parsers_import_no_store_no_ingest_no_query() -> 
 #: The ground floor: records, errors, config and the pure text keys every other floor may use.
 GROUND = frozenset({
     "chunkdedup.config", "chunkdedup.errors", "chunkdedup.figures", "chunkdedup.jit", "chunkdedup.normalize",
-    "chunkdedup.types", "chunkdedup.visible",
+    "chunkdedup.outfile", "chunkdedup.types", "chunkdedup.visible",
 })
 
 

@@ -179,7 +179,8 @@ def test_golden_convert_out_onto_a_full_disk_leaves_no_partial_file(
     monkeypatch.setattr(golden, "golden_line", fill_the_disk)
     result = CliRunner().invoke(main, args)
     assert (result.exit_code, result.output) == (
-        1, f"Error: no space left writing {out} (No space left on device): free disk space and run again\n")
+        1, f"Error: no space left writing the golden set to {out} (No space left on device): free disk space "
+        "and run again, or give --out a path on another disk; the partial file was removed\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "q.csv"]
 
 

@@ -8,6 +8,7 @@ import json
 import re
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -263,13 +264,16 @@ def test_embedder_mismatch_is_refused(embedded: Path, plain: Path) -> None:
 
 
 def test_an_embedded_index_whose_every_chunk_was_stripped_finds_nothing(tmp_path: Path) -> None:
-    """Five copies of one line: the line is corpus chrome, so no chunk (and no vector) is left. The
-    index was ingested with an embedder: vector and hybrid searches find nothing, as BM25 does, rather
-    than telling the user to ingest with --embedder (a case Hypothesis found)."""
+    """Five copies of one line the config strips wherever it stands (``always_strip``), so no chunk
+    (and no vector) is left. The index was ingested with an embedder: vector and hybrid searches find
+    nothing, as BM25 does, rather than telling the user to ingest with --embedder (a case Hypothesis
+    found). (Copies that are a whole document are not chrome: ``test_common_documents``.)"""
+    line = "Refunds are paid within 30 days of the request."
     corpus = tmp_path / "c"
-    build_corpus(corpus, [(["Refunds are paid within 30 days of the request."], {"department": "legal"})] * 5)
+    build_corpus(corpus, [([line], {"department": "legal"})] * 5)
     index = tmp_path / "i.sqlite"
-    ingest([corpus], index, manifest=corpus / "manifest.jsonl", config=HASH)
+    stripping = replace(HASH, boilerplate=replace(HASH.boilerplate, always_strip=(line,)))
+    ingest([corpus], index, manifest=corpus / "manifest.jsonl", config=stripping)
     with Index.open(index) as ix:
         assert ix.stats()["raw_chunks"] == 0
         for r in ("vector", "hybrid", "bm25"):

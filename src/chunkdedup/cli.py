@@ -116,7 +116,11 @@ main.add_command(sync_cmd)
 @click.option("--prune", is_flag=True, help="Remove indexed files that are no longer among the inputs.")
 @click.option(
     "--embedder",
-    help="Turn the semantic tier on with this embedder: minilm, hash, or a sentence-transformers model.",
+    help="Turn the semantic tier on with this embedder: minilm (the packaged MiniLM, needs [embed]), "
+    "static (a static model distilled from it once, needs [static]: the first use takes minutes and "
+    "about 1 GB, later runs load it in a second), hash or hash:DIM (deterministic, for tests), or a "
+    "sentence-transformers model's name; 'none' turns the tier off. Without it an index keeps the "
+    "embedder it was built with.",
 )
 @click.option("--reembed", is_flag=True, help="Drop vectors made by another embedder and embed again.")
 @click.option(
@@ -172,19 +176,27 @@ def ingest_cmd(
         chunkdedup ingest ../shared/data/site-policy --index policies.sqlite \\
             --manifest ../shared/data/site-policy/manifest.jsonl
         chunkdedup ingest docs/ --index corpus.sqlite --embedder minilm   # adds the semantic tier
+        chunkdedup ingest docs/ --index corpus.sqlite                     # keeps it (the index's settings)
+        chunkdedup ingest docs/ --index corpus.sqlite --embedder none     # turns it off
         chunkdedup ingest shards/ --index corpus.sqlite --parallelism 1   # stages in this process only
         chunkdedup ingest shards/ --index corpus.sqlite --engine ray --address auto
         chunkdedup ingest docs/ --index corpus.sqlite --text-index tantivy   # BM25 for millions of chunks
     """
     from chunkdedup.ingestion.executors import Executor, LocalExecutor
-    from chunkdedup.ingestion.sequence import IngestOptions, ingest_with
+    from chunkdedup.ingestion.sequence import IngestOptions, ingest_with, recorded_config
 
     with cli_errors(index_path):
-        cfg = Config.load(config_path) if config_path else Config()
-        if embedder:
-            cfg = replace(cfg, semantic=replace(cfg.semantic, enabled=True, embedder=embedder))
-        if follow_symlinks:
-            cfg = replace(cfg, parse=replace(cfg.parse, follow_symlinks=True))
+        # no --config: the settings the index was last built with, so none flips for not being repeated
+        cfg = Config.load(config_path) if config_path else None
+        if embedder or follow_symlinks:
+            base = cfg or recorded_config(index_path) or Config()
+            if embedder and embedder.strip().casefold() == "none":
+                base = replace(base, semantic=replace(base.semantic, enabled=False))
+            elif embedder:
+                base = replace(base, semantic=replace(base.semantic, enabled=True, embedder=embedder))
+            if follow_symlinks:
+                base = replace(base, parse=replace(base.parse, follow_symlinks=True))
+            cfg = base
         executor: Executor
         if engine == "ray":
             from chunkdedup.ingestion.distributed import RayExecutor

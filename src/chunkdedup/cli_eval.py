@@ -20,6 +20,7 @@ from chunkdedup.evaluate.audit import NEIGHBOUR_SAMPLE, NO_EMBEDDINGS, audit
 from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
 from chunkdedup.evaluate.golden import convert_docugami, golden_line, write_golden
 from chunkdedup.evaluate.run import RUNS, evaluate
+from chunkdedup.outfile import out_folder
 from chunkdedup.report import write_report
 from chunkdedup.report.table import comparison_columns, comparison_rows, funnel_rows
 from chunkdedup.visible import safe_text
@@ -65,6 +66,8 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
         chunkdedup eval golden.jsonl --index policies.sqlite -k 5 --out report/
     """
     with cli_errors(index_path), progress_bar(not as_json) as tick:
+        if out_dir is not None:  # an unwritable --out is found before the evaluation runs, not after
+            out_folder(out_dir, "the report")
         ev = evaluate(golden, index_path, baseline=baseline_path, k=k, progress=tick)
         paths = write_report(ev.to_json(), out_dir) if out_dir else None
     for warning in ev.meta.get("warnings", []):
@@ -226,8 +229,8 @@ def golden_group() -> None:
 @click.option("--docs", "docs", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The folder the documents were ingested from (patterns are matched against it).")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the golden JSONL to this file (nothing is left under its name if the write "
-                   "fails) instead of stdout.")
+              help="Write the golden JSONL to this file (replaced whole: a failed write leaves it as it "
+                   "was; a FIFO or device is written through) instead of stdout.")
 def golden_convert_cmd(source: Path, fmt: str, docs: Path, out: Path | None) -> None:
     """Convert a question file to golden JSONL on stdout (or --out FILE).
 
@@ -237,7 +240,7 @@ def golden_convert_cmd(source: Path, fmt: str, docs: Path, out: Path | None) -> 
         chunkdedup golden convert ../shared/data/sec-10q/qna_data.csv --format docugami
         --docs ../shared/data/sec-10q/docs --out golden.jsonl
     """
-    with cli_errors():  # a full disk: the one-line message, not a traceback
+    with cli_errors():  # an unwritable --out, a full disk: the one-line message, not a traceback
         questions = convert_docugami(source, docs)
         if out is not None:
             write_golden(questions, out)

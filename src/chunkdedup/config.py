@@ -80,6 +80,9 @@ class BoilerplateConfig:
     ``min_block_words``: body blocks shorter than this are not counted (table headers are content).
     ``max_block_chars``: longer lines and blocks get no key: boilerplate is short, and hashing a
     50 MB single-line file four times is not.
+    ``max_chrome_share``: chrome is a block repeated beside a document's own content; where it would
+    take more than this share of a document's words, it *is* the document (a copy of a policy, an FAQ
+    answer many records give, a templated record) and stays, to be merged with its copies.
     """
 
     enabled: bool = True
@@ -92,8 +95,14 @@ class BoilerplateConfig:
     max_block_chars: int = 2000
     always_keep: tuple[str, ...] = ()
     always_strip: tuple[str, ...] = ()
+    max_chrome_share: float = 0.5
 
     def __post_init__(self) -> None:
+        if not 0.0 < self.max_chrome_share <= 1.0:
+            raise ConfigError(
+                f"boilerplate.max_chrome_share must be in (0, 1], got {self.max_chrome_share} "
+                "(1 strips chrome however much of a document it is)"
+            )
         if not 0.0 < self.share < 1.0:
             raise ConfigError(f"boilerplate.share must be in (0, 1), got {self.share}")
         if not 0.0 < self.running_share <= 1.0:

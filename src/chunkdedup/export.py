@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from chunkdedup.errors import IndexBusyError, InputError, MissingExtraError
 from chunkdedup.index import Index
+from chunkdedup.outfile import binary_out, text_out
 from chunkdedup.query.records import ExportRecord
 
 _PARQUET_BATCH = 2048
@@ -59,20 +60,18 @@ def export_index(
             return write_export(index, out, fmt, changes_since)
         except BrokenPipeError:
             raise  # the reader stopped reading (`| head`): the caller's to end quietly, no error
-        except OSError as e:
-            where = out if isinstance(out, Path) else "standard output"
+        except OSError as e:  # standard output (a path's failures are the InputError of chunkdedup.outfile)
             if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-                kept = "; the partial file was removed" if isinstance(out, Path) else ""
                 raise InputError(
-                    f"no space left writing the export to {where} ({e.strerror}): free disk space, or give "
-                    f"an --out on another disk{kept}"
+                    f"no space left writing the export to standard output ({e.strerror}): free disk space, "
+                    "or give an --out on another disk"
                 ) from None
-            fix = "; check that --out's folder exists and can be written" if isinstance(out, Path) else ""
-            raise InputError(f"cannot write the export to {where}: {e.strerror}{fix}") from None
+            raise InputError(f"cannot write the export to standard output: {e.strerror}") from None
 
 
 def write_export(index: Index, out: Path | IO[str], fmt: str, changes_since: int | None) -> dict[str, int]:
-    """Write the export to a path or text stream; returns counts of upserts and deletes."""
+    """Write the export to a path (replaced whole, or a device or FIFO written through: see
+    :mod:`chunkdedup.outfile`) or a text stream; returns counts of upserts and deletes."""
     counts = {"upserts": 0, "deletes": 0}
 
     def counted() -> Iterator[ExportRecord]:
@@ -85,17 +84,12 @@ def write_export(index: Index, out: Path | IO[str], fmt: str, changes_since: int
             raise InputError("--format parquet writes a file: give --out FILE")
         _write_jsonl(counted(), out)
         return counts
-    tmp = out.with_name(out.name + ".partial")  # nothing half-written under the final name
-    try:
-        if fmt == "parquet":
-            _write_parquet(counted(), tmp)
-        else:
-            with tmp.open("w", encoding="utf-8") as fh:
-                _write_jsonl(counted(), fh)
-        tmp.replace(out)
-    except BaseException:  # a full disk, Ctrl-C: no partial file left beside the output either
-        tmp.unlink(missing_ok=True)
-        raise
+    if fmt == "parquet":
+        with binary_out(out, "the export") as raw:
+            _write_parquet(counted(), raw)
+    else:
+        with text_out(out, "the export") as fh:
+            _write_jsonl(counted(), fh)
     return counts
 
 
@@ -105,7 +99,7 @@ def _write_jsonl(recs: Iterator[ExportRecord], fh: IO[str]) -> None:
         fh.write("\n")
 
 
-def _write_parquet(recs: Iterator[ExportRecord], out: Path) -> None:
+def _write_parquet(recs: Iterator[ExportRecord], out: IO[bytes]) -> None:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from chunkdedup.errors import InputError
+from chunkdedup.outfile import text_out
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,27 +203,15 @@ def convert_docugami(csv_path: str | Path, docs: str | Path) -> list[Question]:
 
 
 def write_golden(questions: Sequence[Question], out: str | Path) -> None:
-    """Write golden JSONL to ``out`` through ``OUT.partial``: a failed write (a full disk) removes the
-    partial file and leaves nothing under the final name.
+    """Write golden JSONL to ``out``: a file is replaced whole (a failed write, a full disk, leaves it as
+    it was), a device or FIFO written through; a failure is an :class:`InputError` naming ``out``.
 
     Example:
         >>> write_golden(convert_docugami("qna_data.csv", "docs/"), "golden.jsonl")  # doctest: +SKIP
     """
-    target = Path(out)
-    tmp = target.with_name(target.name + ".partial")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for q in questions:
-                fh.write(golden_line(q) + "\n")
-        tmp.replace(target)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        if e.filename is None:  # a failed write names no file: name the one being written
-            raise OSError(e.errno, e.strerror, str(target)) from None
-        raise
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with text_out(out, "the golden set") as fh:
+        for q in questions:
+            fh.write(golden_line(q) + "\n")
 
 
 def golden_line(q: Question) -> str:

@@ -18,7 +18,7 @@ from chunkdedup.errors import ConfigError, InputError
 from chunkdedup.ingestion.executors import LocalExecutor
 from chunkdedup.ingestion.files import StoreQueue, store_file
 from chunkdedup.ingestion.report import IngestReport
-from chunkdedup.ingestion.sequence import IngestOptions, Progress, ingest_with
+from chunkdedup.ingestion.sequence import IngestOptions, Progress, ingest_with, run_config
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.base import shown
 from chunkdedup.parse.memory import InputRecord, memory_documents, source_fingerprint, source_path
@@ -67,7 +67,8 @@ def ingest_records(
         raise ConfigError("remove= is for mode='upsert': a 'replace' call removes what it does not give")
     path = source_path(source)
     records = list(records)
-    docs, notes = memory_documents(path, records, opts.config.parse.max_page_chars)
+    parse = run_config(index, opts.config)[0].parse
+    docs, notes = memory_documents(path, records, parse.max_page_chars)
     given = {r.id for r in records}  # a record without text is named too: an upsert removes it
     both = sorted(given.intersection(remove))
     if both:

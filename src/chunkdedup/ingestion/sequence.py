@@ -23,13 +23,13 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chunkdedup.config import Config
 from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
-from chunkdedup.errors import ConfigError
+from chunkdedup.errors import ConfigError, MigrationPendingError
 from chunkdedup.index import Index
 from chunkdedup.ingestion.clusters import (
     CLUSTER_PAGE_CACHE_KIB,
@@ -128,6 +128,10 @@ class IngestOptions:
     ``manifest``: a JSONL file of per-file metadata; ``prune``: remove indexed files no longer among
     the inputs; ``dry_run``: do the work on a scratch copy and write nothing; ``progress(stage, done,
     total)``: called as stages advance; ``lock_timeout``: seconds to wait for the writer lock;
+    ``config``: ``None`` builds with the config the index was last built with (the defaults for a new
+    index), so a setting that changes what the index holds (the semantic tier, chunk sizes, the
+    guards) never flips because a run did not repeat it; a config that differs from the recorded one
+    is taken, and the report names each setting it changed.
     ``embedder`` overrides ``config.semantic.embedder`` when the semantic tier is enabled; ``reembed``
     drops the vectors of an index embedded with another model; ``text_engine`` (``fts5`` or
     ``tantivy``, see :mod:`chunkdedup.store.textindex`) switches the index's BM25 engine (``None``
@@ -138,7 +142,7 @@ class IngestOptions:
     """
 
     manifest: str | Path | None = None
-    config: Config = field(default_factory=Config)
+    config: Config | None = None
     prune: bool = False
     dry_run: bool = False
     progress: Progress | None = None
@@ -176,8 +180,7 @@ def ingest(
         >>> report.totals["canonical_chunks"]  # doctest: +SKIP
     """
     options = IngestOptions(
-        manifest, config or Config(), prune, dry_run, progress, lock_timeout, embedder, reembed, text_engine,
-        kernels,
+        manifest, config, prune, dry_run, progress, lock_timeout, embedder, reembed, text_engine, kernels
     )
     return ingest_with(paths, index, options, LocalExecutor(workers))
 
@@ -200,10 +203,11 @@ def ingest_with(
         >>> from chunkdedup import IngestOptions, LocalExecutor, ingest_with
         >>> ingest_with(["docs/"], "index.sqlite", IngestOptions(), LocalExecutor(4))  # doctest: +SKIP
     """
-    found = survey(paths, options.manifest, options.config.parse)
+    cfg, changed = run_config(index, options.config)
+    found = survey(paths, options.manifest, cfg.parse)
     textindex.require(options.text_engine)  # a bad name or a missing extra fails before the index is touched
-    notes = manifest_notes(found.unlisted, options.manifest)
-    run = _Run(found.inputs, paths, options, found.unread, notes, source)
+    notes = manifest_notes(found.unlisted, options.manifest) + changed
+    run = _Run(found.inputs, paths, options, cfg, found.unread, notes, source)
     try:
         with executor, collector_paused():
             if not options.dry_run:
@@ -222,6 +226,8 @@ class _Run:
     inputs: list[InputFile]
     paths: Sequence[str | Path]
     options: IngestOptions
+    #: the config the run builds with (:func:`run_config`)
+    config: Config
     #: entries of the folder arguments that are not read (unsupported, hidden, unlistable, ...)
     unread: Sequence[FileResult] = ()
     #: what the report says of the run as a whole (inputs the manifest does not list)
@@ -241,9 +247,51 @@ def scratch_copy(index: str | Path) -> Iterator[Path]:
         yield scratch
 
 
+def recorded_config(index: str | Path) -> Config | None:
+    """The config ``index`` was last built with (``None``: no index yet, or no finished run)."""
+    if not Path(index).exists() or Path(index).stat().st_size == 0:
+        return None
+    try:
+        with Store.open(index, readonly=True) as store:
+            return store.recorded_config()
+    except MigrationPendingError:  # an older index: the run migrates it anyway
+        with Store.open(index) as store:
+            return store.recorded_config()
+
+
+def run_config(index: str | Path, given: Config | None) -> tuple[Config, tuple[str, ...]]:
+    """The config a run builds ``index`` with, and a note naming each setting that differs from the
+    one it was last built with (none for a new index, or when ``given`` is ``None``: the recorded
+    config, else the defaults)."""
+    recorded = recorded_config(index)
+    if given is None:
+        return recorded or Config(), ()
+    if recorded is None:
+        return given, ()
+    diffs = _setting_changes(recorded.to_dict(), given.to_dict())
+    if not diffs:
+        return given, ()
+    shown = "; ".join(diffs[:12]) + (f"; and {len(diffs) - 12} more" if len(diffs) > 12 else "")
+    return given, (
+        f"settings changed from the index's last run ({shown}): what they decide is built again; "
+        "an ingest without a config keeps the index's own",
+    )
+
+
+def _setting_changes(was: dict[str, Any], now: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key in sorted(set(was) | set(now)):
+        a, b = was.get(key), now.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out.extend(_setting_changes(a, b, f"{prefix}{key}."))
+        elif a != b:
+            out.append(f"{prefix}{key} {json.dumps(a)} -> {json.dumps(b)}")
+    return out
+
+
 def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
     opts = run.options
-    cfg = opts.config
+    cfg = run.config
     tick = opts.progress or (lambda stage, done, total: None)
     clock = StageClock()
     warm = Warmup(opts.kernels)

@@ -95,9 +95,12 @@ def copy_notes(hit: Hit) -> list[str]:
 
 
 def hit_metadata(hit: Hit, *, with_score: bool = False) -> dict[str, Any]:
-    """A hit's metadata: its ``sources``, its rank, ``copies`` (:func:`copy_notes`) when a cited
-    source holds other words, and the version fields when known."""
+    """A hit's metadata: its ``sources``, top-level ``source`` and ``page`` (its first citation: the
+    words shown, as the Deduplicators' and synced records carry them), its rank, ``copies``
+    (:func:`copy_notes`) when a cited source holds other words, and the version fields when known."""
     meta: dict[str, Any] = {"sources": sources_json(hit.citations), "rank": hit.rank}
+    if hit.citations:  # the words shown: for a prompt template's {source} and {page}, as other records
+        meta["source"], meta["page"] = hit.citations[0].doc, hit.citations[0].page
     copies = copy_notes(hit)
     if copies:
         meta["copies"] = copies

@@ -56,7 +56,8 @@ class DedupOptions:
     index: str | Path
     source: str
     id_key: str | None
-    config: Config = field(default_factory=Config)
+    #: ``None``: the config the index was last built with (the defaults for a new index)
+    config: Config | None = None
     #: the call's Documents are the whole source: the source's documents it does not give are removed
     full: bool = False
     #: Documents sharing an ``id_key`` value are the parts of one document only when each carries a

@@ -66,7 +66,7 @@ class Deduplicator:
         self.id_key = id_key
         self.full = full
         self.options = DedupOptions(
-            Path(index), source, id_key, config or Config(), full=full, parts_need_pages=BASE_NAMES
+            Path(index), source, id_key, config, full=full, parts_need_pages=BASE_NAMES
         )
 
     def to_dict(self) -> dict[str, Any]:

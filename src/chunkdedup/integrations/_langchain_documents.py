@@ -59,7 +59,7 @@ class Deduplicator(BaseDocumentTransformer):
         full: bool = False,
         flat: bool = True,
     ) -> None:
-        self.options = DedupOptions(index, source, id_key, config or Config(), full=full)
+        self.options = DedupOptions(index, source, id_key, config, full=full)
         self.flat = flat
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:

@@ -80,7 +80,7 @@ class Deduplicator(TransformComponent):
     vector_store: BasePydanticVectorStore | None = Field(default=None, exclude=True)
 
     def _options(self) -> DedupOptions:
-        return DedupOptions(self.index, self.source, self.id_key, self.config or Config(), full=self.full)
+        return DedupOptions(self.index, self.source, self.id_key, self.config, full=self.full)
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
         given = [_given(n) for n in nodes]

@@ -11,7 +11,8 @@ Example:
 Filters: ``where`` (as :func:`chunkdedup.search`) and ``filters`` (LlamaIndex ``MetadataFilters``:
 ``EQ``, ``IN``, ``GTE``, ``LTE``, ``AND``, and ``OR`` over one key), both of which must hold; see
 :mod:`chunkdedup.integrations._filters`. The hit metadata (``sources``, ``rank``, version fields) is
-kept out of what the LLM and the embedder see.
+kept out of what the LLM and the embedder see; the LLM sees ``source`` and ``page`` (the first
+citation), so it can name the document it cites.
 """
 
 from __future__ import annotations
@@ -98,11 +99,12 @@ def _node(hit: Hit) -> TextNode:
 
 def _text_node(node_id: str, text: str, metadata: dict[str, Any]) -> TextNode:
     hidden = [k for k in HIT_KEYS if k in metadata]
+    cited = [k for k in ("source", "page") if k in metadata]  # the LLM sees where the words are from
     return TextNode(
         id_=node_id,
         text=text,
         metadata=metadata,
-        excluded_embed_metadata_keys=hidden,
+        excluded_embed_metadata_keys=hidden + cited,
         excluded_llm_metadata_keys=hidden,
     )
 

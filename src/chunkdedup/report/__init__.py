@@ -13,16 +13,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+from chunkdedup.outfile import out_folder, text_out
 from chunkdedup.report.html import render_html
 
 
 def write_report(data: dict[str, Any], out: str | Path) -> tuple[Path, Path]:
-    """Write ``report.json`` and ``report.html`` into ``out`` (created); return both paths."""
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write ``report.json`` and ``report.html`` into ``out`` (created); return both paths.
+
+    Each file is replaced whole (see :mod:`chunkdedup.outfile`): a failed write (a read-only folder, a full
+    disk) is an :class:`~chunkdedup.errors.InputError` naming the file, and leaves an older report as it was.
+    """
+    folder = out_folder(out, "the report")
     json_path, html_path = folder / "report.json", folder / "report.html"
-    json_path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    html_path.write_text(render_html(data), encoding="utf-8")
+    texts = {json_path: json.dumps(data, indent=1, ensure_ascii=False) + "\n", html_path: render_html(data)}
+    for path, text in texts.items():
+        with text_out(path, "the report") as fh:
+            fh.write(text)
     return json_path, html_path
 
 

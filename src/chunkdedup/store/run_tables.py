@@ -37,6 +37,13 @@ class RunTables(Connection):
             )
         self._open_run = None
 
+    def recorded_config(self) -> Config | None:
+        """The config the index was last built with: that of its last finished run of any kind (an
+        ingest of files, of documents given in memory, or a removal), if any."""
+        sql = "SELECT config FROM runs WHERE status='done' ORDER BY id DESC LIMIT 1"
+        row = self.conn.execute(sql).fetchone()
+        return None if row is None else Config.from_dict(json.loads(row[0]), source=f"{self.path} (last run)")
+
     def last_config(self) -> Config | None:
         """The config of the last ingest run that finished, if any."""
         row = self.conn.execute(

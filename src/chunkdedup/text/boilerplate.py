@@ -323,14 +323,28 @@ def strip(
     ``compiled``: lay the pages out with the compiled walk (the same result).
     """
     keep = {boilerplate_key(k) for k in config.always_keep}
+    first: list[StrippedLine] = []
     if unpaged and len(pages) < config.running_min_pages:  # no page breaks: running lines stand inside
         running = [_unpaged_running(page, config, keep) for page in pages]
         if any(running):
-            first: list[StrippedLine] = []
             pages = [_dropped(page, drop, first) for page, drop in zip(pages, running, strict=True)]
-            result = _strip_pages(pages, chrome, config, keep, compiled)
-            return StripResult(result.pages, (*first, *result.stripped))
-    return _strip_pages(pages, chrome, config, keep, compiled)
+    result = _strip_pages(pages, chrome, config, keep, compiled)
+    if chrome and _is_the_document(result.stripped, pages, config):
+        result = _strip_pages(pages, (), config, keep, compiled)
+    return StripResult(result.pages, (*first, *result.stripped)) if first else result
+
+
+def _is_the_document(
+    stripped: Sequence[StrippedLine], pages: Sequence[Page], config: BoilerplateConfig
+) -> bool:
+    """Whether the chrome (not the forced keys, which go wherever they stand) would take more than
+    ``max_chrome_share`` of the document's words: then it is the document's own content."""
+    forced = {boilerplate_key(k) for k in config.always_strip}
+    words = sum(len(s.line.split()) for s in stripped if s.scope == "chrome" and s.key not in forced)
+    if not words or config.max_chrome_share >= 1.0:
+        return False
+    total = sum(len(page.text.split()) for page in pages)
+    return words > config.max_chrome_share * total
 
 
 def _strip_pages(
@@ -387,9 +401,7 @@ def _strip_pages(
     return StripResult(tuple(out_pages), tuple(stripped))
 
 
-def _unpaged_running(
-    page: Page, config: BoilerplateConfig, keep: Collection[str]
-) -> dict[int, StrippedLine]:
+def _unpaged_running(page: Page, config: BoilerplateConfig, keep: Collection[str]) -> dict[int, StrippedLine]:
     """The running lines of a page that is a whole document's text (no page breaks: an EDGAR exhibit,
     a plain-text contract): a short line (at most ``UNPAGED_MAX_WORDS`` words holding a number, or at
     most ``UNPAGED_PLAIN_WORDS`` words without one) that recurs on at least ``running_min_pages``

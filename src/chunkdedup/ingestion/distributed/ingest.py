@@ -133,7 +133,7 @@ def ingest_ray(
         >>> report.totals["canonical_chunks"], report.totals["engine"]["seconds"]  # doctest: +SKIP
     """
     options = IngestOptions(
-        manifest, config or Config(), prune, dry_run, progress, lock_timeout, embedder, reembed, text_engine
+        manifest, config, prune, dry_run, progress, lock_timeout, embedder, reembed, text_engine
     )
     return ingest_with(paths, index, options, RayExecutor(address, parallelism))
 
