@@ -354,8 +354,8 @@ def chunk_texts(index: Path) -> list[str]:
 def real_candidate_pairs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Any, dict[str, list[Any]]]]:
-    """``benchmarks/real_pairs.py`` and every candidate near pair of sec-10q, site-policy and ntsb
-    (ingested once, the number/date guard alone), by corpus."""
+    """``benchmarks/real_pairs.py`` and every candidate near pair of sec-10q, site-policy, ntsb and
+    terms (ingested once, the number/date guard alone), by corpus."""
     benchmarks = str(Path(__file__).resolve().parents[1] / "benchmarks")
     sys.path.insert(0, benchmarks)
     try:

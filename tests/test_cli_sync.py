@@ -137,7 +137,7 @@ def test_sync_help_has_an_example_and_bad_input_is_a_one_line_error(tmp_path: Pa
         main, ["sync", "--index", str(tmp_path / "p.sqlite"), "--store", "memory", "--path",
                str(tmp_path / "s.json"), "--embeddings", "nowhere"]
     )
-    assert result.exit_code == 1 and "write fake:DIM or MODULE:NAME" in result.output
+    assert result.exit_code == 2 and "write fake:DIM or MODULE:NAME" in result.output  # a usage error
     assert "Traceback" not in result.output
 
 

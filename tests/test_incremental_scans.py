@@ -43,7 +43,9 @@ def test_a_config_change_rechunks_every_document_and_back(tmp_path: Path) -> Non
     ingest([corpus], index)
     ingest([corpus], index, config=OTHER)
     assert snapshot(index) == _fresh(corpus, tmp_path, OTHER)
-    ingest([corpus], index)
+    ingest([corpus], index)  # no config: the index keeps the one it was last built with
+    assert snapshot(index) == _fresh(corpus, tmp_path, OTHER)
+    ingest([corpus], index, config=Config())
     assert snapshot(index) == _fresh(corpus, tmp_path)
 
 

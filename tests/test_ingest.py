@@ -824,7 +824,9 @@ def test_an_html_site_navigation_and_footer_lists_are_stripped_whole(tmp_path: P
 
 
 def test_a_document_emptied_by_boilerplate_stripping_is_named(tmp_path: Path) -> None:
-    """A file that is only the corpus's shared notice ended with no chunk and no word of why."""
+    """A file whose every line the config strips wherever it stands ended with no chunk and no word of
+    why. (A file that is only the corpus's shared notice keeps it: chrome is what stands beside a
+    document's own words, tests/test_common_documents.py.)"""
     notice = "Disclaimer: the information in this report is provided as is, without warranty of any kind."
     topics = ["billing", "travel", "security", "hiring", "privacy", "payroll", "backups", "access"]
     docs = tmp_path / "docs"
@@ -833,7 +835,10 @@ def test_a_document_emptied_by_boilerplate_stripping_is_named(tmp_path: Path) ->
         (docs / f"{t}.md").write_text(f"# {t.title()} policy\n\nThe {t} team owns the {t} rules and "
                                       f"reviews every {t} request within the quarter.\n\n{notice}\n")
     (docs / "only-notice.md").write_text(notice + "\n")
-    report = ingest([docs], tmp_path / "i.sqlite")
+    kept = ingest([docs], tmp_path / "kept.sqlite")
+    assert not kept.notes and kept.totals["raw_chunks"] == len(topics) + 1
+    forced = Config(boilerplate=BoilerplateConfig(always_strip=(notice,)))
+    report = ingest([docs], tmp_path / "i.sqlite", config=forced)
     assert len(report.notes) == 1 and "1 document lost every line" in report.notes[0]
     assert "only-notice.md" in report.notes[0] and "billing.md" not in report.notes[0]
     assert report.totals["raw_chunks"] == len(topics)

@@ -54,6 +54,20 @@ def _reason(a: str, b: str) -> str | None:
         ("Refund requests go to the billing team. Staff answer every request quickly.",
          "Refund requests go to the billing team. Requests made outside the contract period are refused "
          "outright by the team. Staff answer every request quickly.", "content"),
+        # a party whose case cannot show a name: at a sentence's start, in text set in capitals
+        ("Zorbly does not control the content of third-party sites.",
+         "Quixotiq does not control the content of third-party sites.", "name"),
+        ("THE SERVICE IS PROVIDED BY ZORBLY AND ITS AFFILIATES AS IS.",
+         "THE SERVICE IS PROVIDED BY QUIXOTIQ AND ITS AFFILIATES AS IS.", "name"),
+        # the scope of an enumeration or a quantifier
+        ("We keep your searches for a year.",
+         "We keep your searches, chats, or browsing history for a year.", "qualifier"),
+        ("The waiver covers any claim or dispute with us.",
+         "The waiver covers any claim, request for relief, or dispute with us.", "qualifier"),
+        ("Notices for these services:\n\n* Payments\n* Maps\n* Fiber\n",
+         "Notices for these services:\n\n* Payments\n* Fiber\n", "qualifier"),
+        ("You control whether some information is shared.",
+         "You control whether information is shared.", "qualifier"),
     ],
 )
 def test_a_change_of_meaning_is_a_version(a: str, b: str, reason: str) -> None:
@@ -76,8 +90,11 @@ def test_a_change_of_meaning_is_a_version(a: str, b: str, reason: str) -> None:
         ("<!-- localization update 2026-03-11 -->\nYou must not harm users.", "You must not harm users."),
         ("Costs arrive later.", "Costs arrive afterwards."),  # 'later' alone is no version scope
         ("The officer(s) signed.", "The officer signed."),
-        # a heading that one chunk's edge caught
+        # a heading that one chunk's edge caught, with its section's number too
         ("Pay within thirty days.\n## Third Party Subprocessors", "Pay within thirty days."),
+        ("6\\. How We Process Personal Data\n---\nPay within thirty days.", "Pay within thirty days."),
+        # a capitalised word ordinary English uses often is no name by its rarity
+        ("Services may change at any time.", "Sites may change at any time."),
         # moved sentences say the same
         ("Travel is booked early. Refunds take a week. Laptops are encrypted without exception.",
          "Laptops are encrypted without exception. Travel is booked early. Refunds take a week."),
@@ -130,6 +147,12 @@ def test_reasons_are_chosen_by_config() -> None:
          "60 days written notice is required\nbefore the term ends.", False),
         ("Rooms are cleaned daily.\nMaximum occupancy 4",
          "Rooms are cleaned daily.\nMaximum occupancy 6", False),
+        # labels as HTML-to-Markdown converters write them
+        ("10\\. CHANGES TO THIS POLICY\n\nWe may", "11\\. CHANGES TO THIS POLICY\n\nWe may", True),
+        ("**14.2 Uninstalling the app**\nText", "**15.2 Uninstalling the app**\nText", True),
+        ("Article 9: Ownership\nText", "Article 11: Ownership\nText", True),
+        ("A17. Bookings\nText", "A18. Bookings\nText", True),
+        ("Intro.\n3.5 percent of fees", "Intro.\n4.5 percent of fees", False),  # a figure, no label
     ],
 )
 def test_numbering_is_not_meaning(a: str, b: str, same: bool) -> None:
@@ -173,20 +196,24 @@ def test_an_ingest_keeps_meaning_apart_and_says_why(tmp_path: Path) -> None:
 
 
 def test_the_labelled_real_pairs_meet_the_targets(real_candidate_pairs) -> None:  # type: ignore[no-untyped-def]
-    """Every labelled pair of sec-10q, site-policy and ntsb is still a candidate pair, and the default
-    guards keep >= 85% of the meaning-changing ones apart while merging >= 90% of the same-meaning
-    ones."""
+    """Every labelled pair of sec-10q, site-policy, ntsb and terms is still a candidate pair, and on
+    each half of the split (the pairs rules were read against, and the held-out ones, measured only)
+    the default guards keep >= 87% of the meaning-changing ones apart while merging >= 91% of the
+    same-meaning ones (the figures reached, a floor against regressions; benchmarks/README gives
+    them and the targets)."""
     rp, by_corpus = real_candidate_pairs
     pairs = [p for c in rp.CORPORA for p in by_corpus[c]]
     labels = list(rp.read_jsonl(rp.LABELS))
-    assert len(labels) >= 150
+    assert len(labels) >= 450 and sum(lab["corpus"] == "terms" for lab in labels) >= 200
     result = rp.evaluate(pairs, labels)
-    assert result["matched"] == len(labels)
-    after, before = result["after"], result["before"]
-    assert after["changed_kept_apart"]["share"] >= 0.85
-    assert after["same_merged"]["share"] >= 0.90
-    assert after["changed_kept_apart"]["hit"] > before["changed_kept_apart"]["hit"]
-    assert after["same_merged"]["hit"] > before["same_merged"]["hit"]
+    for half in ("tune", "held_out"):
+        part = result[half]
+        assert part["matched"] == part["labelled"] > 200
+        after, before = part["after"], part["before"]
+        assert after["changed_kept_apart"]["share"] >= 0.87, half
+        assert after["same_merged"]["share"] >= 0.91, half
+        assert after["changed_kept_apart"]["hit"] > before["changed_kept_apart"]["hit"]
+        assert after["same_merged"]["hit"] > before["same_merged"]["hit"]
 
 
 def test_overrides_keep_apart_or_merge_what_a_person_decided(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ library's own errors into a one-line message with a non-zero exit status.
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -18,9 +19,12 @@ import click
 
 from chunkdedup.cli_support import (
     EXIT_FILES_FAILED,
+    LOG_LEVELS,
     as_given,
     cli_errors,
     json_text,
+    log_level,
+    log_to_stderr,
     progress_bar,
 )
 from chunkdedup.cli_sync import sync_cmd
@@ -86,14 +90,36 @@ class _Main(click.Group):
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="chunkdedup")
-def main() -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Log what a long operation does on stderr: -v each phase and its seconds (INFO), -vv more "
+    "detail (DEBUG). Standard output (a --json object) is left as it is.",
+)
+@click.option(
+    "--log-level",
+    "log_level_name",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    help="Log on stderr from this level up (instead of -v); WARNING shows the report's notes.",
+)
+@click.pass_context
+def main(ctx: click.Context, verbose: int, log_level_name: str | None) -> None:
     """Clean RAG corpora before they are indexed: strip boilerplate, merge copies, keep provenance.
+
+    With --json every command prints one JSON object (export and golden convert: with --out). Exit
+    status: 0 success, 1 an unusable index or input (a one-line reason), 2 a usage error, 3 an
+    ingest with failed files.
 
     Example:
 
     \b
         chunkdedup ingest docs/ --index corpus.sqlite --manifest docs/manifest.jsonl
+        chunkdedup -v ingest docs/ --index corpus.sqlite --json   # the phases on stderr, JSON on stdout
     """
+    level = log_level(verbose, log_level_name)
+    if level is not None:
+        ctx.call_on_close(log_to_stderr(level))
 
 
 main.add_command(sync_cmd)
@@ -227,7 +253,8 @@ def _print_report(report: IngestReport, index_path: Path, given: Sequence[Path] 
     out.print(f"[bold]{title}[/bold]")
     files = totals.files.to_json()
     out.print("files: " + (", ".join(f"{n} {s}" for s, n in files.items() if n) or "none found"))
-    out.print(f"documents: {t.documents}  pages: {t.pages}  (without text: {t.pages_without_text})")
+    gone = f"  removed: {totals.documents_removed}" if totals.documents_removed else ""
+    out.print(f"documents: {t.documents}  pages: {t.pages}  (without text: {t.pages_without_text}){gone}")
     out.print(
         f"boilerplate: {t.lines_running} running header/footer lines, {t.lines_chrome} chrome lines stripped "
         f"({t.boilerplate_keys} keys)"
@@ -304,13 +331,18 @@ def _plain(value: object) -> str:
 @main.command("check")
 @index_option
 @click.option("--full", is_flag=True, help="PRAGMA integrity_check (also every index entry; slower).")
-def check_cmd(index_path: Path, full: bool) -> None:
+@json_option
+def check_cmd(index_path: Path, full: bool, as_json: bool) -> None:
     """Check the index file for damage: SQLite's quick_check (--full: integrity_check), then every row.
+
+    With --json: {"index", "ok", "pragma", "found"} (``found``: what the check reported), then exit
+    status 1 when the index is damaged.
 
     Example:
 
     \b
         chunkdedup check --index corpus.sqlite
+        chunkdedup check --index corpus.sqlite --full --json
     """
     from chunkdedup.store.index_errors import check_index
 
@@ -319,11 +351,16 @@ def check_cmd(index_path: Path, full: bool) -> None:
             raise click.ClickException(f"index {index_path} does not exist: give the path of an index file")
         found = check_index(index_path, full=full)
     pragma = "integrity_check" if full else "quick_check"
-    if found == ["ok"]:
+    ok = found == ["ok"]
+    if as_json:
+        click.echo(json_text({"index": str(index_path), "ok": ok, "pragma": pragma, "found": found}))
+    elif ok:
         click.echo(f"{safe_text(str(index_path))}: ok (PRAGMA {pragma}, every row read)")
+    else:
+        for line in found:
+            click.echo(safe_text(line))
+    if ok:
         return
-    for line in found:
-        click.echo(safe_text(line))
     raise click.ClickException(
         f"index {safe_text(str(index_path))} is damaged: rebuild it by ingesting your files into a new index "
         "(`chunkdedup ingest PATHS --index NEW.sqlite`)"
@@ -466,8 +503,11 @@ def boilerplate_cmd(index_path: Path, limit: int, as_json: bool) -> None:
 @main.command("remove")
 @click.argument("doc_ids", nargs=-1, required=True)
 @index_option
-def remove_cmd(doc_ids: tuple[str, ...], index_path: Path) -> None:
+@json_option
+def remove_cmd(doc_ids: tuple[str, ...], index_path: Path, as_json: bool) -> None:
     """Remove documents; text another document still holds stays indexed.
+
+    With --json: {"removed": [doc ids], "canonicals_touched", "documents_rechunked"}.
 
     Example:
 
@@ -478,6 +518,9 @@ def remove_cmd(doc_ids: tuple[str, ...], index_path: Path) -> None:
 
     with cli_errors(index_path):
         summary = remove_documents(index_path, list(doc_ids))
+    if as_json:
+        click.echo(json_text(summary.to_json()))
+        return
     click.echo(
         f"removed {len(doc_ids)} document(s); {summary.canonicals_touched} canonical chunk(s) touched, "
         f"{summary.documents_rechunked} document(s) re-chunked"
@@ -486,9 +529,12 @@ def remove_cmd(doc_ids: tuple[str, ...], index_path: Path) -> None:
 
 @main.command("vector-index")
 @index_option
-def vector_index_cmd(index_path: Path) -> None:
+@json_option
+def vector_index_cmd(index_path: Path, as_json: bool) -> None:
     """Build or update the approximate vector index beside the file (INDEX.vectors), whatever the
     index's size; ingest does so by itself from 100,000 vectors. Needs pip install 'chunkdedup[ann]'.
+
+    With --json: {"built", "rebuilt", "added", "removed", "count"}.
 
     Example:
 
@@ -499,6 +545,9 @@ def vector_index_cmd(index_path: Path) -> None:
 
     with cli_errors(index_path):
         done = build_vector_index(index_path)
+    if as_json:
+        click.echo(json_text(done.to_json()))
+        return
     how = "rebuilt" if done.rebuilt else f"updated (+{done.added}, -{done.removed})"
     click.echo(f"vector index {how}: {done.count:,} vectors")
 
@@ -515,22 +564,41 @@ def vector_index_cmd(index_path: Path) -> None:
     metavar="RUN",
     help="Only what changed after ingest run RUN: records to upsert and ids to delete.",
 )
-def export_cmd(index_path: Path, fmt: str, out: Path | None, changes_since: int | None) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="With --out: print one JSON object (the file, its format, the records written) instead of the "
+    "line on stderr. Without --out the records are the output: --json is refused (a usage error).",
+)
+def export_cmd(
+    index_path: Path, fmt: str, out: Path | None, changes_since: int | None, as_json: bool
+) -> None:
     """Export the clean, deduplicated chunks for your own vector store.
+
+    Without --out the records are written to stdout as JSON Lines (they are the JSON output);
+    with --out and --json: {"path", "format", "records", "upserts", "deletes", "changes_since"}.
 
     Example:
 
     \b
         chunkdedup export --index corpus.sqlite --out chunks.jsonl
-        chunkdedup export --index corpus.sqlite --changes-since 3 --out delta.jsonl
+        chunkdedup export --index corpus.sqlite --changes-since 3 --out delta.jsonl --json
     """
     from chunkdedup.export import export_index
 
     if fmt == "parquet" and out is None:
         raise click.UsageError("--format parquet needs --out FILE")
+    if as_json and out is None:
+        raise click.UsageError(
+            "--json needs --out FILE: without it the records themselves are the output (JSON Lines on stdout)"
+        )
     with cli_errors(index_path):
         counts = export_index(index_path, out if out is not None else sys.stdout, fmt, changes_since)
-    if out is not None:
+    if out is not None and as_json:
+        done = {"path": str(out), "format": fmt, "records": counts["upserts"] + counts["deletes"]}
+        click.echo(json_text({**done, **counts, "changes_since": changes_since}))
+    elif out is not None:
         click.echo(
             f"wrote {counts['upserts']} chunk(s) and {counts['deletes']} deletion(s) to {out}", err=True
         )
@@ -783,7 +851,14 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="A folder `chunkdedup eval --out` wrote: its report.json is shown under /report.",
 )
-def serve_cmd(index_path: Path, host: str, port: int, report_dir: Path | None) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='Announce the server as one JSON object ({"url", "index", "host", "port", "loopback"}) '
+    "instead of a line, then serve.",
+)
+def serve_cmd(index_path: Path, host: str, port: int, report_dir: Path | None, as_json: bool) -> None:
     """Browse an index in a local web view (pip install 'chunkdedup[web]'); it writes only review decisions.
 
     Pages: overview, documents (stripped lines struck through, chunk boundaries), boilerplate, canonical
@@ -809,15 +884,36 @@ def serve_cmd(index_path: Path, host: str, port: int, report_dir: Path | None) -
         hosts = LOOPBACK_NAMES if host in LOOPBACK_HOSTS else ("*",)
         app = create_app(index_path, report_dir, allowed_hosts=hosts)
         import uvicorn
+    _bindable(host, port)  # before the server is announced: a busy port is the one error shown
     where = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
-    if host in LOOPBACK_HOSTS:
+    loopback = host in LOOPBACK_HOSTS
+    if not loopback:
+        click.echo(f"warning: --host {safe_text(host)} is not a loopback address: anyone who can reach it "
+                   "can read every document in the index", err=True)
+    if as_json:
+        served = {"url": where, "index": str(index_path), "host": host, "port": port, "loopback": loopback}
+        click.echo(json_text(served))
+    elif loopback:
         click.echo(f"serving {safe_text(str(index_path))} read-only at {where} (bound to {host}: "
                    "this machine only; --host to change)")
     else:
-        click.echo(f"warning: --host {safe_text(host)} is not a loopback address: anyone who can reach it "
-                   "can read every document in the index", err=True)
         click.echo(f"serving {safe_text(str(index_path))} read-only at {where}")
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _bindable(host: str, port: int) -> None:
+    """A one-line error (exit status 1) when ``serve`` cannot bind ``host:port``: a port another
+    process listens on, a privileged port, an address this machine does not have."""
+    from chunkdedup.web import check_port
+
+    try:
+        check_port(host, port)
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise click.ClickException(f"port {port} is in use: pick another with --port") from None
+        reason = e.strerror or str(e)
+        raise click.ClickException(safe_text(f"cannot bind {host}:{port} ({reason}): pick another --host "
+                                             "or --port")) from None
 
 
 def _unknown_where_keys(ix: Index, where: tuple[str, ...]) -> str | None:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape as markup_escape
 from rich.table import Table
 
-from chunkdedup.cli_support import cli_errors, progress_bar
+from chunkdedup.cli_support import cli_errors, json_text, progress_bar
 from chunkdedup.evaluate.audit import NEIGHBOUR_SAMPLE, NO_EMBEDDINGS, audit
 from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
 from chunkdedup.evaluate.golden import convert_docugami, golden_line, write_golden
@@ -213,7 +213,7 @@ def diff_cmd(report_a: Path, report_b: Path, run: str, as_json: bool) -> None:
 
 @click.group("golden")
 def golden_group() -> None:
-    """Golden question sets: convert other formats to chunkdedup's JSONL.
+    """Golden question sets: convert other formats to chunkdedup's JSONL (each subcommand takes --json).
 
     Example:
 
@@ -231,7 +231,10 @@ def golden_group() -> None:
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the golden JSONL to this file (replaced whole: a failed write leaves it as it "
                    "was; a FIFO or device is written through) instead of stdout.")
-def golden_convert_cmd(source: Path, fmt: str, docs: Path, out: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help='With --out: print one JSON object ({"path", "format", "questions"}). Without --out the '
+                   "golden JSONL is the output: --json is refused (a usage error).")
+def golden_convert_cmd(source: Path, fmt: str, docs: Path, out: Path | None, as_json: bool) -> None:
     """Convert a question file to golden JSONL on stdout (or --out FILE).
 
     Example:
@@ -240,10 +243,14 @@ def golden_convert_cmd(source: Path, fmt: str, docs: Path, out: Path | None) -> 
         chunkdedup golden convert ../shared/data/sec-10q/qna_data.csv --format docugami
         --docs ../shared/data/sec-10q/docs --out golden.jsonl
     """
+    if as_json and out is None:
+        raise click.UsageError("--json needs --out FILE: without it the golden JSONL is the output on stdout")
     with cli_errors():  # an unwritable --out, a full disk: the one-line message, not a traceback
         questions = convert_docugami(source, docs)
         if out is not None:
             write_golden(questions, out)
+            if as_json:
+                click.echo(json_text({"path": str(out), "format": fmt, "questions": len(questions)}))
             return
         for q in questions:
             click.echo(golden_line(q))

@@ -1,11 +1,12 @@
-"""What every command module shares: the library's errors turned into one-line CLI errors, and
-untrusted text made safe to print."""
+"""What every command module shares: the library's errors turned into one-line CLI errors,
+untrusted text made safe to print, and the library's log on standard error (``-v``)."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import json
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -20,6 +21,53 @@ from chunkdedup.visible import safe_text
 
 #: The exit status of an ingest in which at least one file failed (its summary is still printed).
 EXIT_FILES_FAILED = 3
+#: The levels ``--log-level`` takes.
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: A log line on standard error: time, level, the module's logger, the message.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def log_level(verbose: int, level: str | None) -> int | None:
+    """The level of the ``chunkdedup`` log on standard error: ``--log-level`` when given, else INFO
+    for ``-v`` and DEBUG for ``-vv``; ``None`` (no log) without either.
+
+    Example:
+        >>> log_level(2, None) == logging.DEBUG, log_level(1, "warning") == logging.WARNING
+        (True, True)
+    """
+    if level is not None:
+        return logging.getLevelNamesMapping()[level.upper()]
+    if verbose <= 0:
+        return None
+    return logging.INFO if verbose == 1 else logging.DEBUG
+
+
+class _Stderr(logging.Handler):
+    """Each record as one line on the standard error of the moment (a progress bar's proxy keeps the
+    bar below the lines), control characters escaped: a message may quote a file's name."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            click.echo(safe_text(self.format(record)), err=True)
+        except Exception:
+            self.handleError(record)
+
+
+def log_to_stderr(level: int) -> Callable[[], None]:
+    """Show the ``chunkdedup`` log from ``level`` up on standard error (never standard output: a
+    ``--json`` object stays the only thing there); returns what undoes it."""
+    package = logging.getLogger("chunkdedup")
+    handler = _Stderr(level)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT, "%H:%M:%S"))
+    was = package.level
+    package.addHandler(handler)
+    package.setLevel(level)
+
+    def undo() -> None:
+        package.removeHandler(handler)
+        package.setLevel(was)
+
+    return undo
 
 
 @contextlib.contextmanager

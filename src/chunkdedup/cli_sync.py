@@ -11,7 +11,7 @@ from typing import Any, cast
 import click
 
 from chunkdedup.cli_support import cli_errors, json_text
-from chunkdedup.errors import SyncError
+from chunkdedup.errors import ConfigError, SyncError
 from chunkdedup.visible import safe_text
 
 #: The store kinds (as :data:`chunkdedup.integrations._local_stores.KINDS`, named here so ``--help``
@@ -75,7 +75,10 @@ def sync_cmd(index_path: Path, kind: str, store_path: Path, collection: str, emb
 
         store = LocalStore(cast(Any, kind), store_path, collection)
         state = state_path or store.state_path()
-        embeddings = embeddings_from(embeddings_spec)
+        try:
+            embeddings = embeddings_from(embeddings_spec)
+        except ConfigError as e:  # the value as given cannot name embeddings: a usage error (exit status 2)
+            raise click.BadParameter(safe_text(str(e)), param_hint="'--embeddings'") from None
         where = f"{kind} at {store_path}" + (f" (collection {collection})" if kind != "memory" else "")
         try:
             with _working(not as_json, f"syncing {index_path} into {where}") as tick, opened(

@@ -14,6 +14,7 @@ The corpus is generated from the templates in :mod:`chunkdedup.demo_text` with a
 from __future__ import annotations
 
 import html
+import importlib
 import itertools
 import json
 import math
@@ -27,12 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from chunkdedup import demo_text as tpl
-from chunkdedup.errors import InputError
+from chunkdedup.errors import InputError, MissingExtraError
 
 if TYPE_CHECKING:
     from fpdf import FPDF
 
-__all__ = ["MANIFEST_KEYS", "MANIFEST_NAME", "DemoCorpus", "write_demo_corpus"]
+__all__ = ["MANIFEST_KEYS", "MANIFEST_NAME", "DemoCorpus", "require_fpdf", "write_demo_corpus"]
 
 MANIFEST_NAME = "manifest.jsonl"
 MANIFEST_KEYS = ("path", "department", "family", "effective_date", "version", "title")
@@ -122,13 +123,15 @@ def write_demo_corpus(folder: Path, *, seed: int = 0) -> DemoCorpus:
     """Write the demo policy corpus and its ``manifest.jsonl`` into ``folder``.
 
     ``folder`` may be missing, empty, or a demo corpus written earlier (its files are replaced);
-    anything else raises :class:`InputError`.
+    anything else raises :class:`InputError`. The PDFs need fpdf2 (the ``[demo]`` extra): without it
+    :class:`MissingExtraError` is raised before anything is written.
 
     Example:
         >>> corpus = write_demo_corpus(Path("demo"), seed=0)  # doctest: +SKIP
         >>> corpus.documents, corpus.pdfs  # doctest: +SKIP
         (36, 12)
     """
+    require_fpdf()
     _prepare_folder(folder)
     docs = _plan(random.Random(seed))
     for doc in docs:
@@ -144,6 +147,14 @@ def write_demo_corpus(folder: Path, *, seed: int = 0) -> DemoCorpus:
         versioned_families=sum(1 for n in versions.values() if n > 1),
         pdfs=sum(1 for d in docs if d.fmt == "pdf"), shared_clauses=len(tpl.SHARED_CLAUSES),
     )
+
+
+def require_fpdf() -> None:
+    """Check that fpdf2, which writes the demo's PDFs (the ``[demo]`` extra), is installed."""
+    try:
+        importlib.import_module("fpdf")
+    except ImportError:
+        raise MissingExtraError("chunkdedup demo", "demo", "fpdf") from None
 
 
 # ---- the folder -------------------------------------------------------------------------------

@@ -30,14 +30,18 @@ modality      changes the modal class of the pair: obligation (must, shall, requ
               (may, can, permitted), recommendation (should), prohibition (prohibited)
 ordinal       replaces an ordinal or number word by another (first/third quarter, thirty/sixty days)
 reference     replaces a lettered reference by another (``4(b)``/``4(d)``, ``Section 1(f)``/``1(g)``)
-qualifier     holds a word that narrows or widens scope (only, exclusive, non-commercial, before ...,
-              "or any later version")
+qualifier     holds a word that narrows or widens scope (only, exclusive, non-commercial, before,
+              some, all, any ..., "or any later version"), or adds or drops an enumeration's item:
+              a stretch on one side only, shorter than a statement, holding a joining word (and, or,
+              nor) or a comma-closed item, or a bulleted line
 name          holds a name: a capitalised word standing where a sentence does not start, that
               neither text writes in lower case and the other text does not hold (Jassy/Cook,
               Xeon/Optane, Expert/Professional Services); a text whose case is noise (title case,
-              shouting, OCR) names nobody. No model: the case of the pair's own words decides, so
-              the verdict is a rule on the two texts alone (incremental equals fresh, Ray equals
-              local)
+              shouting, OCR) names nobody by its case. Wherever it stands and whatever the text's
+              case, a capitalised word that ordinary English rarely uses (below ``RARE_ZIPF`` on the
+              ``wordfreq`` package's scale: Taboola/Teads) is a name. No model: the pair's own words,
+              their case and a fixed word-frequency list decide, so the verdict is a rule on the two
+              texts alone (incremental equals fresh, Ray equals local)
 content       adds or drops a statement: at least ``CONTENT_WORDS`` words on one side only, most of
               them lower case (a title-case line such as a table header or a leaked heading is not
               a statement)
@@ -48,7 +52,8 @@ numeric tokens are equal once each text's enumeration labels (``12.``, ``(c)``, 
 a line), a page-number line opening or closing the text (``20``, ``Page 3 of 9``, ``Other Key
 Information 41``) and link targets are left out differs only in numbering: the same clause.
 
-Nothing is kept between calls; the word lists and expressions are module constants.
+Nothing is kept between calls; the word lists and expressions are module constants (wordfreq loads
+its English list on the first rarity question of a process).
 
 Example:
     >>> meaning_diff("I, Timothy D. Cook, certify that", "I, Andrew R. Jassy, certify that")
@@ -99,6 +104,9 @@ Reason = Literal["negation", "modality", "ordinal", "reference", "qualifier", "n
 REASONS: tuple[Reason, ...] = MEANING_REASONS  # type: ignore[assignment]
 #: words on one side only that make a statement added or dropped
 CONTENT_WORDS = 6
+#: a capitalised word below this frequency in English (wordfreq's Zipf scale: 3 is once per million
+#: words) names someone or something, whatever the text's case and wherever it stands
+RARE_ZIPF = 3.0
 #: the share of a text's words capitalised against the pair's own lower case that makes its case noise
 _CASE_NOISE = 0.1
 #: the longest word in capitals read as an acronym (a name); longer ones are headings or shouting
@@ -129,9 +137,13 @@ _ORDINAL = _set(
 _QUALIFIER = _set(
     "only solely exclusively exclusive nonexclusive noncommercial commercial derivative "
     "derivatives sharealike irrevocable revocable perpetual temporary permanent partial partially "
-    "minimum maximum least most more less fewer before after prior"
+    "minimum maximum least most more less fewer before after prior some certain all any every each"
 )
 _LATER = _set("later earlier newer older")
+#: the words that join the items of an enumeration: one changed is an item added or dropped
+_CONJUNCTION = _set("and or nor")
+#: the marks that open a list's item
+_BULLETS = frozenset("*+-•")
 #: capitalised words that are no name: legal forms, the pronoun, headings' words
 _LEGAL = _set("inc corp corporation co company llc ltd limited plc lp llp na sa ag gmbh nv bv")
 _NOT_NAMES = _LEGAL | _set(
@@ -186,7 +198,7 @@ _MID_CAPITAL = re.compile(r"(?<=[a-z0-9,;)]) +([A-Z][\w'’\-\u00ad\ufffe]*)")
 #: about a second where nothing loaded it yet, is then under a tenth of the Python reading's cost)
 KERNEL_PAIRS = 20_000
 #: the closed lists: a changed word in one of them sends the pair to the full reading
-_LISTED = _NEGATION | frozenset(_MODAL) | _ORDINAL | _QUALIFIER | _LATER
+_LISTED = _NEGATION | frozenset(_MODAL) | _ORDINAL | _QUALIFIER | _LATER | _CONJUNCTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,17 +217,42 @@ class _Word:
     initial: bool  # opens a sentence, a line or a list item
     line_start: bool  # nothing but marks before it on its line
     line_end: bool  # nothing but marks after it on its line
+    comma: bool = False  # a comma closes it: an item of an enumeration
+    bullet: bool = False  # it opens a bulleted line: an item of a list
 
 
 class _Norms(dict[str, str]):
     """Each word's :func:`_norm`, worked out once per word for as long as one call of
-    :func:`judge_edges` or :func:`meaning_diff` lasts (a corpus repeats its words)."""
+    :func:`judge_edges` or :func:`meaning_diff` lasts (a corpus repeats its words), and whether a
+    normal form is rare in ordinary English (:meth:`rare`), likewise once per form."""
 
-    __slots__ = ()
+    __slots__ = ("_rare",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rare: dict[str, bool] = {}
 
     def __missing__(self, word: str) -> str:
         norm = self[word] = _norm(word)
         return norm
+
+    def rare(self, norm: str) -> bool:
+        """Whether ``norm`` (a word's normal form) is a word ordinary English rarely uses: below
+        ``RARE_ZIPF`` on wordfreq's scale (a company, product or place: Taboola, Teads, Gemini), and
+        not a number. A word's case cannot tell a name in text set in capitals or at a sentence's
+        start; its frequency in English can."""
+        found = self._rare.get(norm)
+        if found is None:
+            found = self._rare[norm] = _rare_word(norm)
+        return found
+
+
+def _rare_word(norm: str) -> bool:
+    if len(norm) < 3 or not norm.isalpha() or not norm.isascii():
+        return False
+    from wordfreq import zipf_frequency  # its English list loads once, on the first rare-word question
+
+    return bool(zipf_frequency(norm, "en") < RARE_ZIPF)
 
 
 def _norm(word: str) -> str:
@@ -264,7 +301,9 @@ class _Span:
             initial = "\n" in before or ended or _STOPS.search(before) is not None
         raw = _EDGES.sub("", chunk) or chunk
         line_start = "\n" in before or (k == 0 and self.opens)
-        return _Word(raw, self.norms[k], initial, line_start, "\n" in self._sep(k + 1))
+        comma = chunk.rstrip(_CLOSERS.replace(",", "")).endswith(",")
+        bullet = line_start and before.rsplit("\n", 1)[-1].strip(" \t[(") in _BULLETS
+        return _Word(raw, self.norms[k], initial, line_start, "\n" in self._sep(k + 1), comma, bullet)
 
     def words(self, lo: int, hi: int) -> list[_Word]:
         return [self.word(k) for k in range(lo, hi)]
@@ -402,9 +441,13 @@ def _may_matter(a: str, b: str, norms: _Norms) -> bool:
             referred = True
             if _referred(_references(a), _references(b)):
                 return True
-        if _EDGES.sub("", w)[:1].isupper() and _written_mid_sentence(w, a if ca[w] > cb[w] else b):
+        if _EDGES.sub("", w)[:1].isupper() and (
+            _written_mid_sentence(w, a if ca[w] > cb[w] else b) or norms.rare(n)
+        ):
             return True
-    return False
+        if w.rstrip(_CLOSERS.replace(",", "")).endswith(","):  # an enumeration's item may have changed
+            return True
+    return any(ca[w] != cb[w] for w in _BULLETS)  # a list's item came or went
 
 
 def _written_mid_sentence(word: str, text: str) -> bool:
@@ -462,10 +505,19 @@ def _is_name(w: _Word, lower: set[str]) -> bool:
 
 def _not_heading(mine: list[_Word], other: list[_Word]) -> list[_Word]:
     """``mine``, unless it is a heading line on one side only: whole lines whose every word is
-    capitalised (a heading or a table header that one chunk's edge caught)."""
-    if other or not mine or not all(w.raw[:1].isupper() or w.norm in _SMALL for w in mine):
+    capitalised, or a section's number or label ("6", "D7"), a heading or a table header that one
+    chunk's edge caught."""
+    if other or not mine or mine[0].bullet:  # a bulleted line is a list's item
+        return mine
+    if not all(w.raw[:1].isupper() or w.norm in _SMALL or _numbered(w) for w in mine):
         return mine
     return [] if mine[0].line_start and mine[-1].line_end else mine
+
+
+def _numbered(w: _Word) -> bool:
+    """A section's number or label: digits, after at most one letter ("12", "A17")."""
+    body = w.norm[1:] if w.norm[:1].isalpha() else w.norm
+    return body.isdigit() and len(body) <= 3
 
 
 def _reason(
@@ -473,6 +525,7 @@ def _reason(
     whole: Callable[[], _Whole],
     refs: Callable[[], tuple[Counter[str], Counter[str]]],
     reasons: frozenset[str],
+    rare: Callable[[str], bool],
 ) -> Reason | None:
     left = [w for sa, _ in changes for w in sa]
     right = [w for _, sb in changes for w in sb]
@@ -496,16 +549,19 @@ def _reason(
     may_refer = any(_may_refer(w.raw, w.norm) for w in (*left, *right))
     if "reference" in reasons and may_refer and _referred(*refs()):
         return "reference"
-    if "qualifier" in reasons and (norms & _QUALIFIER or _version_scope(changes)):
+    if "qualifier" in reasons and (norms & _QUALIFIER or _version_scope(changes) or _enumeration(changes)):
         return "qualifier"
-    if "name" in reasons and any(_may_name(w) for w in (*left, *right)):
+    if "name" in reasons and any(_may_name(w) or _capital(w) for w in (*left, *right)):
         pair = whole()
-        if not pair.noise:
-            for sa, sb in changes:
-                if any(_is_name(w, pair.lower) and w.norm not in pair.in_b for w in _not_heading(sa, sb)):
-                    return "name"
-                if any(_is_name(w, pair.lower) and w.norm not in pair.in_a for w in _not_heading(sb, sa)):
-                    return "name"
+
+        def named(w: _Word) -> bool:  # a name by its case (where case can tell), or by its rarity
+            return (not pair.noise and _is_name(w, pair.lower)) or (_capital(w) and rare(w.norm))
+
+        for sa, sb in changes:
+            if any(named(w) and w.norm not in pair.in_b for w in _not_heading(sa, sb)):
+                return "name"
+            if any(named(w) and w.norm not in pair.in_a for w in _not_heading(sb, sa)):
+                return "name"
     if "content" in reasons:
         for sa, sb in changes:
             extra, only = (sa, only_a) if len(sa) > len(sb) else (sb, only_b)
@@ -515,6 +571,27 @@ def _reason(
             if longer and len(new) >= CONTENT_WORDS and 2 * lowercase > len(new):
                 return "content"
     return None
+
+
+def _capital(w: _Word) -> bool:
+    """A word written with a capital (where case may show a name, or a sentence's start hides it)."""
+    return w.raw[:1].isupper() and w.norm not in _NOT_NAMES
+
+
+def _enumeration(changes: list[tuple[list[_Word], list[_Word]]]) -> bool:
+    """An item added to or dropped from an enumeration: a stretch on one side only, of fewer words than
+    a statement, that holds a joining word (and, or, nor) or an item closed by a comma ("searches" /
+    "searches, chats, or browsing history"; "claim or dispute" / "claim, request for relief, or
+    dispute"), or a bulleted line. A heading line one chunk's edge caught is none."""
+    for sa, sb in changes:
+        if sa and sb:
+            continue
+        added = _not_heading(sa or sb, [])
+        if 0 < len(added) < CONTENT_WORDS and any(w.comma or w.norm in _CONJUNCTION for w in added):
+            return True
+        if added and added[0].bullet and added[-1].line_end:  # a list's whole item
+            return True
+    return False
 
 
 def _version_scope(changes: list[tuple[list[_Word], list[_Word]]]) -> bool:
@@ -594,6 +671,7 @@ def _diff(
         lambda: _Whole(a, b, norms),
         lambda: (_references(a[start:stop_a]), _references(b[start:stop_b])),
         wanted,
+        norms.rare,
     )
     if reason is None:
         return None
@@ -603,12 +681,17 @@ def _diff(
 
 
 # An enumeration label opens a line: at most three digits a level (a year opening a wrapped line,
-# "2023.", is no label), a letter or a roman numeral in brackets or before a point, after a bullet or
-# a heading's marks; "Section 12." and "Item 2." too.
+# "2023.", is no label), a letter or a roman numeral in brackets or before a point, after a bullet, a
+# heading's marks or an emphasis mark; "Section 12.", "Article 9:" and "Item 2." too; a letter before
+# the digits ("A17.", "D7."); a point or bracket escaped as HTML-to-Markdown converters write it
+# ("10\. Changes"); a label of two levels or more without its point when a capital follows ("14.2
+# Uninstallation": "3.5 percent" opening a line is a figure).
 _LABEL = re.compile(
-    r"^[ \t]*(?:[-*•][ \t]+)?(?:#+[ \t]+)?"
-    r"(?:(?:section|article|clause|item|§)[ \t]*\d{1,3}(?:\.\d{1,3})*[.)]?"
-    r"|\d{1,3}(?:\.\d{1,3})*[.)]|\(\d{1,3}\)|\(?[a-z]{1,2}[.)]|\(?[ivxlc]{1,6}[.)])(?=[ \t])",
+    r"^[ \t]*(?:[-*•][ \t]+)?(?:#+[ \t]+)?(?:[*_]{1,2})?"
+    r"(?:(?:section|article|clause|item|§)[ \t]*\d{1,3}(?:\.\d{1,3})*\\?[.):]?"
+    r"|\d{1,3}(?:\.\d{1,3})+(?=[ \t]+[*_]*(?-i:[A-Z]))"
+    r"|[a-z]?\d{1,3}(?:\.\d{1,3})*\\?[.)]|\(\d{1,3}\)|\(?[a-z]{1,2}\\?[.)]|\(?[ivxlc]{1,6}\\?[.)])"
+    r"(?=[ \t]|$)",
     re.I | re.M,
 )
 # A page number standing alone on a text's first or last line ("20", "Page 3 of 9"; a four-digit

@@ -18,7 +18,9 @@ left to the Python reading (so a pair the kernel cannot judge costs what it cost
   ordinal, qualifier), do not only move (each form's count changes), and add or drop fewer than
   ``CONTENT_WORDS`` words on either side;
 * none may make or unmake a lettered reference (a bracket, one letter, a short roman numeral, the
-  name of a part) where the stretch read holds a bracket or a part's name.
+  name of a part) where the stretch read holds a bracket or a part's name;
+* no word whose normal form's count changes holds a comma, and each side holds as many bullets
+  (``*``, ``+``, ``-``, ``•``) as the other: else an enumeration's item may have come or gone.
 
 Equal words are matched by a 64-bit hash of their bytes and then compared byte for byte: a pair
 whose words collide is left to the Python reading, never settled on a hash.
@@ -331,16 +333,25 @@ def _pair_settled(
                 break
     forms = np.empty(np_, np.uint64)
     delta = np.empty(np_, np.int64)
+    commas = np.zeros(np_, np.bool_)
+    bullets = np.zeros(4, np.int64)  # the count each side holds more of *, +, - and the bullet sign
     nf = 0
     refers = False
     for p in range(np_):
         if gone[p]:
             continue
         lo, hi = part_lo[p], part_hi[p]
+        if hi - lo == 1 and (buf[lo] == 42 or buf[lo] == 43 or buf[lo] == 45):
+            bullets[0 if buf[lo] == 42 else (1 if buf[lo] == 43 else 2)] += part_side[p]
+        elif hi - lo == 3 and buf[lo] == 0xE2 and buf[lo + 1] == 0x80 and buf[lo + 2] == 0xA2:
+            bullets[3] += part_side[p]
         first = -1
+        has_comma = False
         k = lo
         while k < hi:
             ch = buf[k]
+            if ch == 44:
+                has_comma = True
             if ch >= 128:
                 skip = _punct(buf, k, hi)
                 if skip == 0:
@@ -361,6 +372,7 @@ def _pair_settled(
             refers = True
         forms[nf] = h
         delta[nf] = part_side[p]
+        commas[nf] = has_comma
         nf += 1
     if nf == 0:
         return READ  # only moved: read in full
@@ -372,19 +384,26 @@ def _pair_settled(
     while k < nf:
         h = forms[order[k]]
         net = 0
+        comma = False
         while k < nf and forms[order[k]] == h:
             net += delta[order[k]]
+            comma = comma or commas[order[k]]
             k += 1
         if net != 0:
             moved = False
             if _member(listed, h):
                 return READ
+            if comma:
+                return UNKNOWN  # a comma-closed item may have come or gone: the Python reading decides
             if net > 0:
                 gained += net
             else:
                 lost -= net
     if moved or gained >= content or lost >= content:
         return READ
+    for q in range(4):
+        if bullets[q] != 0:
+            return UNKNOWN  # a list's item came or went: the Python reading decides
     if refers:  # a reference needs a lettered x(b) or a part's name in the stretch
         if _lettered(buf, wa0, wa1) or _lettered(buf, wb0, wb1):
             return UNKNOWN

@@ -3,15 +3,19 @@ transaction, an id another file holds refused, a file gone from the inputs remov
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from chunkdedup.config import Config
+from chunkdedup.ingestion.report import RemovedFile
 from chunkdedup.parse import InputFile
 from chunkdedup.parse.memory import MEMORY_PREFIX
 from chunkdedup.store import Store
 from chunkdedup.text import boilerplate
 from chunkdedup.types import Document, FileResult, FileStatus, ParsedFile
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -91,14 +95,19 @@ def taken_reason(doc_id: str, owner: str) -> str:
     )
 
 
-def prune_missing(store: Store, inputs: Sequence[InputFile], run_id: int) -> None:
+def prune_missing(store: Store, inputs: Sequence[InputFile], run_id: int) -> list[RemovedFile]:
     """Remove every indexed file that is not among ``inputs`` (``--prune``), one transaction each;
-    documents given in memory (``memory:NAME``) are no file and stay."""
+    documents given in memory (``memory:NAME``) are no file and stay. Returns the files removed, with
+    the documents each held (for the run's report)."""
     keep = {str(i.path) for i in inputs}
+    removed: list[RemovedFile] = []
     for path in store.file_paths():
         if path not in keep and not path.startswith(MEMORY_PREFIX):
             with store.transaction():
-                store.remove_file(path, run_id)
+                docs = store.remove_file(path, run_id)
+            logger.debug("pruned %s (%d documents): no longer among the inputs", path, len(docs))
+            removed.append(RemovedFile(path, tuple(docs)))
+    return removed
 
 
 __all__ = ["StoreQueue", "prune_missing", "store_file", "taken_reason"]

@@ -20,22 +20,33 @@ from chunkdedup.types import BoilerplateKey, FileResult, FileStatus
 
 @dataclass(frozen=True, slots=True)
 class FileCounts(JsonRow):
-    """How many input files ended in each status."""
+    """How many input files ended in each status, and how many indexed files the run removed because
+    they are no longer among the inputs (``removed``, ``--prune``)."""
 
     ingested: int = 0
     unchanged: int = 0
     skipped: int = 0
     failed: int = 0
+    removed: int = 0
 
     @classmethod
-    def of(cls, results: Sequence[FileResult]) -> FileCounts:
+    def of(cls, results: Sequence[FileResult], removed: int = 0) -> FileCounts:
         by = {str(s): 0 for s in FileStatus}
         for r in results:
             by[str(r.status)] += 1
-        return cls(**by)
+        return cls(**by, removed=removed)
 
     def to_json(self) -> dict[str, Any]:
-        return {str(s): getattr(self, str(s)) for s in FileStatus}
+        return {**{str(s): getattr(self, str(s)) for s in FileStatus}, "removed": self.removed}
+
+
+@dataclass(frozen=True, slots=True)
+class RemovedFile:
+    """An indexed file a run removed (``--prune``: it is no longer among the inputs), with the
+    documents it held."""
+
+    path: str
+    doc_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +113,8 @@ class EngineTotals(JsonRow):
 class RunTotals(JsonRow):
     """A run's totals: files by status, documents chunked, what the index holds after it (its
     :class:`~chunkdedup.store.rows.IndexStats`, whose fields read at the top level), the cluster pass,
-    the text index (``None``: FTS5, kept in step inside the file) and the engine."""
+    the text index (``None``: FTS5, kept in step inside the file), the engine and the documents of
+    the files the run removed (``--prune``)."""
 
     files: FileCounts
     documents_chunked: int
@@ -112,9 +124,11 @@ class RunTotals(JsonRow):
     text_index: TextIndexTotals | None = None
     #: what the run did to the approximate vector folder (``None``: nothing, or none wanted)
     vector_index: AnnSync | None = None
+    documents_removed: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"files": self.files.to_json(), "documents_chunked": self.documents_chunked}
+        out: dict[str, Any] = {"files": self.files.to_json(), "documents_chunked": self.documents_chunked,
+                               "documents_removed": self.documents_removed}
         out.update(self.stats.to_json())
         out["cluster_pass"] = self.cluster_pass.to_json()
         if self.text_index is not None:
@@ -127,7 +141,8 @@ class RunTotals(JsonRow):
 
 @dataclass(frozen=True, slots=True)
 class IngestReport:
-    """What one ingest run did: every input file's outcome, totals, and the top stripped keys."""
+    """What one ingest run did: every input file's outcome, totals, the top stripped keys, and the
+    indexed files it removed (``removed``: ``--prune``, files no longer among the inputs)."""
 
     run_id: int | None
     files: tuple[FileResult, ...]
@@ -135,6 +150,7 @@ class IngestReport:
     top_stripped: tuple[BoilerplateKey, ...] = ()
     dry_run: bool = False
     notes: tuple[str, ...] = field(default=())
+    removed: tuple[RemovedFile, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -148,6 +164,10 @@ class IngestReport:
                     "reason": f.reason,
                 }
                 for f in self.files
+            ],
+            "removed": [
+                {"path": f.path, "doc": f.doc_ids[0] if len(f.doc_ids) == 1 else list(f.doc_ids)}
+                for f in self.removed
             ],
             "totals": self.totals.to_json(),
             "boilerplate": [
@@ -217,6 +237,7 @@ __all__ = [
     "IngestReport",
     "NearPassTotals",
     "RemovalReport",
+    "RemovedFile",
     "RunTotals",
     "TextIndexTotals",
     "emptied_notes",

@@ -19,6 +19,7 @@ index too.
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -46,6 +47,7 @@ from chunkdedup.ingestion.report import (
     ClusterPass,
     FileCounts,
     IngestReport,
+    RemovedFile,
     RunTotals,
     TextIndexTotals,
     emptied_notes,
@@ -71,11 +73,14 @@ from chunkdedup.parse.registry import from_print
 from chunkdedup.parse.slices import sliceable
 from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex, vectorindex
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
+from chunkdedup.store.run_tables import recorded_config_of
 from chunkdedup.text import boilerplate
 from chunkdedup.types import FileResult, FileStatus, KnownFile, Page
 
 if TYPE_CHECKING:
     from chunkdedup.embed import Embedder
+
+logger = logging.getLogger(__name__)
 
 #: progress(stage, done, total)
 Progress = Callable[[str, int, int], None]
@@ -208,15 +213,52 @@ def ingest_with(
     textindex.require(options.text_engine)  # a bad name or a missing extra fails before the index is touched
     notes = manifest_notes(found.unlisted, options.manifest) + changed
     run = _Run(found.inputs, paths, options, cfg, found.unread, notes, source)
+    started = time.perf_counter()
+    dry = " (a dry run: nothing is written)" if options.dry_run else ""
+    logger.info("ingest into %s starts: %d input files%s", index, len(found.inputs), dry)
     try:
         with executor, collector_paused():
             if not options.dry_run:
-                return _run(run, Path(index), executor)
-            with scratch_copy(index) as scratch:
-                report = _run(run, scratch, executor)
-                return replace(report, run_id=None, dry_run=True)
+                report = _run(run, Path(index), executor)
+            else:
+                with scratch_copy(index) as scratch:
+                    report = replace(_run(run, scratch, executor), run_id=None, dry_run=True)
     except SQLITE_FAILURES as e:  # a damaged index, a full disk, an I/O error: each named, with the way out
         raise index_error(index, e) from e
+    log_report(report, index, time.perf_counter() - started)
+    return report
+
+
+@contextmanager
+def _phase(clock: StageClock, stage: str) -> Iterator[None]:
+    """``clock(stage)``, logged: the phase's start at DEBUG, its end with its wall seconds at INFO."""
+    logger.debug("%s phase starts", stage)
+    start = time.perf_counter()
+    with clock(stage):
+        yield
+    logger.info("%s phase done in %.2f s", stage, time.perf_counter() - start)
+
+
+def log_report(report: IngestReport, index: str | Path, seconds: float) -> None:
+    """Log the end of a run with its totals (INFO), and what its report says a person should read
+    (failed files, files ingested with a note, the run's notes) at WARNING."""
+    t = report.totals
+    files = ", ".join(f"{n} {status}" for status, n in t.files.to_json().items() if n) or "none found"
+    logger.info(
+        "ingest into %s done in %.2f s (run %s): files %s; %d documents chunked, %d removed; "
+        "%d raw chunks -> %d canonical",
+        index, seconds, report.run_id, files, t.documents_chunked, t.documents_removed,
+        t.stats.raw_chunks, t.stats.canonical_chunks,
+    )
+    for f in report.files:
+        if f.status == FileStatus.FAILED:
+            logger.warning("failed %s: %s", f.path, f.reason)
+        elif f.status == FileStatus.INGESTED and f.reason:
+            logger.warning("note %s: %s", f.path, f.reason)
+        elif f.status == FileStatus.SKIPPED:
+            logger.debug("skipped %s: %s", f.path, f.reason)
+    for note in report.notes:
+        logger.warning("note: %s", note)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,9 +296,8 @@ def recorded_config(index: str | Path) -> Config | None:
     try:
         with Store.open(index, readonly=True) as store:
             return store.recorded_config()
-    except MigrationPendingError:  # an older index: the run migrates it anyway
-        with Store.open(index) as store:
-            return store.recorded_config()
+    except MigrationPendingError:  # an older index, read as it is (a dry run leaves it so)
+        return recorded_config_of(index)
 
 
 def run_config(index: str | Path, given: Config | None) -> tuple[Config, tuple[str, ...]]:
@@ -304,15 +345,20 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         store.chunks.band_keyer = NearKeyer(cfg.near)  # names a group's band rows from its text
         if opts.text_engine is not None:
             textindex.set_engine(store, opts.text_engine)
+        removed: list[RemovedFile] = []
         if opts.prune:  # first, so a moved corpus takes over its ids instead of colliding with itself
-            prune_missing(store, run.inputs, run_id)
-        with clock("parse"):
+            removed = prune_missing(store, run.inputs, run_id)
+            logger.info(
+                "prune: %d files no longer among the inputs removed (%d documents)",
+                len(removed), sum(len(f.doc_ids) for f in removed),
+            )
+        with _phase(clock, "parse"):
             at_hand: dict[str, tuple[Page, ...]] = {}
             given = run.source(store, cfg, run_id, tick, at_hand) if run.source is not None else []
             results = given + _parse_phase(store, run.inputs, cfg, run_id, tick, executor, at_hand, warm)
             results += run.unread
         fingerprint = config_fingerprint(cfg)
-        with clock("boilerplate"):
+        with _phase(clock, "boilerplate"):
             refresh_stale_keys(store, fingerprint, cfg, tick)
             decide_chrome(store, cfg)
         first = textindex.defer_fts(store)  # a first ingest (or one that was killed): no groups before
@@ -320,7 +366,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         keys: dict[str, str] = {}
         held = HeldBands(near_hashing(cfg.near)) if cfg.near.enabled else None
         emptied: list[str] = []
-        with clock("chunk"):
+        with _phase(clock, "chunk"):
             chunked, signed = chunk_phase(
                 store, fingerprint, cfg, run_id, tick, keys, executor, held, at_hand, emptied, warm
             )
@@ -338,7 +384,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         # other core while the writer clusters (the cluster pass changes no text it indexes)
         prebuild = textindex.prebuilt_fts(store) if not opts.dry_run else nullcontext()
         with prebuild as fts:
-            with clock("cluster"), store.page_cache(CLUSTER_PAGE_CACHE_KIB):
+            with _phase(clock, "cluster"), store.page_cache(CLUSTER_PAGE_CACHE_KIB):
                 near = update_clusters(
                     store,
                     cfg,
@@ -351,9 +397,13 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
                     held=held,
                     compiled=warm.cluster_pass(),
                 )
-            with clock("text index"):
+            logger.debug(
+                "cluster pass: %d groups re-clustered, %d merged, %d version pairs",
+                near.reclustered, near.merged, near.variants,
+            )
+            with _phase(clock, "text index"):
                 text = textindex.sync(store, tick, prebuilt=fts) if not opts.dry_run else None
-        with clock("vector index"):  # derived, as the text folder: the HNSW graph beside the file
+        with _phase(clock, "vector index"):  # derived, as the text folder: the HNSW graph beside the file
             vectors = vectorindex.sync(store, run=run_id, progress=tick) if not opts.dry_run else None
         if first and not opts.dry_run:  # its id indexes were written in no order: written again, packed
             store.pack_indexes()
@@ -365,17 +415,18 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         engine = replace(executor.engine_totals(), near_edges=came_from, seconds=clock.rounded())
         derived = text is not None and text.engine != "fts5"  # tantivy: a folder beside the file
         summary = RunTotals(
-            FileCounts.of(results),
+            FileCounts.of(results, removed=len(removed)),
             chunked,
             view.stats(),
             ClusterPass(near.signed + signed, near.reclustered, near.merged, near.variants),
             engine,
             TextIndexTotals(text.engine, text.rebuilt, text.groups) if text is not None and derived else None,
             vectors if vectors is not None and vectors.built else None,
+            documents_removed=sum(len(f.doc_ids) for f in removed),
         )
         top = tuple(view.boilerplate(limit=10))
         notes = run.notes + emptied_notes(sorted(emptied))
-        report = IngestReport(run_id, tuple(results), summary, top, opts.dry_run, notes)
+        report = IngestReport(run_id, tuple(results), summary, top, opts.dry_run, notes, tuple(removed))
         store.finish_run(run_id, summary.to_json())
     return report
 
@@ -476,6 +527,10 @@ def _parse_phase(
             compiled = warm.compiled(loaded > NUMPY_CHARS, PARSE_KERNELS)
             yield ParseJob(files, cfg, tuple(hashes[i] for i in part), compiled=compiled)
 
+    logger.debug(
+        "parse: %d of %d input files unchanged, %d to parse, %d read a slice at a time",
+        sum(unchanged), len(inputs), len(todo), len(sliced),
+    )
     tick("parse", 0, len(inputs))
     parsed = (p for batch in executor.map(parse_inputs, jobs()) for p in batch)
     for done, (inp, h, same) in enumerate(zip(inputs, hashes, unchanged, strict=True), start=1):
@@ -601,6 +656,7 @@ def chunk_phase(
     held_pages = at_hand if at_hand is not None else {}
     store.defer_indexes()  # on an index with no groups: built once, below
     todo = store.docs_to_chunk(fingerprint)
+    logger.debug("chunk: %d documents to chunk", len(todo))
     hashing = near_hashing(cfg.near) if cfg.near.enabled else None
 
     # a chunk job holds a quarter of a transaction's documents and text, so several workers share a
@@ -743,6 +799,7 @@ __all__ = [
     "ingest",
     "ingest_with",
     "job_parts",
+    "log_report",
     "refresh_contexts",
     "refresh_stale_keys",
     "scratch_copy",

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from chunkdedup.config import Config
 from chunkdedup.store.connection import Connection, _now
+from chunkdedup.store.readonly import read_uri
 
 
 class RunTables(Connection):
@@ -50,3 +53,14 @@ class RunTables(Connection):
             "SELECT config FROM runs WHERE status='done' AND paths != '[]' ORDER BY id DESC LIMIT 1"
         ).fetchone()
         return None if row is None else Config.from_dict(json.loads(row[0]), source=f"{self.path} (last run)")
+
+
+def recorded_config_of(path: str | Path) -> Config | None:
+    """The config an index of any version was last built with, read without opening it as a store
+    (so an older index is not migrated by the read): that of its last finished run, if any."""
+    conn = sqlite3.connect(read_uri(path), uri=True)
+    try:
+        row = conn.execute("SELECT config FROM runs WHERE status='done' ORDER BY id DESC LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    return None if row is None else Config.from_dict(json.loads(row[0]), source=f"{path} (last run)")

@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +34,21 @@ def require_web() -> None:
             raise MissingExtraError("chunkdedup serve", "web", module) from None
 
 
+def check_port(host: str, port: int) -> None:
+    """Bind ``host:port`` as the server will (uvicorn: IPv6 for an address with a colon, SO_REUSEADDR
+    on POSIX) and let it go, so a busy or forbidden port fails before the server is announced; raises
+    the bind's :class:`OSError` (``errno.EADDRINUSE``: another process listens there).
+
+    Example:
+        >>> check_port("127.0.0.1", 0)  # port 0: any free port, always bindable
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        if os.name == "posix":  # as uvicorn binds: a port left in TIME_WAIT by a stopped server is free
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+
+
 def create_app(
     index_path: str | Path,
     report_dir: str | Path | None = None,
@@ -45,4 +62,4 @@ def create_app(
     return make(index_path, report_dir, allowed_hosts=allowed_hosts)
 
 
-__all__ = ["LOOPBACK_NAMES", "create_app", "require_web"]
+__all__ = ["LOOPBACK_NAMES", "check_port", "create_app", "require_web"]
