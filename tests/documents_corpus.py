@@ -74,6 +74,10 @@ def check_deduplicated(out: Sequence[Out], given: Sequence[Given], index: Path) 
         assert o[2]["source"] == CURRENT
         assert (o[2]["family"], o[2]["effective_date"]) == ("github-acceptable-use-policies", "2026-03-17")
     assert len(out) < sum(len(g[1].split("\n\n")) for g in given) / 2  # far fewer than the copies given
+    # the files' YAML front matter is their metadata, as a file ingest reads it, not chunk text
+    assert not any(o[1].startswith("---") or "\nredirect_from:" in o[1] for o in out)
+    with Index.open(index) as ix:
+        assert ix.metadata(CURRENT)["title"] == "GitHub Acceptable Use Policies"
 
 
 def _nested(meta: dict[str, Any]) -> dict[str, Any]:

@@ -41,8 +41,12 @@ def test_nodes_are_the_hits_of_search_with_their_citations(policy_index: Path) -
     assert [n.score for n in nodes] == [h.score for h in hits]
     for n, h in zip(nodes, hits, strict=True):
         assert n.node.metadata["sources"] == [c.to_json() for c in h.citations]
-        # the citations stay out of the LLM's view of the node
-        assert n.node.get_content(metadata_mode=MetadataMode.LLM) == h.text
+        # the citations stay out of the LLM's view of the node; the document it cites is in it
+        first = h.citations[0]
+        assert n.node.get_content(metadata_mode=MetadataMode.LLM) == (
+            f"source: {first.doc}\npage: {first.page}\n\n{h.text}"
+        )
+        assert n.node.get_content(metadata_mode=MetadataMode.EMBED) == h.text
     assert [n.node.node_id for n in asyncio.run(Retriever(index=policy_index, k=4).aretrieve(QUESTION))] == [
         h.id for h in hits
     ]

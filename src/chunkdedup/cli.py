@@ -375,7 +375,9 @@ def review_cmd(index_path: Path, as_json: bool) -> None:
 
     Each decision names a pair of exact-key groups: `always_merge` pairs are merged whatever the
     guards say, `keep_apart` pairs are versions. The index honours them at every ingest; the
-    section carries them to a config file (and so to another index of the same corpus).
+    section carries them to a config file (and so to another index of the same corpus). A decision
+    on a group the index no longer holds (stale), or a damaged row, is left out and counted in a
+    comment line (on standard error with --json).
 
     Example:
 
@@ -383,14 +385,24 @@ def review_cmd(index_path: Path, as_json: bool) -> None:
         chunkdedup review --index policies.sqlite >> chunkdedup.toml
     """
     with cli_errors(index_path), Index.open(index_path) as ix:
-        decided = ix.review.overrides()
+        kept = ix.review.kept()
+    decided = kept.held  # only pairs of groups the index holds: any other id would match as a text
+    where = safe_text(str(index_path))
+    skipped = [f"{n} {why}" for n, why in (
+        (len(kept.stale), "stale (a group the index no longer holds; applied again if its text comes back)"),
+        (kept.damaged, "damaged (ids not text, or no known decision: `chunkdedup check` counts them)"),
+    ) if n]
+    left_out = f"left out: {'; '.join(skipped)}" if skipped else ""
     if as_json:
         click.echo(json.dumps([{"a": o.a, "b": o.b, "decision": o.decision} for o in decided], indent=2))
+        if left_out:
+            click.echo(f"{where}: {left_out}", err=True)
         return
     merge = [[o.a, o.b] for o in decided if o.decision == "merge"]
     apart = [[o.a, o.b] for o in decided if o.decision == "apart"]
-    where = safe_text(str(index_path))
     click.echo(f"# the review queue's decisions in {where}: {len(merge)} merge, {len(apart)} apart")
+    if left_out:
+        click.echo(f"# {left_out}")
     click.echo("[near]")
     click.echo(f"always_merge = {json.dumps(merge)}")
     click.echo(f"keep_apart = {json.dumps(apart)}")
@@ -529,26 +541,36 @@ def remove_cmd(doc_ids: tuple[str, ...], index_path: Path, as_json: bool) -> Non
 
 @main.command("vector-index")
 @index_option
+@click.option(
+    "--rebuild", is_flag=True, help="Delete the folder and build it again from the stored vectors."
+)
 @json_option
-def vector_index_cmd(index_path: Path, as_json: bool) -> None:
+def vector_index_cmd(index_path: Path, rebuild: bool, as_json: bool) -> None:
     """Build or update the approximate vector index beside the file (INDEX.vectors), whatever the
-    index's size; ingest does so by itself from 100,000 vectors. Needs pip install 'chunkdedup[ann]'.
+    index's size; ingest does so by itself from 100,000 vectors. A damaged folder (a file usearch or
+    numpy cannot read, sizes that disagree) is found and rebuilt. Needs pip install 'chunkdedup[ann]'.
 
-    With --json: {"built", "rebuilt", "added", "removed", "count"}.
+    With --json: {"built", "rebuilt", "added", "removed", "count", "damaged"} (damaged: why the
+    folder was rebuilt, or null).
 
     Example:
 
     \b
         chunkdedup vector-index --index corpus.sqlite
+        chunkdedup vector-index --index corpus.sqlite --rebuild
     """
     from chunkdedup.ingestion.sequence import build_vector_index
+    from chunkdedup.query.ann import rebuild_vector_index
 
     with cli_errors(index_path):
-        done = build_vector_index(index_path)
+        done = rebuild_vector_index(index_path) if rebuild else build_vector_index(index_path)
     if as_json:
         click.echo(json_text(done.to_json()))
         return
-    how = "rebuilt" if done.rebuilt else f"updated (+{done.added}, -{done.removed})"
+    if done.damaged is not None:
+        how = f"rebuilt: the folder was damaged ({done.damaged})"
+    else:
+        how = "rebuilt" if done.rebuilt else f"updated (+{done.added}, -{done.removed})"
     click.echo(f"vector index {how}: {done.count:,} vectors")
 
 

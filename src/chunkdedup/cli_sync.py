@@ -40,6 +40,9 @@ STORES = ("chroma", "qdrant", "lancedb", "faiss", "memory")
 @click.option("--full", is_flag=True,
               help="Resend every record and delete what the index does not hold (repairs a store "
                    "that no longer mirrors the index).")
+@click.option("--reembed", is_flag=True,
+              help="Empty the store's collection and embed every record again with these embeddings (a "
+                   "store holds one model's vectors: after a change of model, a sync without it is refused).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True,
               help="Records written per batch (each confirmed batch is recorded: an interrupted sync "
                    "resumes).")
@@ -49,15 +52,16 @@ STORES = ("chroma", "qdrant", "lancedb", "faiss", "memory")
                    "index's embedder; --index-vectors always, --no-index-vectors never.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
 def sync_cmd(index_path: Path, kind: str, store_path: Path, collection: str, embeddings_spec: str,
-             state_path: Path | None, full: bool, batch_size: int, index_vectors: bool | None,
-             as_json: bool) -> None:
+             state_path: Path | None, full: bool, reembed: bool, batch_size: int,
+             index_vectors: bool | None, as_json: bool) -> None:
     """Mirror an index into a local vector store: send what changed since the last sync.
 
     The first sync sends every canonical chunk (text, top-level source, page and manifest fields,
     every citation); later ones send the changes since the run the state file records, so an
     unchanged index sends nothing. The store is checked against the index after each sync. An index
     built with an embedder hands the store its own vectors when the embeddings are its model
-    (--embeddings embedder:NAME with the index's embedder), so nothing is embedded again.
+    (--embeddings embedder:NAME with the index's embedder), so nothing is embedded again. The state
+    records the embeddings' model and dimension: other embeddings are refused unless --reembed.
 
     Example:
 
@@ -66,26 +70,26 @@ def sync_cmd(index_path: Path, kind: str, store_path: Path, collection: str, emb
         chunkdedup sync --index policies.sqlite --store qdrant --path qdrant/ --embeddings embedder:minilm
         chunkdedup sync --index policies.sqlite --store faiss --path faiss/ \\
             --embeddings langchain_openai:OpenAIEmbeddings --full
+        chunkdedup sync --index policies.sqlite --store memory --path store.json --embeddings fake:64 \\
+            --reembed
     """
     if not index_path.exists():
         raise click.ClickException(safe_text(f"no index at {index_path}: run chunkdedup ingest first"))
     with cli_errors(index_path):
-        from chunkdedup.integrations._local_stores import LocalStore, embeddings_from, opened
-        from chunkdedup.integrations.langchain import sync
+        from chunkdedup.integrations._local_stores import LocalStore, embeddings_from, sync_local
 
         store = LocalStore(cast(Any, kind), store_path, collection)
-        state = state_path or store.state_path()
+        store.check_paths(state_path or store.state_path())  # before an embeddings class is made
         try:
             embeddings = embeddings_from(embeddings_spec)
         except ConfigError as e:  # the value as given cannot name embeddings: a usage error (exit status 2)
             raise click.BadParameter(safe_text(str(e)), param_hint="'--embeddings'") from None
         where = f"{kind} at {store_path}" + (f" (collection {collection})" if kind != "memory" else "")
         try:
-            with _working(not as_json, f"syncing {index_path} into {where}") as tick, opened(
-                store, embeddings
-            ) as vs:
-                report = sync(index_path, vs, state=state, batch_size=batch_size, full=full, progress=tick,
-                              index_vectors=index_vectors)
+            with _working(not as_json, f"syncing {index_path} into {where}") as tick:
+                report = sync_local(index_path, store, embeddings, state=state_path, reembed=reembed,
+                                    full=full, batch_size=batch_size, progress=tick,
+                                    index_vectors=index_vectors)
         except SyncError as e:
             message = f"{e} (on the command line: sync again with --full)"
             raise click.ClickException(safe_text(message)) from None

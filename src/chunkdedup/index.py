@@ -64,7 +64,9 @@ class Index(IndexReader):
 
 def keep_decision(path: str | Path, a: str, b: str, decision: Decision | None) -> None:
     """Keep a reviewer's ``decision`` on the pair of groups ``a``, ``b`` in the index at ``path``
-    (``None``: drop the one kept); the next ingest re-decides both groups' clusters.
+    (``None``: drop the one kept); the next ingest re-decides both groups' clusters. Raises
+    ``ValueError`` with a one-line reason, storing nothing, when the decision is not ``merge`` or
+    ``apart`` or the ids are not two distinct groups of the index.
 
     Example:
         >>> keep_decision("policies.sqlite", "3f2a...", "9c1b...", "apart")  # doctest: +SKIP

@@ -69,3 +69,23 @@ def _escape(c: str) -> str:
 
 
 __all__ = ["html_text", "safe_block", "safe_text"]
+
+
+#: the most characters of an untrusted value a note or reason repeats
+SHOWN_CHARS = 80
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` for a note or reason, cut to ``limit`` characters with the whole size said: an
+    untrusted value (a 200 KB object given as an id) is never echoed whole.
+
+    Example:
+        >>> shown("refunds"), shown("x" * 500, 10)
+        ("'refunds'", "'xxxxxxxx… (500 characters)")
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = len(value) if isinstance(value, str) else len(text)
+    what = "characters" if isinstance(value, str) else f"characters as a {type(value).__name__}"
+    return f"{text[: limit - 1]}… ({size:,} {what})"

@@ -31,7 +31,7 @@ modality      changes the modal class of the pair: obligation (must, shall, requ
 ordinal       replaces an ordinal or number word by another (first/third quarter, thirty/sixty days)
 reference     replaces a lettered reference by another (``4(b)``/``4(d)``, ``Section 1(f)``/``1(g)``)
 qualifier     holds a word that narrows or widens scope (only, exclusive, non-commercial, before,
-              some, all, any ..., "or any later version"), or adds or drops an enumeration's item:
+              some, certain ..., "or any later version"), or adds or drops an enumeration's item:
               a stretch on one side only, shorter than a statement, holding a joining word (and, or,
               nor) or a comma-closed item, or a bulleted line
 name          holds a name: a capitalised word standing where a sentence does not start, that
@@ -137,7 +137,7 @@ _ORDINAL = _set(
 _QUALIFIER = _set(
     "only solely exclusively exclusive nonexclusive noncommercial commercial derivative "
     "derivatives sharealike irrevocable revocable perpetual temporary permanent partial partially "
-    "minimum maximum least most more less fewer before after prior some certain all any every each"
+    "minimum maximum least most more less fewer before after prior some certain"
 )
 _LATER = _set("later earlier newer older")
 #: the words that join the items of an enumeration: one changed is an item added or dropped

@@ -20,7 +20,6 @@ canonical upserted again and every record the index does not hold deleted.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -31,6 +30,7 @@ from chunkdedup.errors import ConfigError, InputError, SyncError
 from chunkdedup.export import records
 from chunkdedup.index import Index
 from chunkdedup.integrations._core import IndexLike, open_index
+from chunkdedup.outfile import text_out
 from chunkdedup.query.records import ExportRecord
 
 DEFAULT_BATCH = 256
@@ -55,38 +55,64 @@ class Listing(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class StoreModel:
+    """The embeddings a store's vectors were made by: ``name`` (the embeddings' class and the model it
+    names) and ``dim``, the length of its vectors. A store holds the vectors of one model only."""
+
+    name: str
+    dim: int
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.dim} dimensions)"
+
+
+@dataclass(frozen=True, slots=True)
 class SyncState:
     """What the state file holds: the last run fully applied, and the delta in progress, if any
-    (the watermark it started from, the run it brings the store to, the last record written)."""
+    (the watermark it started from, the run it brings the store to, the last record written), and
+    the embeddings the store's vectors were made by, when known (kept by every save)."""
 
     applied_run: int | None = None
     target_run: int | None = None
     since: int | None = None
     cursor: tuple[str, str] | None = None
+    model: StoreModel | None = None
 
     @classmethod
     def load(cls, path: Path) -> SyncState:
         if not path.exists():
             return cls()
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise InputError(
+                f"sync state {path} cannot be read ({e.strerror}): give the state a file that can be read "
+                "and written (--state)"
+            ) from None
+        try:
+            raw = json.loads(text)
+            if not isinstance(raw, dict):
+                raise ValueError("not a JSON object")
             cursor = raw.get("cursor")
             op, last = cursor if cursor else (None, None)
+            model = raw.get("model")
             return cls(
                 raw.get("applied_run"),
                 raw.get("target_run"),
                 raw.get("since"),
                 (str(op), str(last)) if cursor else None,
+                StoreModel(str(model["name"]), int(model["dim"])) if model is not None else None,
             )
-        except (ValueError, AttributeError, TypeError) as e:
+        except (ValueError, AttributeError, TypeError, KeyError) as e:
+            what = "empty" if not text.strip() else f"damaged ({e})"
             raise InputError(
-                f"sync state {path} is not readable ({e}): delete it to sync everything again"
+                f"sync state {path} is {what}: delete it, then sync again with --full (full=True), which "
+                "rebuilds the store from the index"
             ) from None
 
     def save(self, path: Path) -> None:
-        tmp = path.with_name(path.name + ".partial")
-        tmp.write_text(json.dumps(asdict(self), sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)  # never a half-written state
+        with text_out(path, f"the sync state {path}") as fh:  # never a half-written state
+            fh.write(json.dumps(asdict(self), sort_keys=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +142,18 @@ class SyncReport:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def check_model(recorded: StoreModel | None, given: StoreModel, store: str, state: Path) -> None:
+    """Refuse embeddings other than those ``state`` records for ``store`` (``None``: nothing recorded):
+    the store would hold the vectors of two models, which no search can compare."""
+    if recorded is None or recorded == given:
+        return
+    raise ConfigError(
+        f"{store} holds the vectors of {recorded}, as {state} records, but the embeddings given are "
+        f"{given}: one store cannot mix them. Sync with --reembed (reembed=True) to embed every record "
+        "again and replace the store's vectors, or give the embeddings the store was built with"
+    )
 
 
 def state_path(index: Index, state: str | Path | None) -> Path:
@@ -164,7 +202,8 @@ def run_sync(
             resumed = saved.target_run == last and saved.since == start and saved.cursor is not None
             counts = {"upserts": 0, "deletes": 0}
             if start != last:
-                progress = SyncState(saved.applied_run, last, start, saved.cursor if resumed else None)
+                cursor = saved.cursor if resumed else None
+                progress = SyncState(saved.applied_run, last, start, cursor, saved.model)
                 for batch in _batches(_after(records(ix, start), progress.cursor), batch_size):
                     sink.write(batch)
                     for rec in batch:
@@ -176,7 +215,7 @@ def run_sync(
                         tick("sync", counts["upserts"] + counts["deletes"], 0)
             else:
                 resumed = False
-            SyncState(applied_run=last).save(path)
+            SyncState(applied_run=last, model=saved.model).save(path)
             held = _listed(sink) if verify or full else None
             if held is None and full:
                 raise ConfigError(

@@ -11,11 +11,12 @@ from typing import Protocol, TypeVar, cast, runtime_checkable
 
 from chunkdedup.errors import ParseError
 from chunkdedup.types import MetaValue, Page
+from chunkdedup.visible import SHOWN_CHARS as SHOWN_CHARS
+from chunkdedup.visible import shown as shown
 
 T = TypeVar("T")
 
 #: How much of an untrusted value (a record's id, a date field) a note or reason echoes.
-SHOWN_CHARS = 80
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -69,22 +70,6 @@ class RecordParser(Parser, Protocol):
     def parse_known(self, data: bytes, keep: Keep) -> Extraction:
         """``parse(data)``, but a record that ``keep`` names is only listed (``kept``), not extracted."""
         ...
-
-
-def shown(value: object, limit: int = SHOWN_CHARS) -> str:
-    """``repr(value)`` for a note or reason, cut to ``limit`` characters with the whole size said: an
-    untrusted value (a 200 KB object given as an id) is never echoed whole.
-
-    Example:
-        >>> shown("refunds"), shown("x" * 500, 10)
-        ("'refunds'", "'xxxxxxxx… (500 characters)")
-    """
-    text = repr(value)
-    if len(text) <= limit:
-        return text
-    size = len(value) if isinstance(value, str) else len(text)
-    what = "characters" if isinstance(value, str) else f"characters as a {type(value).__name__}"
-    return f"{text[: limit - 1]}… ({size:,} {what})"
 
 
 def scrub_surrogates(value: T) -> tuple[T, int]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from chunkdedup.errors import InputError, ParseError
 from chunkdedup.normalize import bytes_hash, document_hash
 from chunkdedup.parse.base import shown
+from chunkdedup.parse.markdown import split_front_matter
 from chunkdedup.parse.registry import split_page_text, typed_metadata
 from chunkdedup.types import Document, Page
 
@@ -74,12 +75,19 @@ def memory_documents(
             )
         seen.add(rec.id)
         texts = [t.replace("\r\n", "\n").replace("\r", "\n") for t in rec.pages]
+        metadata = dict(rec.metadata)
+        if _is_markdown(rec) and texts and texts[0].startswith("---"):
+            try:  # a loader's Markdown keeps its front matter in the text: metadata, as a file's is
+                front, texts[0] = split_front_matter(texts[0])
+            except ParseError as e:
+                raise InputError(f"document {shown(rec.id)}: {e.reason}") from None
+            metadata = {**front, **metadata}  # what the loader says of the document wins
         if not any(t.strip() for t in texts):
             notes.append(f"document {shown(rec.id)}: no text, left out")
             continue
         pages = _pages(rec.id, texts, max_page_chars, notes)
         try:
-            typed = typed_metadata(rec.metadata)
+            typed = typed_metadata(metadata)
         except ParseError as e:
             raise InputError(f"document {shown(rec.id)}: {e.reason}") from None
         digest = json.dumps([rec.id, texts, typed.metadata], sort_keys=True, ensure_ascii=False)
@@ -98,6 +106,18 @@ def memory_documents(
             )
         )
     return tuple(sorted(docs, key=lambda d: d.doc_id)), tuple(notes)
+
+
+#: the metadata keys that name a loader Document's file (LangChain ``source``, LlamaIndex
+#: ``file_path``/``file_name``, Haystack ``file_path``)
+_FILE_KEYS = ("source", "file_path", "file_name")
+_MARKDOWN = (".md", ".markdown")
+
+
+def _is_markdown(rec: InputRecord) -> bool:
+    """Whether a record is a Markdown file's text: its id or the file its metadata names ends so."""
+    names = [rec.id, *(v for k in _FILE_KEYS if isinstance(v := rec.metadata.get(k), str))]
+    return any(n.casefold().endswith(_MARKDOWN) for n in names)
 
 
 def source_fingerprint(docs: Iterable[tuple[str, str]]) -> str:

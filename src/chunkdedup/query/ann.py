@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -67,16 +68,23 @@ class AnnRetriever(VectorRetriever):
         self.exact_above = exact_above
         self.oversample = oversample
         self.expansion = expansion
+        #: why the graph failed a search (it is not asked again: every pass is exact), None while it has not
+        self.failed: str | None = None
 
     def nearest(self, raw: F32, limit: int) -> list[Scored]:
         if limit <= 0:
             return []
-        if limit > self.exact_above:
+        if limit > self.exact_above or self.failed is not None:
             return super().nearest(raw, limit)
         q = _normalise(raw)[0]
         asked = limit * self.oversample if limit < OVERSAMPLE_BELOW else limit
         while True:
-            keys = self.handle.search(q, asked, self.expansion)
+            try:
+                keys = self.handle.search(q, asked, self.expansion)
+            except (OSError, ValueError, RuntimeError) as e:  # a graph damaged past what loading checks
+                self.failed = f"its graph failed a search: {e}"
+                vectorindex.warn_damaged(self.store.path, self.failed)
+                return super().nearest(raw, limit)
             ids, stored = self._keyed(keys)
             if len(ids) >= limit or len(keys) < asked:  # enough, or the graph holds no more
                 return (self.rescored(raw, ids) if stored is None else cosines(raw, stored))[:limit]
@@ -125,8 +133,8 @@ def vector_retriever(
     (``handle``: the open folder, or None when it is missing, stale or usearch is not installed).
 
     ``auto`` uses the folder when it is there, up to date, and holds at least ``cfg.ann_min_vectors``
-    vectors; ``ann`` uses it or says why it cannot (a missing ``[ann]`` extra, a folder not built or
-    stale) and how to build it.
+    vectors (a damaged one is searched exactly, with a warning); ``ann`` uses it or says why it
+    cannot (a missing ``[ann]`` extra, a folder not built, stale or damaged) and how to build it.
     """
     exact = VectorRetriever.for_index(store, embedder)
     if cfg.vector_index == "exact":
@@ -137,11 +145,32 @@ def vector_retriever(
     if graph is None:
         if cfg.vector_index == "ann":
             _, why = vectorindex.status(store)
+            why = why or f"{vectorindex.folder(store.path)} could not be opened"  # changed since: a sync
             raise ConfigError(
                 f"vector_index 'ann' needs an up-to-date vector folder, but {why}: build it with "
-                f"`chunkdedup vector-index {store.path}` (or query with vector_index 'auto' or 'exact')"
+                f"`chunkdedup vector-index --index {store.path}` "
+                "(or query with vector_index 'auto' or 'exact')"
             )
         return exact
     if cfg.vector_index == "auto" and graph.state.count < cfg.ann_min_vectors:
         return exact
     return AnnRetriever(store, exact.embedder, graph)
+
+
+def rebuild_vector_index(index: str | Path, *, lock_timeout: float = 30.0) -> vectorindex.AnnSync:
+    """Delete the index's vector folder and build it again from the stored vectors, whatever their
+    count (``chunkdedup vector-index --rebuild``): the way out of a folder damaged in a way neither a
+    question nor a sync sees (either finds a file usearch or numpy cannot read, or sizes that disagree).
+
+    Example:
+        >>> rebuild_vector_index("big.sqlite").rebuilt  # doctest: +SKIP
+        True
+    """
+    vectorindex.import_usearch()  # a missing extra says which to install, before the lock is taken
+    with Store.open(index) as store, store.writer(lock_timeout):
+        if store.meta("embedder_name") is None:
+            raise ConfigError(
+                f"index {index} has no embeddings: ingest with --embedder first "
+                "(e.g. chunkdedup ingest DOCS --index FILE --embedder minilm)"
+            )
+        return vectorindex.sync(store, min_vectors=0, rebuild=True)

@@ -111,7 +111,8 @@ def quick_check(path: str | Path, *, full: bool = False, limit: int = 20) -> lis
 def check_index(path: str | Path, *, full: bool = False) -> list[str]:
     """Every problem found in an index file, ``["ok"]`` when none: ``quick_check`` (``integrity_check``
     with ``full``), then a read of every row of every table, which also finds stored text whose bytes
-    are no longer UTF-8 (damage inside a value that the page checks cannot see). A sound SQLite file
+    are no longer UTF-8 (damage inside a value that the page checks cannot see), then the review
+    decisions whose ids are not text (a row no reader can use). A sound SQLite file
     that is no chunkdedup index, or an index of a newer chunkdedup, raises ``SchemaError``."""
     try:
         found = quick_check(path, full=full)
@@ -135,6 +136,8 @@ def check_index(path: str | Path, *, full: bool = False) -> list[str]:
                 problems.append(f"table {table}: {_one_line(_message(e).split(' with text ')[0])}")
         if not problems and "page_rows" in tables:
             problems.extend(_lost_page_texts(conn))
+        if "overrides" in tables:
+            problems.extend(_damaged_overrides(conn))
     except SQLITE_FAILURES as e:
         problems.append(f"the schema cannot be read: {_one_line(_message(e))}")
     finally:
@@ -157,6 +160,41 @@ def _lost_page_texts(conn: sqlite3.Connection) -> list[str]:
         return []
     gone = "the chunk that kept their words is gone"
     return [f"{lost} page(s) read no text (first in document {first}): {gone}"]
+
+
+#: a review decision no reader can use: an id that is not text (a number, a blob, NULL), or a
+#: decision other than the two the table's CHECK allows (a table rebuilt by hand has no CHECK)
+_BAD_OVERRIDE = (
+    "typeof(a) <> 'text' OR typeof(b) <> 'text' OR typeof(decision) <> 'text'"
+    " OR decision NOT IN ('merge', 'apart')"
+)
+
+
+def _damaged_overrides(conn: sqlite3.Connection) -> list[str]:
+    """The review decisions (table ``overrides``) whose ids are not text: ingest and review skip them,
+    and no page check sees them (a blob fits any column)."""
+    try:
+        count = conn.execute(f"SELECT COUNT(*) FROM overrides WHERE {_BAD_OVERRIDE}").fetchone()[0]
+        if not count:
+            return []
+        first = conn.execute(
+            f"SELECT a, b, decision FROM overrides WHERE {_BAD_OVERRIDE} ORDER BY a, b LIMIT 1"
+        ).fetchone()
+    except SQLITE_FAILURES:  # the read of every row reported the table already
+        return []
+    example = ", ".join(f"{k}={_value(v)}" for k, v in zip(("a", "b", "decision"), first, strict=True))
+    fix = f"DELETE FROM overrides WHERE {_BAD_OVERRIDE}"
+    return [
+        f"table overrides: {count} review decision(s) with ids that are not text or no known decision "
+        f"(first: {example}): ingest and review skip them; delete them (sqlite3 INDEX \"{fix}\") and "
+        "take those decisions again in `chunkdedup serve`"
+    ]
+
+
+def _value(value: object) -> str:
+    """A stored value as a check shows it: its SQLite type and its repr, cut short."""
+    kind = {bytes: "blob", str: "text", int: "integer", float: "real"}.get(type(value), "null")
+    return f"{_one_line(repr(value), 40)} ({kind})"
 
 
 def _check_version(conn: sqlite3.Connection, p: Path, tables: list[str]) -> None:

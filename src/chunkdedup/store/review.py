@@ -4,17 +4,25 @@ A decision is an override of the guards for one pair of exact-key groups (``merg
 the guards say; ``apart``: a variant with reason ``override``), kept in the index (``overrides``)
 and honoured by the next cluster pass beside ``[near] always_merge`` / ``keep_apart``. Writing one
 marks both groups dirty, so the next ingest re-decides their components (and nothing else).
+
+A decision names two distinct groups the index holds: :meth:`ReviewQueue.decide` refuses any other.
+The table is read defensively all the same (a row written by hand, or by another program): a row
+whose ids are not text or whose decision is unknown is skipped with a warning (``chunkdedup check``
+reports it as damage), and a decision whose groups are gone is stale (kept, as the texts may come
+back, but never printed as config).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from chunkdedup.store.core import Store
 from chunkdedup.store.rows import Slice
 from chunkdedup.store.schema import in_cluster
+from chunkdedup.visible import shown
 
 Decision = Literal["merge", "apart"]
 #: which pairs the queue lists
@@ -22,7 +30,12 @@ Kind = Literal["merges", "variants"]
 #: merges nearest the threshold first, or the largest clusters first
 Order = Literal["threshold", "size"]
 
-__all__ = ["Decision", "Kind", "Order", "Override", "PairRow", "ReviewQueue"]
+__all__ = ["Decision", "KeptDecisions", "Kind", "Order", "Override", "PairRow", "ReviewQueue"]
+
+logger = logging.getLogger(__name__)
+
+#: the decisions the ``overrides`` table keeps (its CHECK constraint)
+DECISIONS: tuple[Decision, ...] = ("merge", "apart")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +45,17 @@ class Override:
     a: str
     b: str
     decision: Decision
+
+
+@dataclass(frozen=True, slots=True)
+class KeptDecisions:
+    """The ``overrides`` table as read: ``held``, the decisions on two groups the index holds;
+    ``stale``, those naming a group the index no longer holds (they apply again if its text comes
+    back); ``damaged``, how many rows were skipped (ids not text, or a decision not merge/apart)."""
+
+    held: tuple[Override, ...]
+    stale: tuple[Override, ...]
+    damaged: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,18 +87,27 @@ def _pair(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a < b else (b, a)
 
 
+#: a row of ``overrides`` whose decision is one of :data:`DECISIONS` (the rest is damage)
+_KNOWN = "o.decision IN ('merge', 'apart')"
+#: every row, and whether both its groups are in the index
+_OVERRIDES = """
+    SELECT o.a, o.b, o.decision,
+           EXISTS(SELECT 1 FROM groups g WHERE g.id = o.a) AND EXISTS(SELECT 1 FROM groups g WHERE g.id = o.b)
+    FROM overrides o ORDER BY o.a, o.b
+"""
+
 _MERGES = f"""
     SELECT l.id, m.id, l.text, m.text, m.relation, m.similarity, m.differing,
            (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "m.canonical_id")}), o.decision
     FROM groups m JOIN groups l ON l.id = m.canonical_id
-    LEFT JOIN overrides o ON o.a = MIN(l.id, m.id) AND o.b = MAX(l.id, m.id)
+    LEFT JOIN overrides o ON o.a = MIN(l.id, m.id) AND o.b = MAX(l.id, m.id) AND {_KNOWN}
     WHERE m.rel IS NOT NULL
 """
 _VARIANTS = f"""
     SELECT v.a, v.b, ga.text, gb.text, v.reason, v.similarity, v.differing,
            (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "ga.canonical_id")}), o.decision
     FROM variants v JOIN groups ga ON ga.id = v.a JOIN groups gb ON gb.id = v.b
-    LEFT JOIN overrides o ON o.a = MIN(v.a, v.b) AND o.b = MAX(v.a, v.b)
+    LEFT JOIN overrides o ON o.a = MIN(v.a, v.b) AND o.b = MAX(v.a, v.b) AND {_KNOWN}
 """
 
 
@@ -89,25 +122,64 @@ class ReviewQueue:
 
     def decide(self, a: str, b: str, decision: Decision) -> None:
         """Keep ``decision`` for the pair of groups ``a`` and ``b`` and mark both dirty (the next ingest
-        re-decides their components)."""
-        if decision not in ("merge", "apart"):
-            raise ValueError(f"a decision is 'merge' or 'apart', got {decision!r}")
+        re-decides their components). ``ValueError`` (and nothing kept) unless ``a`` and ``b`` are two
+        groups the index holds and ``decision`` is ``merge`` or ``apart``."""
         lo, hi = _pair(a, b)
         with self.store.writer(), self.store.transaction() as c:
+            refused = self.refusal(a, b, decision)
+            if refused is not None:
+                raise ValueError(refused)
             c.execute("INSERT OR REPLACE INTO overrides(a, b, decision) VALUES (?, ?, ?)", (lo, hi, decision))
             self.store.chunks.mark_dirty((lo, hi))
 
     def forget(self, a: str, b: str) -> None:
-        """Drop the decision on the pair ``a``, ``b`` (the guards decide it again at the next ingest)."""
+        """Drop the decision on the pair ``a``, ``b`` (the guards decide it again at the next ingest).
+        A kept decision is dropped even when its groups are gone (stale); with none kept, ``ValueError``
+        unless ``a`` and ``b`` are two groups the index holds."""
         lo, hi = _pair(a, b)
         with self.store.writer(), self.store.transaction() as c:
+            kept = c.execute("SELECT 1 FROM overrides WHERE a=? AND b=?", (lo, hi)).fetchone()
+            refused = None if kept is not None else self.pair_refusal(a, b)
+            if refused is not None:
+                raise ValueError(refused)
             c.execute("DELETE FROM overrides WHERE a=? AND b=?", (lo, hi))
-            self.store.chunks.mark_dirty((lo, hi))
+            self.store.chunks.mark_dirty(self._held(lo, hi))
+
+    def refusal(self, a: str, b: str, decision: str) -> str | None:
+        """Why ``decision`` on ``a`` and ``b`` cannot be kept, in one line; ``None`` when it can."""
+        if decision not in DECISIONS:
+            return f"a decision is 'merge' or 'apart', got {shown(decision)}"
+        return self.pair_refusal(a, b)
+
+    def pair_refusal(self, a: str, b: str) -> str | None:
+        """Why ``a`` and ``b`` are no pair a decision can name (the same id twice, a group the index
+        does not hold), in one line; ``None`` when they are."""
+        if a == b:
+            return f"a decision names two different groups, got {shown(a)} twice: pick a pair of the queue"
+        held = self._held(a, b)
+        missing = [g for g in (a, b) if g not in held]
+        if not missing:
+            return None
+        return (
+            f"the index holds no group {shown(missing[0])}: a decision names two group ids of the index "
+            "(as the review queue and `chunkdedup show` print them); reload the review page"
+        )
+
+    def _held(self, *ids: str) -> list[str]:
+        """Those of ``ids`` that are groups of the index."""
+        marks = ", ".join("?" * len(ids))
+        return [r[0] for r in self.store.conn.execute(f"SELECT id FROM groups WHERE id IN ({marks})", ids)]
 
     def overrides(self) -> tuple[Override, ...]:
-        """Every decision kept in the index, by pair."""
-        rows = self.store.conn.execute("SELECT a, b, decision FROM overrides ORDER BY a, b")
-        return tuple(Override(a, b, d) for a, b, d in rows)
+        """Every decision kept in the index, by pair (a damaged row is skipped with a warning)."""
+        rows, _ = self._rows()
+        return tuple(o for o, _ in rows)
+
+    def kept(self) -> KeptDecisions:
+        """The decisions kept in the index, told apart: on groups it holds, stale, damaged."""
+        rows, damaged = self._rows()
+        held = tuple(o for o, ok in rows if ok)
+        return KeptDecisions(held, tuple(o for o, ok in rows if not ok), damaged)
 
     def pairs(
         self, kind: Kind, *, order: Order = "threshold", reason: str | None = None,
@@ -129,3 +201,23 @@ class ReviewQueue:
             PairRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], r[8]) for r in rows
         )
         return Slice(items, total, limit, offset)
+
+    def _rows(self) -> tuple[list[tuple[Override, bool]], int]:
+        """Each well-formed decision with whether both its groups are held, and how many rows were
+        skipped with a warning: ids not text or a decision not merge/apart (a row written by hand or
+        by another program; the table's types do not stop a blob, and a table rebuilt without them
+        takes anything)."""
+        rows: list[tuple[Override, bool]] = []
+        damaged: list[tuple[object, object, object]] = []
+        for a, b, decision, held in self.store.conn.execute(_OVERRIDES):
+            if isinstance(a, str) and isinstance(b, str) and decision in DECISIONS:
+                rows.append((Override(a, b, decision), bool(held) and a != b))
+            else:
+                damaged.append((a, b, decision))
+        if damaged:
+            logger.warning(
+                "skipped %d damaged review decision(s) in the index (first: a=%s, b=%s, decision=%s): "
+                "ids must be text and the decision merge or apart; `chunkdedup check` counts them",
+                len(damaged), *(shown(v) for v in damaged[0]),
+            )
+        return rows, len(damaged)

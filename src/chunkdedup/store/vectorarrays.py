@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy is imported where vectors are read: an ingest without vectors never loads it
     import numpy as np
@@ -48,16 +48,26 @@ class FolderArrays:
 
     @classmethod
     def open(cls, gen: Path) -> FolderArrays | None:
-        """The arrays of a generation, or None when it lacks one or they disagree in length."""
-        import numpy as np
+        """The arrays of a generation, or None when one is missing or damaged (:meth:`read` says which)."""
+        read = cls.read(gen)
+        return None if isinstance(read, str) else read
 
-        try:
-            gids, ids, by_id, sorted_ids, vectors = (np.load(gen / name, mmap_mode="r") for name in FILES)
-        except (OSError, ValueError):
-            return None
-        if not len(gids) == len(ids) == len(by_id) == len(sorted_ids) == len(vectors):
-            return None
-        return cls(gids, ids, by_id, sorted_ids, vectors)
+    @classmethod
+    def read(cls, gen: Path) -> FolderArrays | str:
+        """The arrays of a generation, or why they cannot be used: a file missing, empty, unreadable
+        or of the wrong shape, or arrays that disagree in length."""
+        got: dict[str, npt.NDArray[Any]] = {}
+        for name in FILES:
+            a = load(gen / name)
+            if isinstance(a, str):
+                return a
+            if a.ndim != (2 if name == "vectors.npy" else 1):
+                return f"{gen / name} has shape {a.shape}"
+            got[name] = a
+        if len({len(a) for a in got.values()}) != 1:
+            rows = ", ".join(f"{name} {len(a)}" for name, a in got.items())
+            return f"the arrays of {gen} disagree in length ({rows} rows)"
+        return cls(*(got[name] for name in FILES))
 
     def pairs(self, keys: Sequence[int] | I64) -> list[tuple[int, str]]:
         """``(key, group id)`` of each key the folder holds, in the order given."""
@@ -100,6 +110,22 @@ class FolderArrays:
         found = [i for i, h in zip(wanted, hit.tolist(), strict=True) if h]
         m: F32 = np.asarray(self.vectors[rows[hit]], dtype=np.float32)
         return found, m
+
+
+def load(file: Path) -> npt.NDArray[Any] | str:
+    """A ``.npy`` file memory-mapped (its header read, nothing else), or why it cannot be: missing,
+    empty, or not an array numpy reads (a cut-short file, other bytes)."""
+    import numpy as np
+
+    try:
+        if file.stat().st_size == 0:
+            return f"{file} is empty (0 bytes)"
+        out: npt.NDArray[Any] = np.load(file, mmap_mode="r")
+    except FileNotFoundError:
+        return f"{file} is missing"
+    except (OSError, ValueError, EOFError) as e:  # numpy says EOFError for a file cut short
+        return f"{file} cannot be read ({e})"
+    return out
 
 
 def _positions(ordered: npt.NDArray[np.generic], needles: npt.NDArray[np.generic]) -> I64:

@@ -5,7 +5,9 @@ thousand texts, linear beyond. The folder ``INDEX.vectors`` (optional extra ``[a
 graph of the same vectors, keyed by ``groups.gid`` as the tantivy folder is, so a question's nearest
 groups are found in milliseconds at millions. As the tantivy folder, it is derived: the SQLite file
 stays the single source of truth, and the folder can be deleted at any time (the next ingest, or
-``chunkdedup vector-index``, builds it again).
+``chunkdedup vector-index``, builds it again). A damaged folder (a file usearch or numpy cannot read,
+sizes that disagree) is not used: a question searches exactly, with a warning naming
+``chunkdedup vector-index --index INDEX --rebuild``, and the next sync rebuilds it.
 
 Why usearch and not sqlite-vec: sqlite-vec 0.1's ``vec0`` tables are brute force (an exact scan in C,
 no approximate index), and loading it needs ``sqlite3.Connection.enable_load_extension``, which many
@@ -35,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from collections.abc import Callable, Sequence
@@ -49,6 +52,8 @@ from chunkdedup.config import ANN_MIN_VECTORS
 from chunkdedup.errors import IndexError_, MissingExtraError
 from chunkdedup.store import Store, vectorarrays
 from chunkdedup.store.vectorarrays import FolderArrays
+
+logger = logging.getLogger(__name__)
 
 #: The folder's layout; a folder of another layout is not used (a sync brings it up to this one).
 FORMAT = 2
@@ -93,13 +98,16 @@ class AnnState:
 @dataclass(frozen=True, slots=True)
 class AnnSync:
     """What one :func:`sync` did: ``rebuilt`` (every vector added again), or the keys it ``added``
-    and ``removed``; ``built`` is False when nothing was written (no folder wanted)."""
+    and ``removed``; ``built`` is False when nothing was written (no folder wanted); ``damaged``:
+    why the folder found could not be used as it was (a file usearch or numpy cannot read, sizes
+    that disagree), when it was written again for that."""
 
     built: bool
     rebuilt: bool
     added: int
     removed: int
     count: int
+    damaged: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -207,30 +215,140 @@ def why_not(store: Store, state: AnnState | None) -> str | None:
 
 
 def status(store: Store) -> tuple[AnnState | None, str | None]:
-    """The current generation's state (None when there is none) and why it cannot be used (None: it can)."""
+    """The current generation's state (None when there is none) and why it cannot be used (None: it
+    can): stale (:func:`why_not`), or damaged (a file missing or unreadable, sizes that disagree)."""
     path = folder(store.path)
     gen = _current(path)
     state = None if gen is None else _state(path / gen)
-    return state, why_not(store, state)
+    if gen is None and path.exists() and not path.is_dir():
+        return None, f"{path} is a file, not a folder"
+    if gen is not None and state is None:
+        return None, f"{path} is damaged ({path / gen / 'state.json'} is missing or unreadable)"
+    why = why_not(store, state)
+    if why is None and gen is not None and state is not None and has_usearch():
+        opened = _open(path / gen, state)
+        if isinstance(opened, str):
+            why = f"{path} is damaged ({opened})"
+    return state, why
+
+
+def rebuild_command(index: str | Path) -> str:
+    """The command that deletes an index's vector folder and builds it again from the stored vectors."""
+    return f"chunkdedup vector-index --index {index} --rebuild"
+
+
+def warn_damaged(index: str | Path, why: str) -> None:
+    """The warning a question gives when the folder cannot be used as it is: it is searched exactly."""
+    logger.warning(
+        "the vector folder %s is damaged (%s): vector search is exact (slower) until it is rebuilt: "
+        "run `%s`", folder(index), why, rebuild_command(index),
+    )
 
 
 def load(store: Store, held: AnnHandle | None = None) -> AnnHandle | None:
     """The folder's current generation, opened (``held`` when it is still that one), or None when
-    the folder is missing, stale (:func:`why_not`) or usearch is not installed."""
+    the folder is missing, stale (:func:`why_not`) or usearch is not installed; or damaged (a file
+    usearch or numpy cannot read, sizes that disagree), then with one warning naming the fix."""
     path = folder(store.path)
-    gen = _current(path)
-    if gen is None:
-        return None
-    if held is not None and held.generation == gen and why_not(store, held.state) is None:
-        return held
-    state = _state(path / gen)
-    if why_not(store, state) is not None or state is None or not has_usearch():
-        return None
-    arrays = FolderArrays.open(path / gen)
-    if arrays is None or len(arrays.gids) != state.count:
-        return None
-    graph = import_usearch().Index.restore(str(path / gen / "hnsw.usearch"), view=True)
-    return None if graph is None else AnnHandle(gen, graph, state, arrays)
+    for _ in range(3):  # a sync may swap generations (and delete the old) while this reads them
+        gen = _current(path)
+        if gen is None:
+            if path.exists() and not path.is_dir():
+                warn_damaged(store.path, f"{path} is a file, not a folder")
+            return None
+        if held is not None and held.generation == gen and why_not(store, held.state) is None:
+            return held
+        state = _state(path / gen)
+        if state is not None and (why_not(store, state) is not None or not has_usearch()):
+            return None
+        opened = f"{path / gen / 'state.json'} is missing or unreadable" if state is None else _open(
+            path / gen, state
+        )
+        if not isinstance(opened, str):
+            return opened
+        if _current(path) == gen:
+            warn_damaged(store.path, opened)
+            return None
+    return None
+
+
+def _open(gen: Path, state: AnnState) -> AnnHandle | str:
+    """A generation opened (its files memory-mapped), or why it is damaged: a file missing, empty or
+    unreadable, or a size that disagrees with ``state.json``."""
+    keys = _keys(gen, state)
+    if isinstance(keys, str):
+        return keys
+    arrays = _arrays(gen, state)
+    if isinstance(arrays, str):
+        return arrays
+    graph = _graph(gen, state, view=True)
+    if isinstance(graph, str):
+        return graph
+    return AnnHandle(gen.name, graph, state, arrays)
+
+
+def _keys(gen: Path, state: AnnState) -> U64 | str:
+    """A generation's ``keys.npy`` (``gid`` and id fingerprint of each row), or why it is damaged."""
+    keys = vectorarrays.load(gen / "keys.npy")
+    if isinstance(keys, str):
+        return keys
+    if keys.shape != (state.count, 2) or keys.dtype.kind != "u":
+        held = f"{keys.shape} {keys.dtype}"
+        return f"{gen / 'keys.npy'} holds {held}; state.json says ({state.count}, 2) uint64"
+    return keys
+
+
+def _arrays(gen: Path, state: AnnState) -> FolderArrays | str:
+    """A generation's arrays (:mod:`~chunkdedup.store.vectorarrays`), or why they are damaged."""
+    arrays = FolderArrays.read(gen)
+    if isinstance(arrays, str):
+        return arrays
+    if arrays.vectors.shape != (state.count, state.dim):
+        got = arrays.vectors.shape
+        return f"{gen / 'vectors.npy'} has shape {got}; state.json says ({state.count}, {state.dim})"
+    return arrays
+
+
+def _graph(gen: Path, state: AnnState, *, view: bool) -> Any:
+    """A generation's HNSW graph (memory-mapped when ``view``), or why usearch cannot use it (a str)."""
+    file = gen / "hnsw.usearch"
+    try:
+        if file.stat().st_size == 0:
+            return f"{file} is empty (0 bytes)"
+        graph = import_usearch().Index.restore(str(file), view=view)
+    except FileNotFoundError:
+        return f"{file} is missing"
+    except (OSError, ValueError, RuntimeError) as e:  # usearch: "Not a dense USearch index!", ...
+        return f"{file} cannot be loaded by usearch ({e})"
+    if graph is None:
+        return f"{file} cannot be loaded by usearch"
+    if len(graph) != state.count or graph.ndim != state.dim:
+        held = f"{len(graph)} vectors of dim {graph.ndim}"
+        return f"{file} holds {held}; state.json says {state.count} of dim {state.dim}"
+    return graph
+
+
+def _verify(gen: Path, state: AnnState) -> tuple[U64 | None, str | None]:
+    """What a sync may keep of a generation, checked: its keys (None when they or the graph are
+    damaged: every vector is added again), and why it is damaged (None: it is not; a layout without
+    arrays is not damaged, a sync adds them)."""
+    import numpy as np
+
+    keys = _keys(gen, state)
+    if isinstance(keys, str):
+        return None, keys
+    graph = _graph(gen, state, view=True)
+    if isinstance(graph, str):
+        return None, graph
+    del graph  # only checked: a sync that keeps it restores it to change it, or copies its file
+    if state.format != FORMAT:
+        return keys, None
+    arrays = _arrays(gen, state)
+    if isinstance(arrays, str):
+        return keys, arrays
+    if not np.array_equal(arrays.gids, keys[:, 0]):
+        return keys, f"{gen / 'gids.npy'} does not hold the keys of {gen / 'keys.npy'}"
+    return keys, None
 
 
 # -- building and updating --------------------------------------------------------------------------
@@ -303,7 +421,8 @@ def _filler(store: Store, gids: I64, dim: int) -> Callable[[F32, Any], None]:
                 if not np.array_equal(keys.astype(np.int64), gids[lo : lo + len(block)]):
                     raise IndexError_(
                         f"the vectors of {store.path} changed while {folder(store.path)} was written"
-                        f" (a sync holds the writer lock): run `chunkdedup vector-index {store.path}` again"
+                        " (a sync holds the writer lock): run"
+                        f" `chunkdedup vector-index --index {store.path}` again"
                     )
                 out[lo : lo + len(block)] = m
                 lo += len(block)
@@ -325,15 +444,18 @@ def sync(
     min_vectors: int = ANN_MIN_VECTORS,
     run: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    rebuild: bool = False,
 ) -> AnnSync:
     """Bring the folder up to the index's stored vectors, for ``run`` (default: the last finished).
 
     A folder is made when usearch is installed and the index holds at least ``min_vectors`` vectors;
     one that exists is kept up to date whatever the count (deleted when the index holds no vectors).
-    A folder of another embedder or graph layout is rebuilt; otherwise the changed keys are removed
-    and added (rebuilt when more than :data:`REBUILD_SHARE` of them changed), and the arrays beside
-    the graph written again (the vectors of kept keys copied from the old generation). The caller
-    holds the writer lock (one sync at a time).
+    A folder of another embedder or graph layout is rebuilt, as is one whose graph or keys are
+    damaged (usearch or numpy cannot read them, their sizes disagree: :attr:`AnnSync.damaged` says
+    why), and every one with ``rebuild`` (the folder deleted first); otherwise the changed keys are
+    removed and added (rebuilt when more than :data:`REBUILD_SHARE` of them changed), and the arrays
+    beside the graph written again (the vectors of kept keys copied from the old generation, unless
+    its arrays are damaged). The caller holds the writer lock (one sync at a time).
     """
     tick = progress or (lambda stage, done, total: None)
     path = folder(store.path)
@@ -341,48 +463,81 @@ def sync(
     total = int(store.conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]) if recorded else 0
     gen = _current(path)
     if recorded is None or total == 0:
-        if path.exists():
+        if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
         return AnnSync(False, False, 0, 0, 0)
-    if (gen is None and total < min_vectors) or not has_usearch():
+    if not has_usearch():
         return AnnSync(False, False, 0, 0, 0)
+    if rebuild and path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)  # a file a reader holds open: a new generation beside it
+    elif rebuild and path.exists():
+        path.unlink()  # a file where the folder goes (the folder's name is chunkdedup's)
+    gen = None if rebuild else gen
+    if gen is None and total < min_vectors:
+        return AnnSync(False, False, 0, 0, 0)
+    if path.exists() and not path.is_dir():
+        raise IndexError_(
+            f"{path} is a file, not the vector folder of {store.path}: move it away, or replace it "
+            f"with `{rebuild_command(store.path)}`"
+        )
     import numpy as np
 
     name, dim = recorded
     run = last_run(store) if run is None else run
     gids, prints, ids = _embedded_keys(store)
     old = None if gen is None else _state(path / gen)
+    damaged = None
+    if gen is not None and old is None:
+        damaged = f"{path / gen / 'state.json'} is missing or unreadable"
     same = old is not None and old.format in GRAPH_FORMATS and (old.embedder, old.dim) == recorded
     rebuilt, added, removed = True, len(gids), 0
     graph: Any = None
     if same and gen is not None and old is not None:
-        held = np.load(path / gen / "keys.npy")
-        old_pairs = set(zip(held[:, 0].tolist(), held[:, 1].tolist(), strict=True))
-        new_pairs = set(zip(gids.astype(np.uint64).tolist(), prints.tolist(), strict=True))
-        gone = sorted(old_pairs - new_pairs)
-        came = sorted(new_pairs - old_pairs)
-        if not gone and not came:
-            if old.format == FORMAT and FolderArrays.open(path / gen) is not None:
-                # the same vectors: only the run it answers for moves
+        held, damaged = _verify(path / gen, old)
+        if damaged is not None:
+            logger.info("the vector folder %s is damaged (%s): writing it again", path, damaged)
+        if held is not None:
+            graph, rebuilt, added, removed = _update(store, path / gen, old, held, gids, prints, damaged)
+            if graph is None and not rebuilt:  # the same vectors: only the run it answers for moves
                 _write_state(path / gen, AnnState(name, dim, run, len(gids)))
                 return AnnSync(True, False, 0, 0, len(gids))
-            graph, rebuilt, added = path / gen / "hnsw.usearch", False, 0  # the arrays are added
-        elif len(gone) + len(came) <= REBUILD_SHARE * max(1, len(old_pairs)):
-            graph = import_usearch().Index.restore(str(path / gen / "hnsw.usearch"), view=False)
-            if graph is not None:
-                if gone:
-                    graph.remove(np.array([g for g, _ in gone], dtype=np.uint64))
-                _add_gids(store, graph, dim, [g for g, _ in came])
-                rebuilt, added, removed = False, len(came), len(gone)
     if graph is None:
-        graph = _new_graph(dim)
+        graph, rebuilt, added, removed = _new_graph(dim), True, len(gids), 0
         _add_all(store, graph, dim, lambda done, n: tick("vector index", done, n), len(gids))
     keys = np.stack([gids.astype(np.uint64), prints], axis=1)
     state = AnnState(name, dim, run, len(gids))
     _write(path, gen, graph, keys, state, lambda at, kept: vectorarrays.write(
-        at, keys[:, 0], ids, dim, _filler(store, gids, dim), kept
+        at, keys[:, 0], ids, dim, _filler(store, gids, dim), None if damaged else kept
     ))
-    return AnnSync(True, rebuilt, added, removed, len(gids))
+    return AnnSync(True, rebuilt, added, removed, len(gids), damaged)
+
+
+def _update(
+    store: Store, gen: Path, old: AnnState, held: U64, gids: I64, prints: U64, damaged: str | None
+) -> tuple[Any, bool, int, int]:
+    """How a sync keeps a generation whose graph and keys are sound (``held``: its keys): ``(graph,
+    rebuilt, added, removed)``, the graph None and ``rebuilt`` False when nothing but the run moves,
+    None and ``rebuilt`` True when it is built again; else the old graph's file (kept as it is, the
+    arrays written again) or the old graph updated."""
+    import numpy as np
+
+    old_pairs = set(zip(held[:, 0].tolist(), held[:, 1].tolist(), strict=True))
+    new_pairs = set(zip(gids.astype(np.uint64).tolist(), prints.tolist(), strict=True))
+    gone = sorted(old_pairs - new_pairs)
+    came = sorted(new_pairs - old_pairs)
+    if not gone and not came:
+        if old.format == FORMAT and damaged is None:
+            return None, False, 0, 0
+        return gen / "hnsw.usearch", False, 0, 0  # the arrays are written again
+    if len(gone) + len(came) > REBUILD_SHARE * max(1, len(old_pairs)):
+        return None, True, 0, 0
+    graph = _graph(gen, old, view=False)
+    if isinstance(graph, str):
+        return None, True, 0, 0
+    if gone:
+        graph.remove(np.array([g for g, _ in gone], dtype=np.uint64))
+    _add_gids(store, graph, old.dim, [g for g, _ in came])
+    return graph, False, len(came), len(gone)
 
 
 def _write(

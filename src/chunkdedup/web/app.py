@@ -368,7 +368,8 @@ class _View:
             return self.error(request, 400, "Not a decision",
                               "a decision is a few fields: reload the review page")
         fields = {k: (form.get(k) or [""])[0] for k in ("a", "b", "decision", "token", "back")}
-        if not secrets.compare_digest(fields["token"], self.token):
+        # as UTF-8 bytes: compare_digest takes a str of ASCII only, and a form may post any text
+        if not secrets.compare_digest(fields["token"].encode("utf-8"), self.token.encode("utf-8")):
             return self.error(request, 403, "Not accepted",
                               "the form is not this server's: reload the review page")
         ids = _GROUP.fullmatch(fields["a"]) and _GROUP.fullmatch(fields["b"])
@@ -387,6 +388,8 @@ class _View:
             return self.error(request, 409, "The decision was not kept", f"{e}: serve a writable index file")
         except SQLITE_FAILURES as e:
             return self.error(request, 409, "The decision was not kept", str(index_error(self.index_path, e)))
+        except ValueError as e:  # not two groups of the index (a UnicodeDecodeError is caught above)
+            return self.error(request, 400, "Not a decision", str(e))
         back = fields["back"] if fields["back"].startswith("/review") else "/review"
         return RedirectResponse(back, status_code=303)
 
