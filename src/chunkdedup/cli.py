@@ -560,10 +560,9 @@ def vector_index_cmd(index_path: Path, rebuild: bool, as_json: bool) -> None:
         chunkdedup vector-index --index corpus.sqlite --rebuild
     """
     from chunkdedup.ingestion.sequence import build_vector_index
-    from chunkdedup.query.ann import rebuild_vector_index
 
     with cli_errors(index_path):
-        done = rebuild_vector_index(index_path) if rebuild else build_vector_index(index_path)
+        done = build_vector_index(index_path, rebuild=rebuild)
     if as_json:
         click.echo(json_text(done.to_json()))
         return

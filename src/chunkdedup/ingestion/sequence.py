@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from chunkdedup.config import Config
 from chunkdedup.dedup.settings import NUMPY_CHARS, NUMPY_KEYS, near_hashing
-from chunkdedup.errors import ConfigError, MigrationPendingError
+from chunkdedup.errors import ConfigError
 from chunkdedup.index import Index
 from chunkdedup.ingestion.clusters import (
     CLUSTER_PAGE_CACHE_KIB,
@@ -293,11 +293,9 @@ def recorded_config(index: str | Path) -> Config | None:
     """The config ``index`` was last built with (``None``: no index yet, or no finished run)."""
     if not Path(index).exists() or Path(index).stat().st_size == 0:
         return None
-    try:
-        with Store.open(index, readonly=True) as store:
-            return store.recorded_config()
-    except MigrationPendingError:  # an older index, read as it is (a dry run leaves it so)
-        return recorded_config_of(index)
+    # read as it is: an older index is not migrated (a dry run leaves it so), and one another first
+    # ingest is creating right now holds no run yet
+    return recorded_config_of(index)
 
 
 def run_config(index: str | Path, given: Config | None) -> tuple[Config, tuple[str, ...]]:
@@ -767,9 +765,13 @@ def refresh_contexts(store: Store, cfg: Config, run_id: int, chunked: Sequence[s
     return len(todo)
 
 
-def build_vector_index(index: str | Path, *, lock_timeout: float = 30.0) -> vectorindex.AnnSync:
+def build_vector_index(
+    index: str | Path, *, lock_timeout: float = 30.0, rebuild: bool = False
+) -> vectorindex.AnnSync:
     """Build or update the index's approximate vector folder (``INDEX.vectors``, the ``[ann]`` extra)
     whatever its size; an ingest does so by itself from :data:`~chunkdedup.config.ANN_MIN_VECTORS`.
+    ``rebuild``: delete the folder and build it again from the stored vectors (``chunkdedup
+    vector-index --rebuild``), the way out of damage neither a question nor a sync sees.
 
     Example:
         >>> build_vector_index("big.sqlite").count  # doctest: +SKIP
@@ -782,7 +784,7 @@ def build_vector_index(index: str | Path, *, lock_timeout: float = 30.0) -> vect
                 f"index {index} has no embeddings: ingest with --embedder first "
                 "(e.g. chunkdedup ingest DOCS --index FILE --embedder minilm)"
             )
-        return vectorindex.sync(store, min_vectors=0)
+        return vectorindex.sync(store, min_vectors=0, rebuild=rebuild)
 
 
 __all__ = [

@@ -25,7 +25,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -155,22 +154,3 @@ def vector_retriever(
     if cfg.vector_index == "auto" and graph.state.count < cfg.ann_min_vectors:
         return exact
     return AnnRetriever(store, exact.embedder, graph)
-
-
-def rebuild_vector_index(index: str | Path, *, lock_timeout: float = 30.0) -> vectorindex.AnnSync:
-    """Delete the index's vector folder and build it again from the stored vectors, whatever their
-    count (``chunkdedup vector-index --rebuild``): the way out of a folder damaged in a way neither a
-    question nor a sync sees (either finds a file usearch or numpy cannot read, or sizes that disagree).
-
-    Example:
-        >>> rebuild_vector_index("big.sqlite").rebuilt  # doctest: +SKIP
-        True
-    """
-    vectorindex.import_usearch()  # a missing extra says which to install, before the lock is taken
-    with Store.open(index) as store, store.writer(lock_timeout):
-        if store.meta("embedder_name") is None:
-            raise ConfigError(
-                f"index {index} has no embeddings: ingest with --embedder first "
-                "(e.g. chunkdedup ingest DOCS --index FILE --embedder minilm)"
-            )
-        return vectorindex.sync(store, min_vectors=0, rebuild=True)

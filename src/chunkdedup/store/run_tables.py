@@ -57,10 +57,16 @@ class RunTables(Connection):
 
 def recorded_config_of(path: str | Path) -> Config | None:
     """The config an index of any version was last built with, read without opening it as a store
-    (so an older index is not migrated by the read): that of its last finished run, if any."""
-    conn = sqlite3.connect(read_uri(path), uri=True)
+    (so an older index is not migrated by the read): that of its last finished run, if any. ``None``
+    too for a file that holds no runs yet (another first ingest is creating it) or is no index (the
+    run's own open says what is wrong with it)."""
     try:
-        row = conn.execute("SELECT config FROM runs WHERE status='done' ORDER BY id DESC LIMIT 1").fetchone()
-    finally:
-        conn.close()
+        conn = sqlite3.connect(read_uri(path), uri=True)
+        try:
+            sql = "SELECT config FROM runs WHERE status='done' ORDER BY id DESC LIMIT 1"
+            row = conn.execute(sql).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None
     return None if row is None else Config.from_dict(json.loads(row[0]), source=f"{path} (last run)")
