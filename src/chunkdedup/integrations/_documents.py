@@ -104,7 +104,8 @@ def deduplicate(given: Sequence[Given], opts: DedupOptions, *, remove: Sequence[
     ids = tuple(r.id for r in records)
     path = source_path(opts.source)
     stored = _source_docs(opts.index, path)
-    gone = [d for d in stored if d not in set(ids)] if opts.full else list(dict.fromkeys(remove))
+    given_ids = set(ids)
+    gone = [d for d in stored if d not in given_ids] if opts.full else list(dict.fromkeys(remove))
     before = _read(opts.index, path, [*ids, *gone]) if stored else ()
     report = ingest_records(
         records,
@@ -121,7 +122,7 @@ def deduplicate(given: Sequence[Given], opts: DedupOptions, *, remove: Sequence[
         now = _owned(ix.records_citing(ids), mine)
         touched.update(owner.doc for _, owner in (*still, *now))
         # a given document may have taken a chunk over: the owner it had without them is touched too
-        touched.update(owner.doc for _, owner in _owned([r for r, _ in now], mine - set(ids)))
+        touched.update(owner.doc for _, owner in _owned([r for r, _ in now], mine - given_ids))
         out = [o for o in _owned(ix.records_citing(sorted(touched & mine)), mine) if o[1].doc in touched]
     standing = {rec.id for rec, _ in still}
     deleted = tuple(sorted({o.record.id for o in before} - standing))
