@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -17,27 +16,12 @@ from chunkdedup.cli import main
 from chunkdedup.store import Store
 from chunkdedup.store.review import ReviewQueue
 from chunkdedup.web import create_app
-
-CLAUSE = (
-    "The customer may terminate this agreement by written notice to the supplier at any time during "
-    "the {which} quarter of the term, and the supplier refunds the fees paid for the rest of the term. "
-    "Notices are sent by registered mail to the address on the order form, and each party {keeps} a copy "
-    "of every notice it sends or receives for the whole time the agreement is in force."
-)
+from review_corpus import groups, review_corpus
 
 
 @pytest.fixture()
 def corpus(tmp_path: Path) -> Path:
-    folder = tmp_path / "c"
-    folder.mkdir()
-    texts = {
-        "a.txt": CLAUSE.format(which="first", keeps="keeps"),
-        "b.txt": CLAUSE.format(which="third", keeps="keeps"),  # an ordinal: kept apart
-        "c.txt": CLAUSE.format(which="first", keeps="retains"),  # a near copy of a.txt
-    }
-    for name, text in texts.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
+    return review_corpus(tmp_path / "c")
 
 
 def _canonicals(index: Path) -> list[list[str]]:
@@ -45,20 +29,10 @@ def _canonicals(index: Path) -> list[list[str]]:
         return sorted([s.doc for s in r.sources] for r in ix.records())
 
 
-def _groups(index: Path) -> dict[str, str]:
-    """doc -> its exact-key group id."""
-    conn = sqlite3.connect(index)
-    try:
-        firsts = "SELECT d.doc_id, g.id FROM groups g JOIN document_rows d ON d.dkey = g.rep_dkey"
-        return dict(conn.execute(firsts))
-    finally:
-        conn.close()
-
-
 def test_the_queue_lists_merges_and_versions_with_their_reasons(corpus: Path, tmp_path: Path) -> None:
     index = tmp_path / "i.sqlite"
     ingest([corpus], index)
-    g = _groups(index)
+    g = groups(index)
     with Store.open(index, readonly=True) as store:
         merges = ReviewQueue(store).pairs("merges")
         variants = ReviewQueue(store).pairs("variants", reason="ordinal")
@@ -73,7 +47,7 @@ def test_the_queue_lists_merges_and_versions_with_their_reasons(corpus: Path, tm
 def test_decisions_are_honoured_by_the_next_ingest_and_can_be_cleared(corpus: Path, tmp_path: Path) -> None:
     index = tmp_path / "i.sqlite"
     ingest([corpus], index)
-    g = _groups(index)
+    g = groups(index)
     assert _canonicals(index) == [["a.txt", "c.txt"], ["b.txt"]]
     with Store.open(index) as store:
         ReviewQueue(store).decide(g["c.txt"], g["a.txt"], "apart")
@@ -108,7 +82,7 @@ def test_serve_lists_pairs_and_keeps_a_decision_posted_with_its_own_form(
 ) -> None:
     index = tmp_path / "i.sqlite"
     ingest([corpus], index)
-    g = _groups(index)
+    g = groups(index)
     with TestClient(create_app(index), base_url="http://localhost") as client:
         page = client.get("/review?kind=variants")
         assert page.status_code == 200

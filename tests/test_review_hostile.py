@@ -19,29 +19,15 @@ from chunkdedup.cli import main
 from chunkdedup.store import Store
 from chunkdedup.store.review import ReviewQueue
 from chunkdedup.web import create_app
+from review_corpus import CLAUSE, groups, review_corpus
 
-CLAUSE = (
-    "The customer may terminate this agreement by written notice to the supplier at any time during "
-    "the {which} quarter of the term, and the supplier refunds the fees paid for the rest of the term. "
-    "Notices are sent by registered mail to the address on the order form, and each party {keeps} a copy "
-    "of every notice it sends or receives for the whole time the agreement is in force."
-)
 #: a well-formed group id that no group of the fixture has
 GONE = "c0123456789abcdef01234567"
 
 
 @pytest.fixture()
 def corpus(tmp_path: Path) -> Path:
-    folder = tmp_path / "c"
-    folder.mkdir()
-    texts = {
-        "a.txt": CLAUSE.format(which="first", keeps="keeps"),
-        "b.txt": CLAUSE.format(which="third", keeps="keeps"),
-        "c.txt": CLAUSE.format(which="first", keeps="retains"),
-    }
-    for name, text in texts.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
+    return review_corpus(tmp_path / "c")
 
 
 @pytest.fixture()
@@ -49,16 +35,6 @@ def index(corpus: Path, tmp_path: Path) -> Path:
     path = tmp_path / "i.sqlite"
     ingest([corpus], path)
     return path
-
-
-def _groups(index: Path) -> dict[str, str]:
-    """doc -> its exact-key group id."""
-    conn = sqlite3.connect(index)
-    try:
-        firsts = "SELECT d.doc_id, g.id FROM groups g JOIN document_rows d ON d.dkey = g.rep_dkey"
-        return dict(conn.execute(firsts))
-    finally:
-        conn.close()
 
 
 def _rows(index: Path) -> list[tuple[object, ...]]:
@@ -97,7 +73,7 @@ def _token(client: TestClient) -> str:
 
 @pytest.mark.parametrize("token", ["%C3%A9", "%C3%A9" * 22, "%FF%FE", "caf%C3%A9"])
 def test_a_token_that_is_not_ascii_is_refused_not_a_server_error(index: Path, token: str) -> None:
-    g = _groups(index)
+    g = groups(index)
     body = f"a={g['a.txt']}&b={g['c.txt']}&decision=apart&token={token}".encode()
     with TestClient(create_app(index), base_url="http://localhost", raise_server_exceptions=False) as client:
         answer = client.post(
@@ -128,7 +104,7 @@ def _post(client: TestClient, a: str, b: str, decision: str) -> tuple[int, str]:
 def test_a_decision_on_ids_the_index_does_not_hold_is_a_400_and_keeps_nothing(
     index: Path, a: str, b: str, said: str, decision: str
 ) -> None:
-    g = _groups(index)
+    g = groups(index)
     a, b = g.get(a, a), g.get(b, b)
     with TestClient(create_app(index), base_url="http://localhost", raise_server_exceptions=False) as client:
         status, message = _post(client, a, b, decision)
@@ -138,7 +114,7 @@ def test_a_decision_on_ids_the_index_does_not_hold_is_a_400_and_keeps_nothing(
 
 
 def test_an_unknown_decision_is_a_400_and_a_valid_one_is_still_kept(index: Path) -> None:
-    g = _groups(index)
+    g = groups(index)
     with TestClient(create_app(index), base_url="http://localhost", raise_server_exceptions=False) as client:
         assert _post(client, g["a.txt"], g["c.txt"], "maybe")[0] == 400
         assert _rows(index) == []
@@ -149,7 +125,7 @@ def test_an_unknown_decision_is_a_400_and_a_valid_one_is_still_kept(index: Path)
 
 
 def test_the_library_refuses_a_decision_on_groups_it_does_not_hold(index: Path) -> None:
-    g = _groups(index)
+    g = groups(index)
     with Store.open(index) as store:
         queue = ReviewQueue(store)
         for a, b in ((g["a.txt"], "x"), (GONE, g["a.txt"]), (g["b.txt"], g["b.txt"])):
@@ -164,7 +140,7 @@ def test_the_library_refuses_a_decision_on_groups_it_does_not_hold(index: Path) 
 
 
 def test_review_prints_only_held_groups_and_counts_stale_decisions(index: Path, tmp_path: Path) -> None:
-    g = _groups(index)
+    g = groups(index)
     held = tuple(sorted((g["a.txt"], g["b.txt"])))
     _write(index, (*held, "merge"), (GONE, g["c.txt"], "apart"), ("refunds", "x", "merge"))
     out = CliRunner().invoke(main, ["review", "--index", str(index)])
@@ -188,7 +164,7 @@ def test_review_prints_only_held_groups_and_counts_stale_decisions(index: Path, 
 
 
 def test_a_blob_id_is_skipped_by_review_and_reported_by_check(index: Path) -> None:
-    g = _groups(index)
+    g = groups(index)
     held = tuple(sorted((g["a.txt"], g["b.txt"])))
     _write(index, (b"\x01\x02", g["c.txt"], "apart"), (*held, "merge"))
     out = CliRunner().invoke(main, ["review", "--index", str(index)])
@@ -203,7 +179,7 @@ def test_a_blob_id_is_skipped_by_review_and_reported_by_check(index: Path) -> No
 def test_float_and_blob_ids_do_not_crash_ingest_or_review(
     index: Path, corpus: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    g = _groups(index)
+    g = groups(index)
     _write(index, (2.5, g["a.txt"], "merge"), (b"\xff", g["b.txt"], "apart"), untyped=True)
     with Store.open(index) as store:  # a valid decision too: ingest re-decides (and reads every override)
         ReviewQueue(store).decide(g["a.txt"], g["c.txt"], "apart")
@@ -224,7 +200,7 @@ def test_float_and_blob_ids_do_not_crash_ingest_or_review(
 
 
 def test_check_finds_nothing_in_sound_decisions(index: Path) -> None:
-    g = _groups(index)
+    g = groups(index)
     with Store.open(index) as store:
         ReviewQueue(store).decide(g["a.txt"], g["c.txt"], "apart")
     check = CliRunner().invoke(main, ["check", "--index", str(index)])

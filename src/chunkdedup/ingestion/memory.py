@@ -24,7 +24,7 @@ from chunkdedup.parse.base import shown
 from chunkdedup.parse.memory import InputRecord, memory_documents, source_fingerprint, source_path
 from chunkdedup.store import Store
 from chunkdedup.text import boilerplate
-from chunkdedup.types import Document, FileResult, FileStatus, Page, ParsedFile
+from chunkdedup.types import Document, FileResult, FileStatus, KnownFile, Page, ParsedFile
 
 __all__ = ["InputRecord", "Mode", "ingest_records"]
 
@@ -77,10 +77,9 @@ def ingest_records(
     def phase(
         store: Store, cfg: Config, run_id: int, tick: Progress, at_hand: dict[str, tuple[Page, ...]]
     ) -> list[FileResult]:
-        kept: tuple[str, ...] = ()
-        if mode == "upsert":
-            kept = _kept(store, path, given, remove)
-        return [_store_source(store, cfg, run_id, tick, at_hand, path, docs, notes, kept)]
+        known = store.known_file(path)
+        kept = _kept(known, path, given, remove) if mode == "upsert" else ()
+        return [_store_source(store, cfg, run_id, tick, at_hand, path, docs, notes, known, kept)]
 
     return ingest_with([], index, opts, LocalExecutor(1), source=phase)
 
@@ -94,18 +93,20 @@ def _store_source(
     path: str,
     docs: tuple[Document, ...],
     notes: tuple[str, ...],
+    known: KnownFile,
     kept: tuple[str, ...] = (),
 ) -> FileResult:
     """Store the source as the parse phase stores a file: unchanged as a whole, or its new and
     changed documents (with their boilerplate candidate keys) and its removed ones gone; the
-    ``kept`` ones (an upsert's documents it does not name) stay as they are."""
+    ``kept`` ones (an upsert's documents it does not name) stay as they are. ``known``: what the
+    index held of the source before (:meth:`Store.known_file`)."""
     tick("documents", 0, len(docs))
-    hashes = {row[1]: row[0] for row in store.known_file(path).documents} if kept else {}
+    hashes = {row[1]: row[0] for row in known.documents} if kept else {}
     pairs = [(d.doc_id, d.content_hash) for d in docs] + [(d, hashes[d]) for d in kept]
     fingerprint = source_fingerprint(pairs)
-    if store.known_hash(path) == fingerprint:
+    if known.content_hash == fingerprint:
         tick("documents", len(docs), len(docs))
-        return FileResult(path, FileStatus.UNCHANGED, tuple(store.docs_of_file(path)))
+        return FileResult(path, FileStatus.UNCHANGED, tuple(row[1] for row in known.documents))
     if not docs and not kept:
         with store.transaction():
             gone = store.remove_file(path, run_id)
@@ -113,7 +114,7 @@ def _store_source(
         return FileResult(path, FileStatus.SKIPPED, (), f"{reason}; removed {len(gone)} document(s)")
     last = store.last_config()
     same_parse = last is None or last.to_dict()["parse"] == cfg.to_dict()["parse"]
-    stored = store.known_file(path).document_hashes()
+    stored = known.document_hashes()
     keys = tuple(
         None if d.content_hash in stored else boilerplate.document_keys(d.pages, cfg.boilerplate)
         for d in docs
@@ -131,9 +132,9 @@ def _store_source(
     return result
 
 
-def _kept(store: Store, path: str, given: set[str], remove: Sequence[str]) -> tuple[str, ...]:
+def _kept(known: KnownFile, path: str, given: set[str], remove: Sequence[str]) -> tuple[str, ...]:
     """The source's stored documents an upsert leaves as they are: neither given nor removed."""
-    stored = store.docs_of_file(path)
+    stored = [row[1] for row in known.documents]
     missing = sorted(set(remove).difference(stored))
     if missing:
         raise InputError(

@@ -103,10 +103,8 @@ def deduplicate(given: Sequence[Given], opts: DedupOptions, *, remove: Sequence[
     records, parts = to_records(given, opts.id_key, opts.parts_need_pages)
     ids = tuple(r.id for r in records)
     path = source_path(opts.source)
-    stored = _source_docs(opts.index, path)
     given_ids = set(ids)
-    gone = [d for d in stored if d not in given_ids] if opts.full else list(dict.fromkeys(remove))
-    before = _read(opts.index, path, [*ids, *gone]) if stored else ()
+    gone, before = _before(opts, path, ids, remove)
     report = ingest_records(
         records,
         opts.index,
@@ -115,17 +113,17 @@ def deduplicate(given: Sequence[Given], opts: DedupOptions, *, remove: Sequence[
         mode="replace" if opts.full else "upsert",
         remove=() if opts.full else gone,
     )
-    touched = {*ids, *gone, *(o.owner.doc for o in before)}
+    touched = {*ids, *gone, *(owner.doc for _, owner in before)}
     with Index.open(opts.index) as ix:
         mine = frozenset(ix.store.docs_of_file(path))
-        still = _owned(ix.records_of([o.record.id for o in before]), mine)
+        still = _owned(ix.records_of([rec.id for rec, _ in before]), mine)
         now = _owned(ix.records_citing(ids), mine)
         touched.update(owner.doc for _, owner in (*still, *now))
         # a given document may have taken a chunk over: the owner it had without them is touched too
         touched.update(owner.doc for _, owner in _owned([r for r, _ in now], mine - given_ids))
         out = [o for o in _owned(ix.records_citing(sorted(touched & mine)), mine) if o[1].doc in touched]
     standing = {rec.id for rec, _ in still}
-    deleted = tuple(sorted({o.record.id for o in before} - standing))
+    deleted = tuple(sorted({rec.id for rec, _ in before} - standing))
     rank = {d: i for i, d in enumerate(ids)}
     out.sort(key=lambda o: (rank.get(o[1].doc, len(rank)), o[1].doc, o[1].page, o[1].start, o[0].id))
     done = tuple(Owned(rec, owner, _part(parts, owner)) for rec, owner in out)
@@ -133,20 +131,23 @@ def deduplicate(given: Sequence[Given], opts: DedupOptions, *, remove: Sequence[
     return Deduplicated(done, ids, tuple(gone), deleted, emptied, report)
 
 
-def _source_docs(index: str | Path, path: str) -> list[str]:
-    """The documents the index holds of the source (none when there is no index yet)."""
-    if not Path(index).exists():
-        return []
-    with Index.open(index) as ix:
-        return ix.store.docs_of_file(path)
-
-
-def _read(index: str | Path, path: str, doc_ids: Sequence[str]) -> tuple[Owned, ...]:
-    """The canonicals ``doc_ids`` cite, with their owners, before a call changes them."""
-    with Index.open(index) as ix:
-        mine = frozenset(ix.store.docs_of_file(path))
-        owned = _owned(ix.records_citing(doc_ids), mine)
-    return tuple(Owned(r, o, "") for r, o in owned)
+def _before(
+    opts: DedupOptions, path: str, ids: Sequence[str], remove: Sequence[str]
+) -> tuple[list[str], list[tuple[ExportRecord, Citation]]]:
+    """Before a call changes the source: the documents it removes (``remove``, or with ``opts.full``
+    every stored one it does not give), and the canonicals the given and removed documents cite,
+    each with its owner. Nothing for a source (or an index) that holds no documents yet."""
+    gone = list(dict.fromkeys(remove))
+    if not Path(opts.index).exists():
+        return gone, []
+    with Index.open(opts.index) as ix:
+        stored = ix.store.docs_of_file(path)
+        if opts.full:
+            given = set(ids)
+            gone = [d for d in stored if d not in given]
+        if not stored:
+            return gone, []
+        return gone, _owned(ix.records_citing([*ids, *gone]), frozenset(stored))
 
 
 def _owned(records: Sequence[ExportRecord], mine: frozenset[str]) -> list[tuple[ExportRecord, Citation]]:

@@ -401,7 +401,9 @@ def _strip_pages(
     return StripResult(tuple(out_pages), tuple(stripped))
 
 
-def _unpaged_running(page: Page, config: BoilerplateConfig, keep: Collection[str]) -> dict[int, StrippedLine]:
+def _unpaged_running(
+    page: Page, config: BoilerplateConfig, keep: Collection[str]
+) -> dict[int, StrippedLine]:
     """The running lines of a page that is a whole document's text (no page breaks: an EDGAR exhibit,
     a plain-text contract): a short line (at most ``UNPAGED_MAX_WORDS`` words holding a number, or at
     most ``UNPAGED_PLAIN_WORDS`` words without one) that recurs on at least ``running_min_pages``
