@@ -58,6 +58,9 @@ from chunkdedup.normalize import exact_key
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 LABELS = REPO / "benchmarks" / "data" / "real_pairs_labels.jsonl"
+#: pairs a second reader labelled without seeing any verdict: the candidate pairs outside the held-out
+#: half whose verdict a round of rules changed (read while the rules were written: not held out)
+SECOND_READER = REPO / "benchmarks" / "data" / "real_pairs_second_reader.jsonl"
 
 # corpus -> (folders to ingest, manifest or None), relative to --data
 CORPORA: dict[str, tuple[tuple[str, ...], str | None]] = {
@@ -112,12 +115,20 @@ def index_for(corpus: str, data: Path, work: Path) -> Path:
     return path
 
 
-def evaluate(pairs: Sequence[dict[str, Any]], labels: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def evaluate(
+    pairs: Sequence[dict[str, Any]],
+    labels: Sequence[dict[str, Any]],
+    second: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
     """The guards on the labelled pairs, each half of the split (:func:`held_out`) on its own:
-    ``tune`` and ``held_out``, each as :func:`evaluate_part` gives it."""
+    ``tune`` and ``held_out``, each as :func:`evaluate_part` gives it; with ``second`` (the second
+    reader's labels, :data:`SECOND_READER`), ``second_reader`` too."""
     tune = [lab for lab in labels if not held_out(lab)]
     kept = [lab for lab in labels if held_out(lab)]
-    return {"tune": evaluate_part(pairs, tune), "held_out": evaluate_part(pairs, kept)}
+    out = {"tune": evaluate_part(pairs, tune), "held_out": evaluate_part(pairs, kept)}
+    if second:
+        out["second_reader"] = evaluate_part(pairs, second)
+    return out
 
 
 def evaluate_part(pairs: Sequence[dict[str, Any]], labels: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -224,6 +235,9 @@ def print_evaluation(result: dict[str, Any], *, held_out_misses: bool = False) -
     print_part(result["tune"])
     print("== held out (measured only)")
     print_part(result["held_out"], misses=held_out_misses)
+    if "second_reader" in result:
+        print("== second reader (pairs whose verdict a round of rules changed, labelled blind)")
+        print_part(result["second_reader"])
 
 
 def print_part(result: dict[str, Any], *, misses: bool = True) -> None:
@@ -323,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             work.mkdir(parents=True, exist_ok=True)
             corpora = args.corpus or list(CORPORA)
             pairs = [p for c in corpora for p in corpus_pairs(c, index_for(c, args.data, work))]
-        result = evaluate(pairs, list(read_jsonl(LABELS)))
+        result = evaluate(pairs, list(read_jsonl(LABELS)), list(read_jsonl(SECOND_READER)))
         print_evaluation(result, held_out_misses=args.held_out_misses)
         if args.out is not None:
             args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -68,6 +68,30 @@ def _reason(a: str, b: str) -> str | None:
          "Notices for these services:\n\n* Payments\n* Fiber\n", "qualifier"),
         ("You control whether some information is shared.",
          "You control whether information is shared.", "qualifier"),
+        # an item beside a joining word: added without a comma, or the first item dropped
+        ("The websites, functionalities, and platforms created by Users.",
+         "The websites, functionalities, designs and platforms created by Users.", "qualifier"),
+        ("Other groups, such as [local chapters](https://example.org/chapters) and associations, may ask.",
+         "Other groups, such as and associations, may ask.", "qualifier"),
+        ("If you violate the Terms, or induce or facilitate others to do so, we may act.",
+         "If you violate the Terms, or induce or knowingly facilitate others to do so, we may act.",
+         "qualifier"),
+        # a URL standing in the text that names another site
+        ("To cancel, visit [http://www.tagged.com/account](http://www.tagged.com/account) and click.",
+         "To cancel, visit [http://www.hi5.com/account](http://www.hi5.com/account) and click.", "name"),
+        # the same figures in another order
+        ("Notice takes 30 days and refunds take 60 days.", "Notice takes 60 days and refunds take 30 days.",
+         "order"),
+        # a link and its words on one side only: a pointer dropped, or a copy's artefact
+        ("The list of providers can be found [on this page](https://example.org/providers). Read it.",
+         "The list of providers can be found . Read it.", "doubt"),
+        ("Follow the [Universal Code of Conduct](https://example.org/ucoc \"Policy:UCoC\") (UCoC) here.",
+         "Follow the (UCoC) here.", "name"),  # a link went with the words: not the acronym's own
+        # a lead-in or a statement in capitals is read, where a chunk's edge cannot explain it
+        ("Disclaimer of warranties.\nIf you live outside the country, the following applies:\nWe give none.",
+         "Disclaimer of warranties.\nWe give none.", "content"),
+        ("WE DO NOT SELL YOUR PERSONAL INFORMATION.\nThe policy covers every site we run.",
+         "The policy covers every site we run.", "negation"),
     ],
 )
 def test_a_change_of_meaning_is_a_version(a: str, b: str, reason: str) -> None:
@@ -98,6 +122,28 @@ def test_a_change_of_meaning_is_a_version(a: str, b: str, reason: str) -> None:
         # moved sentences say the same
         ("Travel is booked early. Refunds take a week. Laptops are encrypted without exception.",
          "Laptops are encrypted without exception. Travel is booked early. Refunds take a week."),
+        # an acronym's words dropped where the acronym stays; a status said two ways
+        ("Follow the Universal Code of Conduct (UCoC) here.", "Follow the (UCoC) here."),
+        ("Any user who breaks the rules shall be subject to the consequences.",
+         "Any user who breaks the rules is subject to the consequences."),
+        # a link's title, an image, a table of contents' link, a hidden address, a www. address
+        ("Read the [terms](https://a.example/t \"Terms v1\") first.",
+         "Read the [terms](https://b.example/terms \"The terms, 2024\") first."),
+        ("![Logo of the Ministry of Health](logo.png)\nRefunds take a week.", "Refunds take a week."),
+        ("[Contact Us](#contact)\nRefunds take a week.", "Refunds take a week."),
+        ("Write to [\\[email\u00a0protected\\]](/cdn-cgi/l/email-protection) today.",
+         "Write to legal@example.com today."),
+        ("The addendum at [www.example.com/dpa](https://example.com/dpa) applies.",
+         "The addendum at [https://www.example.com/legal/dpa/](https://example.com/dpa) applies."),
+        # a heading, a lead-in or a question one chunk's edge caught; page chrome at the end
+        ("### 6.2 No Effect on Other Terms\nThese terms do not change the others.",
+         "These terms do not change the others."),
+        ("The Platform uses cookies for the following purposes:\n\nSome cookies keep you signed in.",
+         "Some cookies keep you signed in."),
+        ("Refunds take a week.\n\n### Was this article helpful?\n\nYou might also be interested in:",
+         "Refunds take a week."),
+        # a function word beside a joining word is no item
+        ("We keep the data and reports for a year.", "We keep the data and the reports for a year."),
     ],
 )
 def test_no_change_of_meaning_merges(a: str, b: str) -> None:
@@ -205,7 +251,11 @@ def test_the_labelled_real_pairs_meet_the_targets(real_candidate_pairs) -> None:
     pairs = [p for c in rp.CORPORA for p in by_corpus[c]]
     labels = list(rp.read_jsonl(rp.LABELS))
     assert len(labels) >= 450 and sum(lab["corpus"] == "terms" for lab in labels) >= 200
-    result = rp.evaluate(pairs, labels)
+    result = rp.evaluate(pairs, labels, list(rp.read_jsonl(rp.SECOND_READER)))
+    second = result["second_reader"]
+    assert second["matched"] == second["labelled"] >= 75  # a reader who saw no verdict agrees
+    assert second["after"]["changed_kept_apart"]["share"] >= 0.95
+    assert second["after"]["same_merged"]["share"] >= 0.95
     for half in ("tune", "held_out"):
         part = result[half]
         assert part["matched"] == part["labelled"] > 200

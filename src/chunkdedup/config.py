@@ -153,7 +153,9 @@ MAX_K = 10_000
 #: searches it: exact search costs about 0.5 ms per thousand vectors a question (~50 ms here).
 ANN_MIN_VECTORS = 100_000
 #: the meaning guard's reasons, in the order it checks them (:mod:`chunkdedup.dedup.meaning`)
-MEANING_REASONS = ("negation", "modality", "ordinal", "reference", "qualifier", "name", "content")
+MEANING_REASONS = (
+    "order", "negation", "modality", "ordinal", "reference", "qualifier", "name", "content", "doubt"
+)
 
 
 @dataclass(frozen=True, slots=True)

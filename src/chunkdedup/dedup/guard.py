@@ -69,7 +69,7 @@ import numpy.typing as npt
 from chunkdedup.dedup.minhash import fmix64  # one 64-bit finaliser for every compiled hash
 from chunkdedup.jit import kernel
 
-__all__ = ["guard_diff", "guard_fingerprints", "numeric_tokens", "token_diff"]
+__all__ = ["guard_diff", "guard_fingerprints", "numeric_sequence", "numeric_tokens", "token_diff"]
 
 U8Array = npt.NDArray[np.uint8]
 U64Array = npt.NDArray[np.uint64]
@@ -227,6 +227,17 @@ def numeric_tokens(key: str) -> tuple[str, ...]:
         ('$1000', '2026-03-17', '4%')
     """
     return tuple(sorted(_tokens(key)))
+
+
+def numeric_sequence(key: str) -> tuple[str, ...]:
+    """The number, amount, percentage and date tokens of an exact key in the order the key writes
+    them (:func:`numeric_tokens` sorts them).
+
+    Example:
+        >>> numeric_sequence("pay 60 days after notice, or 30 days after")
+        ('60', '30')
+    """
+    return tuple(_tokens(key))
 
 
 def token_diff(ta: tuple[str, ...], tb: tuple[str, ...]) -> tuple[str, ...]:

@@ -12,19 +12,28 @@ runs the compiled twin of that count, :mod:`chunkdedup.dedup.meaning_kernel`); t
 word by word (rapidfuzz's Levenshtein opcodes over the words as written, case kept) after dropping
 what is no difference at all:
 
-- markup and addresses: link targets ``](...)``, URLs, HTML comments, e-mail addresses, emphasis and
-  bullet marks, heading marks; words are compared casefolded with their punctuation dropped, so
-  ``U.S.``/``US``, ``on-premises``/``on\u00adpremises``, ``can not``/``cannot`` are equal;
-- an acronym against the words it stands for (``U.S.``/``United States``), an abbreviation against
-  its word (``St``/``Street``, ``Dept``/``Department``), a misspelling of a long word
-  (``Polices``/``Policies``; a capitalised one must be closer still), a legal form (``Inc.``);
-- words moved within the text, and a heading line one chunk's edge caught.
+- markup and addresses: link targets ``](...)`` (with a title too), images, the brackets of a link to
+  a place on the same page, URLs and ``www.`` addresses, HTML comments, e-mail addresses (and the
+  "[email protected]" a web page shows scrapers), emphasis and bullet marks, heading marks; words
+  are compared casefolded with their punctuation dropped, so ``U.S.``/``US``,
+  ``on-premises``/``on\u00adpremises``, ``can not``/``cannot`` are equal;
+- an acronym against the words it stands for (``U.S.``/``United States``; "Universal Code of
+  Conduct (UCoC)" against "(UCoC)"), an abbreviation against its word (``St``/``Street``,
+  ``Dept``/``Department``), a misspelling of a long word (``Polices``/``Policies``; a capitalised one
+  must be closer still), a legal form (``Inc.``), a status said two ways ("shall be subject to", "is
+  subject to");
+- words moved within the text; whole lines on one side only that state nothing: a heading (marked
+  with ``#``, or every word capitalised with no listed word), and at a text's edge, where one chunk's
+  cut caught it, a lead-in closed by a colon or a question with no listed word ("The Platform uses
+  cookies for the following purposes:", "Was this article helpful?").
 
 What is left is checked in this order; the first reason that holds is the pair's:
 
 ============  =====================================================================================
 reason        a changed stretch ...
 ============  =====================================================================================
+order         puts a figure where the other text has another, the texts holding the same figures
+              (numbering left out) in another order: "30 days ... 60 days" / "60 days ... 30 days"
 negation      holds a negation (not, no, never, without, except, unless, nor, cannot, n't ...)
 modality      changes the modal class of the pair: obligation (must, shall, required), permission
               (may, can, permitted), recommendation (should), prohibition (prohibited)
@@ -33,7 +42,9 @@ reference     replaces a lettered reference by another (``4(b)``/``4(d)``, ``Sec
 qualifier     holds a word that narrows or widens scope (only, exclusive, non-commercial, before,
               some, certain ..., "or any later version"), or adds or drops an enumeration's item:
               a stretch on one side only, shorter than a statement, holding a joining word (and, or,
-              nor) or a comma-closed item, or a bulleted line
+              nor) or a comma-closed item, or standing as an item beside a joining word
+              ("functionalities, designs and platforms"), or a bulleted line; or replaces items of
+              an enumeration by others ("alpha, beta" / "private preview, public preview")
 name          holds a name: a capitalised word standing where a sentence does not start, that
               neither text writes in lower case and the other text does not hold (Jassy/Cook,
               Xeon/Optane, Expert/Professional Services); a text whose case is noise (title case,
@@ -41,10 +52,14 @@ name          holds a name: a capitalised word standing where a sentence does no
               case, a capitalised word that ordinary English rarely uses (below ``RARE_ZIPF`` on the
               ``wordfreq`` package's scale: Taboola/Teads) is a name. No model: the pair's own words,
               their case and a fixed word-frequency list decide, so the verdict is a rule on the two
-              texts alone (incremental equals fresh, Ray equals local)
+              texts alone (incremental equals fresh, Ray equals local). A URL standing in the text
+              (not a link's target) that names another site is another party (tagged.com/hi5.com)
 content       adds or drops a statement: at least ``CONTENT_WORDS`` words on one side only, most of
               them lower case (a title-case line such as a table header or a leaked heading is not
               a statement)
+doubt         where the reading is unsure: a link and its words on one side only (a pointer to
+              another document dropped, or a copy's artefact: the guard cannot tell, so the pair stays
+              a version)
 ============  =====================================================================================
 
 :func:`numbering_only` is the other direction: a pair the number/date guard kept apart whose
@@ -74,14 +89,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from itertools import compress
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 from rapidfuzz.distance import Indel, Levenshtein
 
 from chunkdedup.config import MEANING_REASONS
-from chunkdedup.dedup.guard import numeric_tokens
+from chunkdedup.dedup.guard import numeric_sequence, numeric_tokens
 from chunkdedup.normalize import exact_key
 
 __all__ = [
@@ -99,7 +114,9 @@ def _set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-Reason = Literal["negation", "modality", "ordinal", "reference", "qualifier", "name", "content"]
+Reason = Literal[
+    "order", "negation", "modality", "ordinal", "reference", "qualifier", "name", "content", "doubt"
+]
 #: every reason, in the order they are checked
 REASONS: tuple[Reason, ...] = MEANING_REASONS  # type: ignore[assignment]
 #: words on one side only that make a statement added or dropped
@@ -140,6 +157,8 @@ _QUALIFIER = _set(
     "minimum maximum least most more less fewer before after prior some certain"
 )
 _LATER = _set("later earlier newer older")
+#: the ways legal drafting states a status ("shall be subject to", "is subject to")
+_STATUS = dict.fromkeys(("shall be", "is", "are", "will be"), "status")
 #: the words that join the items of an enumeration: one changed is an item added or dropped
 _CONJUNCTION = _set("and or nor")
 #: the marks that open a list's item
@@ -151,29 +170,52 @@ _NOT_NAMES = _LEGAL | _set(
 )
 #: small words a title-case line writes in lower case
 _SMALL = _set("a an and as at by for in of on or the to with")
+#: words after which an enumeration's first item opens
+_OPENS_ITEM = _set("as including include includes like")
+#: words that make no item of an enumeration alone
+_FUNCTION = _SMALL | _set("this that these those its our your their his her they it we you he she them us")
 _ROMAN = re.compile(r"[ivxlcdm]+")
-#: what is no text: HTML comments, link targets, URLs, e-mail addresses
+#: what is no text: HTML comments, images (their alternative text too), link targets (with a title),
+#: URLs, e-mail addresses
 _NO_TEXT = (  # (a mark the text must hold, what to leave out): each is looked for only where it can be
     ("<!--", re.compile(r"<!--.*?-->", re.S)),
-    ("](", re.compile(r"\]\([^)\s]*\)")),
+    ("![", re.compile(r"!\[[^\]\n]*\]\([^)\s]*(?:[ \t]+\"[^\"\n]*\")?\)")),
+    # a link to a place on the same page (a table of contents, "back to top"): its words, no link
+    ("](#", re.compile(r"\[([^\]\n]*)\]\(#[^)\s]*(?:[ \t]+\"[^\"\n]*\")?\)")),
+    ("](", re.compile(r"\]\([^)\s]*(?:[ \t]+\"[^\"\n]*\")?\)")),
     ("://", re.compile(r"(?:https?|ftp)://\S+")),
+    ("www.", re.compile(r"(?<![\w@.])www\.[\w-]+\.\S+", re.I)),
     ("@", re.compile(r"(?<![\w.+-])(?:mailto:)?[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
+    # an address a web page hid from scrapers: "[email protected]", as a link's text or alone
+    ("protected", re.compile(r"\[?\\?\[email\s+protected\\?\](?:\][^)\s]*\)|\])?")),
 )
 
 
 def _text(text: str) -> str:
-    """``text`` without what is no text: HTML comments, link targets, URLs, e-mail addresses."""
+    """``text`` without what is no text: HTML comments, images, link targets, URLs, e-mail addresses."""
     for mark, pattern in _NO_TEXT:
         if mark in text:
-            text = pattern.sub(" ", text)
+            text = pattern.sub(_anchor_text if mark == "](#" else " ", text)
     return text
+
+
+def _anchor_text(m: re.Match[str]) -> str:
+    return f" {m.group(1)} "
 def _markup(text: str) -> bool:
     """Whether ``text`` may hold what :func:`_text` leaves out, or a part of it (an HTML comment's end)."""
     return any(mark in text for mark in _MARKS)
 
 
 _MARKS = (*(mark for mark, _ in _NO_TEXT), "-->")
+#: what may spread what :func:`_text` leaves out over spaces: a comment, an image, a hidden address
+_SPREAD = ("<!--", "-->", "![", "protected")
+#: a link with a title: ``](target "title")``
+_TITLED = re.compile(r'\]\([^)\s]*[ \t]+"')
+#: a URL that stands in the text (not a link's target): its host
+_VISIBLE_URL = re.compile(r"(?<!\]\()(?:https?|ftp)://([\w.-]+)", re.I)
 _NOT_ALNUM = re.compile(r"[\W_]+")
+#: a space-separated word holding a digit
+_DIGIT_WORD = re.compile(r"[^\s\d]*\d\S*")
 _STOPS = re.compile(r"[.!?:;]")
 #: what stands before a word where no sentence starts: a lower-case letter, a digit, a comma
 _MID = frozenset("abcdefghijklmnopqrstuvwxyz0123456789,;)")
@@ -186,6 +228,8 @@ _LOOKBACK = 60
 _OPENERS = " \t*_#>`\"'“‘([{|-•–—"
 #: what may close a word: punctuation and marks
 _CLOSERS = ".,;:!?)]}*_`\"'”’"
+#: marks that close a word and are not punctuation
+_MARK_CLOSERS = ")]}*_`\"'”’\\"
 _ENDS = (".", "!", "?", ":", ";")
 #: the words that name a part before its letter ("section (a)", "exhibit b")
 _REFERRING = _set("section paragraph clause subsection subparagraph article exhibit schedule appendix annex")
@@ -219,6 +263,9 @@ class _Word:
     line_end: bool  # nothing but marks after it on its line
     comma: bool = False  # a comma closes it: an item of an enumeration
     bullet: bool = False  # it opens a bulleted line: an item of a list
+    heading: bool = False  # it opens a line marked as a heading (``#``)
+    end: str = ""  # the mark that closes it, where it ends its line (``:``, ``?``, ``.``)
+    link: bool = False  # it opens a link's text (``[``)
 
 
 class _Norms(dict[str, str]):
@@ -266,7 +313,7 @@ class _Span:
     normalised forms at once; each word's case, position and the spaces around it only when a rule
     asks (:meth:`word`)."""
 
-    __slots__ = ("_at", "_closed", "_lead", "_parts", "chunks", "norms", "opens")
+    __slots__ = ("_at", "_closed", "_lead", "_parts", "chunks", "first", "last", "norms", "opens")
 
     def __init__(self, text: str, start: int, stop: int, opens: bool, norms: _Norms) -> None:
         parts = _SPACE.split(text[start:stop])
@@ -276,11 +323,17 @@ class _Span:
         self._parts = parts
         self._lead = "\n" if opens and start == 0 else ""
         self._closed = stop >= len(text)  # the span ends its text: a line ends after its last word
+        self.first = start == 0  # the span opens its text
+        self.last = self._closed  # the span ends its text
         if all(every):  # no mark alone (the common case): word k is chunk k
             self.chunks, self.norms, self._at = words, every, None
         else:  # a mark alone (a bullet, a heading's #) is no word; the space around it still counts
             at = list(compress(range(len(every)), every))
             self.chunks, self.norms, self._at = list(compress(words, every)), list(filter(None, every)), at
+
+    def gap(self, i: int) -> str:
+        """What stands between word ``i - 1`` and word ``i`` (marks alone included)."""
+        return self._sep(i)
 
     def _sep(self, i: int) -> str:
         """What stands before word ``i`` (marks alone included); ``i == len(chunks)``: after the last."""
@@ -302,8 +355,18 @@ class _Span:
         raw = _EDGES.sub("", chunk) or chunk
         line_start = "\n" in before or (k == 0 and self.opens)
         comma = chunk.rstrip(_CLOSERS.replace(",", "")).endswith(",")
-        bullet = line_start and before.rsplit("\n", 1)[-1].strip(" \t[(") in _BULLETS
-        return _Word(raw, self.norms[k], initial, line_start, "\n" in self._sep(k + 1), comma, bullet)
+        opening = before.rsplit("\n", 1)[-1] if line_start else ""
+        bullet = line_start and opening.strip(" \t[(") in _BULLETS
+        heading = line_start and opening.lstrip(" \t>").startswith("#")
+        after = self._sep(k + 1)
+        line_end = "\n" in after
+        end = (chunk + after.split("\n", 1)[0]).rstrip(" \t" + _MARK_CLOSERS)[-1:] if line_end else ""
+        link = chunk.lstrip("*_").startswith("[")
+        return _Word(raw, self.norms[k], initial, line_start, line_end, comma, bullet, heading, end, link)
+
+    def closes(self, k: int) -> str:
+        """The punctuation closing word ``k`` as written (``,`` for "functionalities,"), else ""."""
+        return self.chunks[k].rstrip(_MARK_CLOSERS)[-1:]
 
     def words(self, lo: int, hi: int) -> list[_Word]:
         return [self.word(k) for k in range(lo, hi)]
@@ -380,6 +443,8 @@ def _equivalent(a: Sequence[_Word], b: Sequence[_Word]) -> bool:
     na, nb = [w.norm for w in wa], [w.norm for w in wb]
     if "".join(na) == "".join(nb):
         return True
+    if _STATUS.get(" ".join(na)) == _STATUS.get(" ".join(nb)) == "status":
+        return True  # "shall be subject to" says what "is subject to" says: a status, not a duty
     if len(na) == 1 and len(nb) > 1 and na[0] == "".join(w[0] for w in nb):
         return True
     if len(nb) == 1 and len(na) > 1 and nb[0] == "".join(w[0] for w in na):
@@ -399,9 +464,21 @@ def _equivalent(a: Sequence[_Word], b: Sequence[_Word]) -> bool:
     return False
 
 
-def _changes(a: _Span, b: _Span) -> list[tuple[list[_Word], list[_Word]]]:
-    """The aligned stretches that differ and are not :func:`_equivalent`: the words between two runs
-    of equal words, aligned by rapidfuzz's Levenshtein opcodes (in C++) over the normal forms."""
+class _Change(NamedTuple):
+    """A stretch that differs: its words in the first text and in the second (one side may be empty),
+    whether they stand as an enumeration's item (:func:`_item`), and whether they open with a link's
+    words where the other side holds no link."""
+
+    a: list[_Word]
+    b: list[_Word]
+    joined: bool = False
+    linked: bool = False
+
+
+def _changes(a: _Span, b: _Span) -> list[_Change]:
+    """The aligned stretches that differ and are not :func:`_equivalent`, nor :func:`_aside` or an
+    acronym's words on one side only: the words between two runs of equal words, aligned by
+    rapidfuzz's Levenshtein opcodes (in C++) over the normal forms."""
     out = []
     at = None  # where the stretch being read began: (i, j)
     for op in (*Levenshtein.opcodes(a.norms, b.norms), None):
@@ -411,10 +488,67 @@ def _changes(a: _Span, b: _Span) -> list[tuple[list[_Word], list[_Word]]]:
         if at is not None:
             i2, j2 = (op.src_start, op.dest_start) if op is not None else (len(a.norms), len(b.norms))
             sa, sb = a.words(at[0], i2), b.words(at[1], j2)
-            if not _equivalent(sa, sb):
-                out.append((sa, sb))
+            if sa and sb:
+                if not _equivalent(sa, sb):
+                    out.append(_Change(sa, sb))
+            else:
+                span, lo, hi, words = (a, at[0], i2, sa) if sa else (b, at[1], j2, sb)
+                after = span.norms[hi] if hi < len(span.norms) else ""
+                edge = (lo == 0 and span.first) or (hi == len(span.norms) and span.last)
+                if not (_aside(words, edge) or _spelled_out(words, after)):
+                    other, there = (b, at[1]) if sa else (a, at[0])
+                    linked = words[0].link and "[" not in other.gap(there) and any(
+                        len(w.norm) > 1 and w.norm.isalpha() for w in words
+                    )
+                    out.append(_Change(sa, sb, _item(span, lo, hi), linked))
             at = None
     return out
+
+
+def _item(span: _Span, lo: int, hi: int) -> bool:
+    """Whether words ``lo:hi`` of ``span`` stand as an enumeration's item: after a joining word (and,
+    or, nor), or before one where an item opens (after a comma, "such as", "including", a colon):
+    "functionalities, designs and platforms"; "direct marketing purposes and" completes a phrase."""
+    before = span.norms[lo - 1] if lo else ""
+    if before in _CONJUNCTION:
+        return True
+    if hi >= len(span.norms) or span.norms[hi] not in _CONJUNCTION:
+        return False
+    return not lo or before in _OPENS_ITEM or span.closes(lo - 1) in (",", ":", ";")
+
+
+def _aside(words: list[_Word], edge: bool) -> bool:
+    """Whether words on one side only are whole lines that state nothing: a heading marked with
+    ``#`` ("### 6.2 No Effect on Processor Terms"), a line whose every word is capitalised (a title, a
+    table's header) holding no listed word ("WE DO NOT SELL YOUR DATA." is a statement), and at a
+    text's ``edge`` (where one chunk's cut caught it) a lead-in closed by a colon or a question
+    holding no listed word ("The Platform uses cookies for the following purposes:", "Was this
+    article helpful?"; "You may not:" is read, and so is "If you reside outside the EU, the following
+    applies:" where it stands inside the text)."""
+    if not words[0].line_start or not words[-1].line_end:
+        return False
+    starts = [k for k, w in enumerate(words) if w.line_start]
+    for lo, hi in zip(starts, [*starts[1:], len(words)], strict=True):
+        line = words[lo:hi]
+        if line[0].bullet or not line[-1].line_end:
+            return False
+        if line[0].heading:
+            continue
+        if any(w.norm in _LISTED for w in line):
+            return False
+        if all(w.raw[:1].isupper() or w.norm in _SMALL or _numbered(w) for w in line):
+            continue
+        if not (edge and line[-1].end in (":", "?")):
+            return False
+    return True
+
+
+def _spelled_out(words: list[_Word], after: str) -> bool:
+    """Whether words on one side only spell out the acronym that follows them in both texts
+    ("Universal Code of Conduct (UCoC)" against "(UCoC)"; not a link's words: a pointer went with them)."""
+    if len(words) < 2 or len(after) != len(words) or words[0].link:  # a link dropped with them: doubt
+        return False
+    return after == "".join(w.norm[:1] for w in words)
 
 
 def _may_matter(a: str, b: str, norms: _Norms) -> bool:
@@ -447,7 +581,48 @@ def _may_matter(a: str, b: str, norms: _Norms) -> bool:
             return True
         if w.rstrip(_CLOSERS.replace(",", "")).endswith(","):  # an enumeration's item may have changed
             return True
-    return any(ca[w] != cb[w] for w in _BULLETS)  # a list's item came or went
+        if w.lstrip("*_").startswith("["):  # a link's words may have come or gone
+            return True
+    if any(ca[w] != cb[w] for w in _BULLETS):  # a list's item came or went
+        return True
+    if _joined(a, changed, net, norms) or _joined(b, changed, net, norms):
+        return True
+    return _reordered(_figures(a, norms), _figures(b, norms))  # the same figures in another order
+
+
+def _reordered(fa: list[str], fb: list[str]) -> bool:
+    return fa != fb and sorted(fa) == sorted(fb)
+
+
+def _figures_of(words: list[_Word]) -> list[str]:
+    return [w.norm for w in words if any(ch.isdigit() for ch in w.norm)]
+
+
+def _figures(text: str, norms: _Norms) -> list[str]:
+    """The normal forms of the words of ``text`` that hold a digit, in order."""
+    return [norms[w] for w in _DIGIT_WORD.findall(text)]
+
+
+def _joined(text: str, changed: dict[str, str], net: Counter[str], norms: _Norms) -> bool:
+    """Whether a word whose count changed (no function word, no figure) may stand in ``text`` as an
+    enumeration's item (:func:`_item`): after a joining word (and, or, nor), or before one where an
+    item opens (after a comma, a colon, "such as", or a word that changed too)."""
+    words = text.split()
+    for k, w in enumerate(words):
+        if not (w in changed and net[changed[w]]) or changed[w] in _FUNCTION:
+            continue
+        if any(ch.isdigit() for ch in w):  # a figure: the number guard's
+            continue
+        if k and norms[words[k - 1]] in _CONJUNCTION:
+            return True
+        if k + 1 >= len(words) or norms[words[k + 1]] not in _CONJUNCTION:
+            continue
+        before = words[k - 1] if k else ""
+        if not k or norms[before] in _OPENS_ITEM or before.rstrip(_MARK_CLOSERS)[-1:] in (",", ":", ";"):
+            return True
+        if before in changed:  # the word before changed too: the item may start there
+            return True
+    return False
 
 
 def _written_mid_sentence(word: str, text: str) -> bool:
@@ -521,14 +696,14 @@ def _numbered(w: _Word) -> bool:
 
 
 def _reason(
-    changes: list[tuple[list[_Word], list[_Word]]],
+    changes: list[_Change],
     whole: Callable[[], _Whole],
     refs: Callable[[], tuple[Counter[str], Counter[str]]],
     reasons: frozenset[str],
     rare: Callable[[str], bool],
 ) -> Reason | None:
-    left = [w for sa, _ in changes for w in sa]
-    right = [w for _, sb in changes for w in sb]
+    left = [w for sa, *_ in changes for w in sa]
+    right = [w for _, sb, *_ in changes for w in sb]
     # words one side holds more often than the other among the changes: moved words cancel
     only_a = Counter(w.norm for w in left) - Counter(w.norm for w in right)
     only_b = Counter(w.norm for w in right) - Counter(w.norm for w in left)
@@ -541,7 +716,7 @@ def _reason(
         if modal_a != modal_b:
             return "modality"
     if "ordinal" in reasons:
-        for sa, sb in changes:
+        for sa, sb, *_ in changes:
             oa = Counter(w.norm for w in sa if w.norm in _ORDINAL)
             ob = Counter(w.norm for w in sb if w.norm in _ORDINAL)
             if oa and ob and oa != ob:
@@ -557,19 +732,21 @@ def _reason(
         def named(w: _Word) -> bool:  # a name by its case (where case can tell), or by its rarity
             return (not pair.noise and _is_name(w, pair.lower)) or (_capital(w) and rare(w.norm))
 
-        for sa, sb in changes:
+        for sa, sb, *_ in changes:
             if any(named(w) and w.norm not in pair.in_b for w in _not_heading(sa, sb)):
                 return "name"
             if any(named(w) and w.norm not in pair.in_a for w in _not_heading(sb, sa)):
                 return "name"
     if "content" in reasons:
-        for sa, sb in changes:
+        for sa, sb, *_ in changes:
             extra, only = (sa, only_a) if len(sa) > len(sb) else (sb, only_b)
             new = [w for w in extra if only[w.norm] > 0]
             lowercase = sum(1 for w in new if not w.raw[:1].isupper())
             longer = abs(len(sa) - len(sb)) >= CONTENT_WORDS
             if longer and len(new) >= CONTENT_WORDS and 2 * lowercase > len(new):
                 return "content"
+    if "doubt" in reasons and any(change.linked for change in changes):
+        return "doubt"  # a link and its words on one side only: a pointer dropped, or a copy's artefact
     return None
 
 
@@ -578,25 +755,31 @@ def _capital(w: _Word) -> bool:
     return w.raw[:1].isupper() and w.norm not in _NOT_NAMES
 
 
-def _enumeration(changes: list[tuple[list[_Word], list[_Word]]]) -> bool:
+def _enumeration(changes: list[_Change]) -> bool:
     """An item added to or dropped from an enumeration: a stretch on one side only, of fewer words than
     a statement, that holds a joining word (and, or, nor) or an item closed by a comma ("searches" /
     "searches, chats, or browsing history"; "claim or dispute" / "claim, request for relief, or
-    dispute"), or a bulleted line. A heading line one chunk's edge caught is none."""
-    for sa, sb in changes:
+    dispute"), or stands beside a joining word ("websites, functionalities, designs and platforms"),
+    or a bulleted line. A heading line one chunk's edge caught is none."""
+    for sa, sb, joined, _ in changes:
         if sa and sb:
+            short = max(len(sa), len(sb)) < CONTENT_WORDS and not (sa[0].heading or sb[0].heading)
+            if short and any(w.comma for w in sa[:-1]) and any(w.comma for w in sb[:-1]):
+                return True  # items of an enumeration replaced by others ("alpha, beta" / "x, y, z")
             continue
         added = _not_heading(sa or sb, [])
-        if 0 < len(added) < CONTENT_WORDS and any(w.comma or w.norm in _CONJUNCTION for w in added):
+        joins = joined and any(w.norm not in _FUNCTION for w in added)  # "and the X": no item
+        listed = joins or any(w.comma or w.norm in _CONJUNCTION for w in added)
+        if 0 < len(added) < CONTENT_WORDS and listed:
             return True
         if added and added[0].bullet and added[-1].line_end:  # a list's whole item
             return True
     return False
 
 
-def _version_scope(changes: list[tuple[list[_Word], list[_Word]]]) -> bool:
+def _version_scope(changes: list[_Change]) -> bool:
     """A changed stretch widens or narrows a version: "or (at your option) any later version"."""
-    for sa, sb in changes:
+    for sa, sb, *_ in changes:
         for side in (sa, sb):
             words = {w.norm for w in side}
             if words & _LATER and words & {"or", "version", "versions"}:
@@ -641,13 +824,72 @@ def _counts_matter(a: str, b: str, norms: _Norms) -> bool:
     """:func:`_may_matter` over where ``a`` and ``b`` differ, markup left out."""
     start, stop_a, stop_b = _windows(a, b)
     win_a, win_b = a[start:stop_a], b[start:stop_b]
-    if "<!--" in win_a + win_b or "-->" in win_a + win_b:  # a comment may cross where they differ
+    if ("://" in win_a or "://" in win_b) and _referred(_sites(win_a), _sites(win_b)):
+        return True  # a URL standing in the text names another site
+    if any(mark in win_a or mark in win_b for mark in _SPREAD) or _titled(a) or _titled(b):
+        # a comment, a link's title or an image may cross where they differ
         a, b = _text(a), _text(b)
         start, stop_a, stop_b = _windows(a, b)
         win_a, win_b = a[start:stop_a], b[start:stop_b]
     else:  # a link target, URL or address holds no space: each lies wholly in a window or outside both
         win_a, win_b = _text(win_a), _text(win_b)
     return _may_matter(win_a, win_b, norms)
+
+
+def _titled(text: str) -> bool:
+    """Whether ``text`` holds a link with a title (its words spread over spaces)."""
+    return "](" in text and _TITLED.search(text) is not None
+
+
+def _sites(text: str) -> Counter[str]:
+    """The sites the URLs standing in ``text`` name (a link's target, right after ``](``, is none):
+    each host's last two labels
+    (three under a country's second level: ``example.co.uk``), ``www.`` and case aside."""
+    found: Counter[str] = Counter()
+    for host in _VISIBLE_URL.findall(text):
+        labels = host.casefold().strip(".").split(".")
+        keep = 3 if len(labels) >= 3 and len(labels[-1]) == 2 and len(labels[-2]) <= 3 else 2
+        found[".".join(labels[-keep:])] += 1
+    return found
+
+
+def _moved_figures(a: str, b: str, changes: list[_Change]) -> tuple[str, ...]:
+    """The figures of ``a`` and ``b`` where the two hold the same figures in another order ("30 days
+    ... 60 days" against "60 days ... 30 days"), numbering left out, and a figure stands where the
+    other text has another (a paragraph moved whole changes no figure's place in its sentence): ``-``
+    as ``a`` orders them, ``+`` as ``b`` does, from the first place they differ; else nothing."""
+    if not any(
+        sa and sb and _figures_of(sa) and _figures_of(sb) and _figures_of(sa) != _figures_of(sb)
+        for sa, sb, *_ in changes
+    ):
+        return ()
+    start, stop_a, stop_b = _windows(a, b)
+    win_a, win_b = a[start:stop_a], b[start:stop_b]
+    if not any(ch.isdigit() for ch in win_a):
+        return ()
+    norms = _Norms()
+    fa, fb = _figures(win_a, norms), _figures(win_b, norms)
+    if not _reordered(fa, fb):
+        return ()
+    ta = numeric_sequence(exact_key(_without_numbering(a)))
+    tb = numeric_sequence(exact_key(_without_numbering(b)))
+    if ta == tb or sorted(ta) != sorted(tb):
+        return ()
+    first = next(k for k, (x, y) in enumerate(zip(ta, tb, strict=True)) if x != y)
+    moved_a, moved_b = ta[first : first + _MAX_WORDS // 2], tb[first : first + _MAX_WORDS // 2]
+    return tuple([f"-{t}" for t in moved_a] + [f"+{t}" for t in moved_b])
+
+
+def _other_site(a: str, b: str) -> tuple[str, ...]:
+    """The sites a URL standing where ``a`` and ``b`` differ names on one side and not the other
+    (``-tagged.com``, ``+hi5.com``), when each side names one the other does not; else nothing."""
+    if "://" not in a and "://" not in b:
+        return ()
+    start, stop_a, stop_b = _windows(a, b)
+    sa, sb = _sites(a[start:stop_a]), _sites(b[start:stop_b])
+    if not _referred(sa, sb):
+        return ()
+    return tuple([f"-{s}" for s in sorted(sa - sb)] + [f"+{s}" for s in sorted(sb - sa)])
 
 
 def _diff(
@@ -659,13 +901,17 @@ def _diff(
         return None
     if not counted and not _counts_matter(a, b, norms):
         return None
+    sites = _other_site(a, b) if "name" in wanted else ()
+    raw_a, raw_b = a, b
     a, b = _text(a), _text(b)
     start, stop_a, stop_b = _windows(a, b)
     opens = start == 0 or _opens_sentence(a, start)
     wa, wb = _Span(a, start, stop_a, opens, norms), _Span(b, start, stop_b, opens, norms)
     changes = _changes(wa, wb)
     if not changes:
-        return None
+        return MeaningDiff("name", sites) if sites else None
+    if "order" in wanted and (moved := _moved_figures(raw_a, raw_b, changes)):
+        return MeaningDiff("order", moved)
     reason = _reason(
         changes,
         lambda: _Whole(a, b, norms),
@@ -674,9 +920,9 @@ def _diff(
         norms.rare,
     )
     if reason is None:
-        return None
-    minus = sorted(w.raw for sa, _ in changes for w in sa)
-    plus = sorted(w.raw for _, sb in changes for w in sb)
+        return MeaningDiff("name", sites) if sites else None
+    minus = sorted(w.raw for sa, *_ in changes for w in sa)
+    plus = sorted(w.raw for _, sb, *_ in changes for w in sb)
     return MeaningDiff(reason, tuple([f"-{w}" for w in minus] + [f"+{w}" for w in plus])[:_MAX_WORDS])
 
 
@@ -799,4 +1045,7 @@ def _settled(read: list[tuple[int, int, int]], text: Callable[[int], str]) -> np
     at = {item: n for n, item in enumerate(items)}
     pairs = np.asarray([(at[first], at[later]) for _, first, later in read], dtype=np.int64)
     encoded = [text(i).encode("utf-8", "surrogatepass") for i in items]
-    return settled(encoded, pairs, norm_hashes(_LISTED), norm_hashes(_REFERRING), CONTENT_WORDS)
+    return settled(
+        encoded, pairs, norm_hashes(_LISTED), norm_hashes(_REFERRING), CONTENT_WORDS,
+        norm_hashes(_CONJUNCTION), norm_hashes(_FUNCTION), norm_hashes(_OPENS_ITEM),
+    )

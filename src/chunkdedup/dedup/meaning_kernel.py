@@ -11,16 +11,20 @@ left to the Python reading (so a pair the kernel cannot judge costs what it cost
 
 * the words (runs of bytes between ASCII whitespace) one side holds more often than the other are
   all ASCII: then they split as ``str.split`` splits them, and every other word is the same in both;
-* none of them holds ``](``, ``://`` or ``@`` (what :func:`~chunkdedup.dedup.meaning._text` may leave
-  out lies within one word) and the stretch read holds no HTML comment mark;
+* none of them holds ``@`` (what :func:`~chunkdedup.dedup.meaning._text` may leave out lies within
+  one word: a link's target is cut out of the word) and the stretch read holds no HTML comment mark;
 * none of them opens with a capital once its marks are left out;
 * their normal forms (lower case, letters and digits) hold no listed word (negation, modality,
   ordinal, qualifier), do not only move (each form's count changes), and add or drop fewer than
   ``CONTENT_WORDS`` words on either side;
 * none may make or unmake a lettered reference (a bracket, one letter, a short roman numeral, the
   name of a part) where the stretch read holds a bracket or a part's name;
-* no word whose normal form's count changes holds a comma, and each side holds as many bullets
-  (``*``, ``+``, ``-``, ``•``) as the other: else an enumeration's item may have come or gone.
+* no word whose normal form's count changes holds a comma, stands beside a joining word (and, or,
+  nor; a function word or a figure aside) or opens a link's text, and each side holds as many bullets
+  (``*``, ``+``, ``-``, ``•``) as the other: else an enumeration's item or a link may have come or gone;
+* no changed word holds a URL or a ``www.`` address that stands in the text (another site), no link
+  of either text has a title and the stretch holds no image or hidden address (their words spread
+  over spaces), and the words holding a digit are not the same ones in another order.
 
 Equal words are matched by a 64-bit hash of their bytes and then compared byte for byte: a pair
 whose words collide is left to the Python reading, never settled on a hash.
@@ -117,18 +121,6 @@ def _same(buf: U8Array, a0: int, a1: int, b0: int, b1: int) -> bool:
 
 
 @kernel
-def _is_lower(buf: U8Array, lo: int, hi: int, word: U8Array) -> bool:
-    """Whether ``buf[lo:hi]`` is ``word`` (lower case ASCII), case aside."""
-    if hi - lo != word.size:
-        return False
-    for k in range(word.size):
-        c = buf[lo + k]
-        if (c + 32 if 65 <= c <= 90 else c) != word[k]:
-            return False
-    return True
-
-
-@kernel
 def _holds(buf: U8Array, lo: int, hi: int, mark: U8Array) -> bool:
     m = mark.size
     for k in range(lo, hi - m + 1):
@@ -184,9 +176,10 @@ def _lettered(buf: U8Array, lo: int, hi: int) -> bool:
 def _strip_marks(
     buf: U8Array, lo: int, hi: int, out_lo: I64Array, out_hi: I64Array, n: int, marks: U8Array
 ) -> int:
-    """The parts of word ``buf[lo:hi]`` once link targets ``](...)`` and URLs are left out (as
+    """The parts of word ``buf[lo:hi]`` once link targets ``](...)`` are left out (as
     :func:`~chunkdedup.dedup.meaning._text` leaves them out, a space in their place), appended to
-    ``out_lo``/``out_hi`` from ``n``; returns the new count."""
+    ``out_lo``/``out_hi`` from ``n``; returns the new count, or -1 (the Python reading decides) where a
+    target does not close within the word or a URL or ``www.`` address stands in it."""
     begin = lo
     k = lo
     while k < hi:
@@ -196,42 +189,21 @@ def _strip_marks(
                 if buf[q] >= 128:
                     return -1  # a space beyond ASCII may end the target: leave the pair to Python
                 q += 1
-            if q < hi:
-                if _holds(buf, begin, k, marks[9:12]):
-                    return -1  # a URL before a link target: Python's order of removal, not read here
-                if k > begin:
-                    out_lo[n] = begin
-                    out_hi[n] = k
-                    n += 1
-                begin = q + 1
-                k = q + 1
-                continue
-        k += 1
-    # a URL runs to the word's end: what is left of it after the link targets
-    k = begin
-    while k + 2 < hi:
-        if buf[k] == 58 and buf[k + 1] == 47 and buf[k + 2] == 47 and k + 3 < hi:  # :// and more
-            s = k
-            while s > begin and (97 <= buf[s - 1] <= 122 or 65 <= buf[s - 1] <= 90):
-                s -= 1
-            # http, https or ftp, case aside; a word may stand before it (re's search finds the URL)
-            known = False
-            for lo_m, hi_m in ((12, 16), (12, 17), (17, 20)):
-                size = hi_m - lo_m
-                if k - size >= begin and _is_lower(buf, k - size, k, marks[lo_m:hi_m]):
-                    known = True
-                    s = k - size
-            if not known:
-                return -1  # a scheme the kernel does not read: leave the pair to Python
-            for q in range(k + 3, hi):
-                if buf[q] >= 128:
-                    return -1  # a space beyond ASCII may end the URL
-            if s > begin:
+            if q >= hi:
+                return -1  # a link's title or a space inside its target: leave the pair to Python
+            if _holds(buf, begin, k, marks[9:12]):
+                return -1  # a URL before a link target: Python's order of removal, not read here
+            if k > begin:
                 out_lo[n] = begin
-                out_hi[n] = s
+                out_hi[n] = k
                 n += 1
-            return n
+            begin = q + 1
+            k = q + 1
+            continue
         k += 1
+    # a URL or a www. address standing in the text names a site: the Python reading compares them
+    if _holds(buf, begin, hi, marks[9:12]) or _holds(buf, begin, hi, marks[14:18]):
+        return -1
     if hi > begin:
         out_lo[n] = begin
         out_hi[n] = hi
@@ -240,9 +212,111 @@ def _strip_marks(
 
 
 @kernel
+def _titled(buf: U8Array, lo: int, hi: int) -> bool:
+    """Whether ``buf[lo:hi]`` holds a link with a title (``](target "title")``): its words spread."""
+    for k in range(lo, hi - 1):
+        if buf[k] != 93 or buf[k + 1] != 40:
+            continue
+        q = k + 2
+        while q < hi and buf[q] != 41 and not _space(buf[q]):
+            q += 1
+        while q < hi and (buf[q] == 32 or buf[q] == 9):
+            q += 1
+        if q < hi and q > k + 2 and buf[q] == 34 and _space(buf[q - 1]):
+            return True
+    return False
+
+
+@kernel
+def _opens_link(buf: U8Array, lo: int, hi: int) -> bool:
+    """Whether word ``buf[lo:hi]`` opens a link's text (``[``, after emphasis marks)."""
+    k = lo
+    while k < hi and (buf[k] == 42 or buf[k] == 95):
+        k += 1
+    return k < hi and buf[k] == 91
+
+
+@kernel
+def _beside_joining(
+    buf: U8Array, hs: U64Array, s: I64Array, e: I64Array, w: int, other: U64Array,
+    joining: U64Array, function: U64Array, opens: U64Array,
+) -> bool:
+    """Whether a word equal to word ``w`` (of the words ``s``/``e``, byte hashes ``hs``; ``other``:
+    the other side's) may stand as an enumeration's item: after a joining word, or before one where
+    an item opens (the word before closes with a comma, a colon or a semicolon, is one of ``opens``
+    or changed too, or there is none), word ``w`` being no function word and holding no digit."""
+    h = _norm_hash(buf, s[w], e[w])[0]
+    if _member(function, h):
+        return False
+    for k in range(s[w], e[w]):
+        if 48 <= buf[k] <= 57:
+            return False  # a figure: the number guard's
+    for x in range(hs.size):
+        if hs[x] != hs[w]:
+            continue
+        if x > 0 and _member(joining, _norm_hash(buf, s[x - 1], e[x - 1])[0]):
+            return True
+        if x + 1 >= hs.size or not _member(joining, _norm_hash(buf, s[x + 1], e[x + 1])[0]):
+            continue
+        if x == 0 or _member(opens, _norm_hash(buf, s[x - 1], e[x - 1])[0]):
+            return True
+        q = e[x - 1] - 1  # the last mark of the word before, closing marks aside
+        while q > s[x - 1] and buf[q] in (41, 93, 125, 42, 95, 96, 34, 39, 92):
+            q -= 1
+        if buf[q] == 44 or buf[q] == 58 or buf[q] == 59 or buf[q] >= 128:
+            return True  # a comma, colon or semicolon (or a mark beyond ASCII: left to Python)
+        if _count(hs, hs[x - 1]) != _count(other, hs[x - 1]):
+            return True  # the word before changed too: the item may start there
+    return False
+
+
+@kernel
+def _count(hs: U64Array, h: np.uint64) -> int:
+    n = 0
+    for x in range(hs.size):
+        if hs[x] == h:
+            n += 1
+    return n
+
+
+@kernel
+def _figures_moved(buf: U8Array, sa: I64Array, ea: I64Array, sb: I64Array, eb: I64Array) -> bool:
+    """Whether the words holding a digit are the same on both sides (normal forms) in another order
+    ("30 days ... 60 days" against "60 days ... 30 days")."""
+    fa = _figures(buf, sa, ea)
+    fb = _figures(buf, sb, eb)
+    if fa.size != fb.size or fa.size < 2:
+        return False
+    same = True
+    for k in range(fa.size):
+        if fa[k] != fb[k]:
+            same = False
+            break
+    if same:
+        return False
+    return bool(np.all(np.sort(fa) == np.sort(fb)))
+
+
+@kernel
+def _figures(buf: U8Array, s: I64Array, e: I64Array) -> U64Array:
+    """The normal forms' hashes of the words holding an ASCII digit, in order."""
+    out = np.empty(s.size, np.uint64)
+    n = 0
+    for w in range(s.size):
+        for k in range(s[w], e[w]):
+            if 48 <= buf[k] <= 57:
+                h = _norm_hash(buf, s[w], e[w])[0]
+                out[n] = h
+                n += 1
+                break
+    return out[:n]
+
+
+@kernel
 def _pair_settled(
     buf: U8Array, a0: int, a1: int, b0: int, b1: int,
-    listed: U64Array, referring: U64Array, marks: U8Array, content: int,
+    listed: U64Array, referring: U64Array, joining: U64Array, function: U64Array, opens: U64Array,
+    marks: U8Array, content: int,
 ) -> int:
     la = a1 - a0
     lb = b1 - b0
@@ -256,7 +330,8 @@ def _pair_settled(
     while tail < n - head and buf[a1 - 1 - tail] == buf[b1 - 1 - tail]:
         tail += 1
     # read from the word before the first difference (a part's name before its letter) to the end of
-    # the word where the last difference ends: cut at whitespace inside the shared head and tail
+    # the word after the one where the last difference ends: cut at whitespace inside the shared head
+    # and tail
     start = head
     while start > 0 and not _space(buf[a0 + start - 1]):
         start -= 1
@@ -267,6 +342,10 @@ def _pair_settled(
     cut = la - tail
     while cut < la and not _space(buf[a0 + cut]):
         cut += 1
+    while cut < la and _space(buf[a0 + cut]):  # and the word after it (a joining word beside an item)
+        cut += 1
+    while cut < la and not _space(buf[a0 + cut]):
+        cut += 1
     after = la - cut
     wa0, wa1, wb0, wb1 = a0 + start, a1 - after, b0 + start, b1 - after
     # an HTML comment may cross the stretch: _text reads the whole texts then
@@ -274,8 +353,17 @@ def _pair_settled(
         return UNKNOWN
     if _holds(buf, wa0, wa1, marks[4:7]) or _holds(buf, wb0, wb1, marks[4:7]):
         return UNKNOWN
+    # an image, a hidden address or a link's title may spread over words: _text reads them whole
+    if _holds(buf, wa0, wa1, marks[12:14]) or _holds(buf, wb0, wb1, marks[12:14]):
+        return UNKNOWN
+    if _holds(buf, wa0, wa1, marks[18:27]) or _holds(buf, wb0, wb1, marks[18:27]):
+        return UNKNOWN
+    if _titled(buf, a0, a1) or _titled(buf, b0, b1):
+        return UNKNOWN
     ha, sa, ea = _words(buf, wa0, wa1)
     hb, sb, eb = _words(buf, wb0, wb1)
+    if _figures_moved(buf, sa, ea, sb, eb):
+        return UNKNOWN  # the same figures in another order
     oa = np.argsort(ha, kind="mergesort")
     ob = np.argsort(hb, kind="mergesort")
     changed = np.empty(oa.size + ob.size, np.int64)  # word index; b's words offset by oa.size
@@ -306,6 +394,7 @@ def _pair_settled(
     part_lo = np.empty(most, np.int64)
     part_hi = np.empty(most, np.int64)
     part_side = np.empty(most, np.int64)
+    part_word = np.empty(most, np.int64)  # the word a part is of (b's words offset by oa.size)
     np_ = _ZERO
     for c in range(nc):
         w = changed[c]
@@ -319,6 +408,7 @@ def _pair_settled(
             return UNKNOWN
         for q in range(was, np_):
             part_side[q] = d
+            part_word[q] = w
     # parts equal on both sides cancel (a link's target was all that changed)
     gone = np.zeros(np_, np.bool_)
     for p in range(np_):
@@ -333,6 +423,8 @@ def _pair_settled(
                 break
     forms = np.empty(np_, np.uint64)
     delta = np.empty(np_, np.int64)
+    words = np.empty(np_, np.int64)
+    links = np.zeros(np_, np.bool_)
     commas = np.zeros(np_, np.bool_)
     bullets = np.zeros(4, np.int64)  # the count each side holds more of *, +, - and the bullet sign
     nf = 0
@@ -372,6 +464,8 @@ def _pair_settled(
             refers = True
         forms[nf] = h
         delta[nf] = part_side[p]
+        words[nf] = part_word[p]
+        links[nf] = _opens_link(buf, lo, hi)
         commas[nf] = has_comma
         nf += 1
     if nf == 0:
@@ -380,17 +474,27 @@ def _pair_settled(
     gained = 0
     lost = 0
     moved = True
+    unknown = False
     k = 0
     while k < nf:
         h = forms[order[k]]
         net = 0
         comma = False
+        first_k = k
         while k < nf and forms[order[k]] == h:
             net += delta[order[k]]
             comma = comma or commas[order[k]]
             k += 1
         if net != 0:
             moved = False
+            for q in range(first_k, k):
+                # a link's words, or an enumeration's item, may have come or gone (after the counts)
+                w = words[order[q]]
+                if w < oa.size:
+                    beside = _beside_joining(buf, ha, sa, ea, w, hb, joining, function, opens)
+                else:
+                    beside = _beside_joining(buf, hb, sb, eb, w - oa.size, ha, joining, function, opens)
+                unknown = unknown or links[order[q]] or beside
             if _member(listed, h):
                 return READ
             if comma:
@@ -401,6 +505,8 @@ def _pair_settled(
                 lost -= net
     if moved or gained >= content or lost >= content:
         return READ
+    if unknown:
+        return UNKNOWN
     for q in range(4):
         if bullets[q] != 0:
             return UNKNOWN  # a list's item came or went: the Python reading decides
@@ -421,17 +527,21 @@ def _pair_settled(
 @kernel
 def _settled_all(
     buf: U8Array, a_lo: I64Array, a_hi: I64Array, b_lo: I64Array, b_hi: I64Array,
-    listed: U64Array, referring: U64Array, marks: U8Array, content: int,
+    listed: U64Array, referring: U64Array, joining: U64Array, function: U64Array, opens: U64Array,
+    marks: U8Array, content: int,
 ) -> I8Array:
     out = np.zeros(a_lo.size, np.int8)
     for p in range(a_lo.size):
-        out[p] = _pair_settled(buf, a_lo[p], a_hi[p], b_lo[p], b_hi[p], listed, referring, marks, content)
+        out[p] = _pair_settled(
+            buf, a_lo[p], a_hi[p], b_lo[p], b_hi[p], listed, referring, joining, function, opens, marks,
+            content,
+        )
     return out
 
 
-#: the marks the kernel looks for, one after another: ``<!--``, ``-->``, ``](``, ``://``, and the URL
-#: schemes ``http``/``https`` (12:16, 12:17) and ``ftp``
-_MARKS = np.frombuffer(b"<!---->](://httpsftp", dtype=np.uint8).copy()
+#: the marks the kernel looks for, one after another: ``<!--``, ``-->``, ``](``, ``://``, an image's
+#: ``![`` (12:14), ``www.`` (14:18) and a hidden address's ``protected`` (18:27)
+_MARKS = np.frombuffer(b"<!---->](://![www.protected", dtype=np.uint8).copy()
 
 
 def norm_hashes(words: frozenset[str]) -> U64Array:
@@ -445,13 +555,22 @@ def norm_hashes(words: frozenset[str]) -> U64Array:
 
 
 def settled(
-    texts: list[bytes], pairs: I64Array, listed: U64Array, referring: U64Array, content: int
+    texts: list[bytes],
+    pairs: I64Array,
+    listed: U64Array,
+    referring: U64Array,
+    content: int,
+    joining: U64Array,
+    function: U64Array,
+    opens: U64Array,
 ) -> I8Array:
     """For each row ``(i, j)`` of ``pairs``, what the kernel knows of texts ``i`` and ``j`` (UTF-8):
     ``SETTLED`` (certainly no meaning change the guard reads; see the module docstring), ``READ`` (the
     word-by-word reading of :func:`~chunkdedup.dedup.meaning.meaning_diff` decides it, its count need
     not run) or ``UNKNOWN`` (``meaning_diff`` decides it all). ``listed`` and ``referring``:
-    :func:`norm_hashes` of the listed words and of the parts' names; ``content``: ``CONTENT_WORDS``."""
+    :func:`norm_hashes` of the listed words and of the parts' names; ``content``: ``CONTENT_WORDS``;
+    ``joining``, ``function`` and ``opens``: of the joining words (and, or, nor), of the words that make
+    no enumeration's item alone and of those after which an enumeration's first item opens."""
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if not pairs.size:
         return np.zeros(0, dtype=np.int8)
@@ -463,6 +582,7 @@ def settled(
         buf = np.zeros(1, dtype=np.uint8)
     a, b = pairs[:, 0], pairs[:, 1]
     result: I8Array = _settled_all(
-        buf, starts[a], ends[a], starts[b], ends[b], listed, referring, _MARKS, content
+        buf, starts[a], ends[a], starts[b], ends[b], listed, referring, joining, function, opens, _MARKS,
+        content,
     )
     return result

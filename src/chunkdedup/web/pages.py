@@ -392,8 +392,8 @@ def query_page(ix: Index, form: QueryForm, config: QueryConfig | None = None) ->
     return QueryPage(form, result, steps)
 
 
-REVIEW_REASONS = ("number", "negation", "modality", "ordinal", "reference", "qualifier", "name", "content",
-                  "override")
+REVIEW_REASONS = ("number", "order", "negation", "modality", "ordinal", "reference", "qualifier", "name",
+                  "content", "doubt", "override")
 
 
 @dataclass(frozen=True, slots=True)
