@@ -1,4 +1,4 @@
-"""The hostile-input battery (issue 13): hostile files, damaged indexes and untrusted text never crash,
+"""The hostile-input battery: hostile files, damaged indexes and untrusted text never crash,
 hang or mislead. Every input is made in ``tmp_path`` by the test itself."""
 
 from __future__ import annotations

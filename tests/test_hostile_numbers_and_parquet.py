@@ -1,4 +1,4 @@
-"""Hostile-input battery, fifth round: numbers JSON cannot hold in a record's fields, and Parquet files
+"""Hostile numbers and Parquet files: numbers JSON cannot hold in a record's fields, and Parquet files
 whose columns or pages a sliced read must refuse as a whole read does."""
 
 from __future__ import annotations

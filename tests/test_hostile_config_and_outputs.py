@@ -1,4 +1,4 @@
-"""Hostile-input battery, third round: a config value of the wrong type, a run killed mid-ingest, an
+"""Hostile configs and outputs: a config value of the wrong type, a run killed mid-ingest, an
 output that cannot be written (a closed pipe, a full disk, a read-only folder)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile inputs, second round: escapes no UTF-8 text holds, bytes that are not UTF-8, huge values
+"""Hostile text and bytes: escapes no UTF-8 text holds, bytes that are not UTF-8, huge values
 echoed in notes, repeated record ids, an empty Host header and full-width questions."""
 
 from __future__ import annotations

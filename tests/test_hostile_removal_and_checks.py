@@ -1,4 +1,4 @@
-"""Hostile-input battery, fourth round: removal that costs what the removed records hold, a question
+"""Hostile removals, questions and checks: removal that costs what the removed records hold, a question
 with a bound, `check` of a file that is no index of this version, a query that imports no compiled
 kernel, and notes that name a path as it was given."""
 
