@@ -19,6 +19,7 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Self
 
@@ -173,6 +174,14 @@ class Connection:
                 "upgrade chunkdedup"
             )
         pending = [(n, sql) for n, sql in MIGRATIONS if n not in applied]
+        if not tables:  # a new file: the current layout at once (schema.sql), every migration recorded
+            with self.transaction():
+                for statement in _statements(layout_sql()):
+                    self.conn.execute(statement)
+                now = _now()
+                self.conn.executemany("INSERT INTO migrations VALUES (?, ?)", [(n, now) for n, _ in pending])
+            self._has_meta = True
+            pending = []
         if pending and readonly:
             raise MigrationPendingError(
                 f"index {self.path} was written by an older chunkdedup and needs migrations "
@@ -460,6 +469,12 @@ def writer_active(path: str | Path) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def layout_sql() -> str:
+    """The layout of a new index (``schema.sql`` beside this module): every table, view, trigger and
+    index as the migrations of :mod:`chunkdedup.store.schema` leave them, one comment each."""
+    return resources.files("chunkdedup.store").joinpath("schema.sql").read_text(encoding="utf-8")
 
 
 def _statements(sql: str) -> Iterator[str]:
