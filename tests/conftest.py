@@ -12,18 +12,16 @@ from typing import Any
 import pytest
 
 from chunkdedup import Index, ingest
-from chunkdedup.store.schema import (
-    CLEAN_TEXT,
+from chunkdedup.store.migrations import (
     CLUSTER_SOURCES_VIEW,
     CONTEXT_TRIGGERS,
     DOCUMENTS_BY_CONFIG_VIEW,
     DOCUMENTS_VIEW,
-    PAGE_GROUP_TEXT,
     PAGES_BY_KEY_VIEW,
     PAGES_SHARING_VIEW,
-    ROWLESS_PAGE,
     SOURCES_VIEW,
 )
+from chunkdedup.store.schema import CLEAN_TEXT, PAGE_GROUP_TEXT, ROWLESS_PAGE
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SEC = DATA / "sec-10q" / "docs"

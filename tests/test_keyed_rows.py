@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from chunkdedup import Index, ingest
-from chunkdedup.store.schema import DOCUMENTS_VIEW, PENDING_DOCUMENTS
+from chunkdedup.store.migrations import DOCUMENTS_VIEW
+from chunkdedup.store.schema import PENDING_DOCUMENTS
 from conftest import BEFORE_0031, POLICY, stop_at_chunk_write
 from test_migration_source_rows import _answers, _sources, assert_runs_as_fresh
 

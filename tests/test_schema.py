@@ -10,7 +10,7 @@ import pytest
 from chunkdedup import Index
 from chunkdedup.errors import MigrationPendingError
 from chunkdedup.store.core import Store, _statements
-from chunkdedup.store.schema import MIGRATIONS
+from chunkdedup.store.migrations import MIGRATIONS
 
 
 def _index_at_first_migration(path: Path) -> None:

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from chunkdedup.store.connection import Connection, layout_sql
-from chunkdedup.store.schema import MIGRATIONS
+from chunkdedup.store.migrations import MIGRATIONS
 
 #: FTS5's own tables come with their virtual table; they have no comment of their own
 _SHADOW = re.compile(r"_fts_(data|idx|docsize|config)$")

@@ -2,7 +2,7 @@
 (``groups.ctext``, ``cn``, ``csig``, ``crun``: its text where it is not the group's, its count, change
 signature and last-change run), or in ``canonical_rows`` while no group has its id (its leader went,
 and its members have not been decided again yet). The ``canonicals`` view reads both
-(:data:`~chunkdedup.store.schema.CANONICALS_VIEW`).
+(:data:`~chunkdedup.store.migrations.CANONICALS_VIEW`).
 """
 
 from __future__ import annotations

@@ -29,9 +29,10 @@ from chunkdedup.store.band_tables import fold_key, fold_wide_bands, pack_wide_ba
 from chunkdedup.store.checkpointer import WalCheckpointer
 from chunkdedup.store.chunk_tables import ChunkTables
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
+from chunkdedup.store.migrations import MIGRATIONS
 from chunkdedup.store.pagetext import PageCodec
 from chunkdedup.store.readonly import read_uri
-from chunkdedup.store.schema import MIGRATIONS, MetaKey, stored_hash
+from chunkdedup.store.schema import MetaKey, stored_hash
 
 #: The page cache of each connection, KiB.
 PAGE_CACHE_KIB = 256 * 1024
@@ -94,12 +95,8 @@ class Connection:
         self.codec = PageCodec({}, self._read_dict)
         # every read of page text goes through page_text() (schema.RAW_TEXT, CLEAN_TEXT)
         conn.create_function("page_text", 1, self._decode, deterministic=True)
-        # migration 0018's (typeshed's aggregate protocol has finalize() return int only)
-        conn.create_aggregate("band_keys", 1, _BandKeys)  # type: ignore[arg-type]
-        # migration 0022's: band keys folded to 32 bits
-        conn.create_function("fold_band_key", 1, fold_key, deterministic=True)
-        conn.create_function("fold_band_keys", 1, fold_wide_bands, deterministic=True)
-        conn.create_function("stored_hash", 1, stored_hash, deterministic=True)  # 0024's
+        # a document's content and config hashes as stored (8 bytes, or the hex an older file keeps)
+        conn.create_function("stored_hash", 1, stored_hash, deterministic=True)
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool = False, readonly: bool = False) -> Self:
@@ -188,15 +185,21 @@ class Connection:
                 f"{[n for n, _ in pending]}: open it writable once to apply them (any ingest into it, e.g. "
                 f"`chunkdedup ingest PATH --index {self.path}`, or Index.open), then read it again"
             )
-        for name, sql in pending:
-            with self.transaction():
-                self.conn.execute(
-                    "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied TEXT)"
-                )
-                for statement in _statements(sql):
-                    self.conn.execute(statement)
-                self.conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, _now()))
-            self._has_meta = True  # the first migration makes it
+        if pending:
+            _migrating(self.conn, True)
+        try:
+            for name, sql in pending:
+                with self.transaction():
+                    self.conn.execute(
+                        "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied TEXT)"
+                    )
+                    for statement in _statements(sql):
+                        self.conn.execute(statement)
+                    self.conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, _now()))
+                self._has_meta = True  # the first migration makes it
+        finally:
+            if pending:
+                _migrating(self.conn, False)
         if pending and tables:  # a table rebuilt by a migration (0022's bands) leaves its old pages free
             self.reclaim()
         if not tables:  # a new index: nothing in it was written in an older format
@@ -469,6 +472,15 @@ def writer_active(path: str | Path) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def _migrating(conn: sqlite3.Connection, on: bool) -> None:
+    """Register (``on``) or drop the SQL functions only migrations call: 0018's ``band_keys``
+    aggregate, 0022's band keys folded to 32 bits."""
+    # typeshed's aggregate protocol has finalize() return int only
+    conn.create_aggregate("band_keys", 1, _BandKeys if on else None)  # type: ignore[arg-type]
+    conn.create_function("fold_band_key", 1, fold_key if on else None, deterministic=True)
+    conn.create_function("fold_band_keys", 1, fold_wide_bands if on else None, deterministic=True)
 
 
 def layout_sql() -> str:

@@ -19,8 +19,9 @@ from chunkdedup.errors import (
     IndexIOError,
     SchemaError,
 )
+from chunkdedup.store.migrations import MIGRATIONS
 from chunkdedup.store.readonly import read_uri
-from chunkdedup.store.schema import MIGRATIONS, PAGE_GROUP_TEXT, ROWLESS_PAGE, ROWLESS_PAGE_TEXT
+from chunkdedup.store.schema import PAGE_GROUP_TEXT, ROWLESS_PAGE, ROWLESS_PAGE_TEXT
 
 #: Up to this size a damaged index is also run through ``PRAGMA quick_check`` for the message
 #: (about 3 ms per MB: 40 ms for a 13 MB index).
