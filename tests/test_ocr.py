@@ -382,6 +382,17 @@ def test_a_blank_page_opens_no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     assert extraction.notes == ("page 2 has no text layer and nothing to read (blank)",)
 
 
+def test_a_page_ocr_reads_no_words_on_is_no_blank_page() -> None:
+    """A drawn page the engine was given and read no words on (an image without text, noise) is said
+    to be that, not a blank page."""
+    reader = _Reader("", 0.0)
+    extraction = PdfParser(ParseConfig(), reader).parse(_mixed_pdf())
+    assert reader.pages >= 1
+    wordless = [n for n in extraction.notes if "OCR read no words" in n]
+    assert len(wordless) == 1 and "(an image without text, or noise)" in wordless[0]
+    assert not any("blank" in n for n in extraction.notes)
+
+
 def test_a_garbled_text_layer_is_replaced_by_ocr_or_kept_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
     """A page whose text layer is glyph ids (a font without a Unicode map) is read again by OCR; where
     OCR cannot run, the layer is kept as it is, with a note saying why."""

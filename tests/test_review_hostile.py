@@ -91,6 +91,27 @@ def _post(client: TestClient, a: str, b: str, decision: str) -> tuple[int, str]:
     return answer.status_code, message
 
 
+def test_a_busy_writer_is_a_409_that_says_to_decide_again(
+    index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While an ingest holds the writer lock the decision is refused with the lock's own reason, not a
+    hint to serve another file."""
+    from chunkdedup.errors import IndexBusyError
+    from chunkdedup.web import app as web_app
+
+    def busy(path: Path, a: str, b: str, decision: str | None) -> None:
+        raise IndexBusyError(f"index {path} is being written by another process (waited 30 s)")
+
+    monkeypatch.setattr(web_app, "keep_decision", busy)
+    g = groups(index)
+    with TestClient(create_app(index), base_url="http://localhost", raise_server_exceptions=False) as client:
+        status, message = _post(client, g["a.txt"], g["c.txt"], "apart")
+    assert status == 409
+    assert "being written by another process" in message and "make the decision again" in message
+    assert "writable index file" not in message
+    assert _rows(index) == []
+
+
 @pytest.mark.parametrize("decision", ["merge", "apart", "clear"])
 @pytest.mark.parametrize(
     ("a", "b", "said"),

@@ -81,10 +81,12 @@ def garbled(text: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class OcrText:
-    """What OCR read on one page: the text, and Tesseract's mean word confidence in [0, 1]."""
+    """What OCR read on one page: the text, Tesseract's mean word confidence in [0, 1], and whether an
+    engine read it (``False``: a blank page, given to no engine)."""
 
     text: str
     confidence: float
+    engine: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +322,7 @@ class PageOcr:
         finally:
             bitmap.close()
         if _blank(pixels):  # no engine is opened for it (a text PDF's empty last page)
-            return OcrText("", 1.0)
+            return OcrText("", 1.0, engine=False)
         reader = self.engine()
         if reader is None:
             return None

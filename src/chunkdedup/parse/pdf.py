@@ -66,13 +66,14 @@ class PdfParser:
 @dataclass(frozen=True, slots=True)
 class _Read:
     """A page as read, and how: ``layer`` is ``text``, ``none`` or ``garbled``; ``failed`` says why
-    OCR could not read a page it was given; ``blank``: a page without a text layer that OCR found
-    nothing on."""
+    OCR could not read a page it was given; ``blank``: a white page without a text layer (no engine
+    was given it); ``wordless``: a page without a text layer that OCR read no words on."""
 
     page: Page
     layer: str
     failed: str | None = None
     blank: bool = False
+    wordless: bool = False
 
 
 def _title(pdf: Any) -> str | None:
@@ -109,7 +110,8 @@ def _page(pdf: Any, index: int, ocr: PageOcr) -> _Read:
         return _Read(Page(number=number, text=text, has_text_layer=layer != "none"), layer)
     ocr_text = clean_page_text(found.text).strip("\n")
     if not ocr_text and layer == "none":
-        return _Read(Page(number=number, text="", has_text_layer=False), layer, blank=True)
+        empty = Page(number=number, text="", has_text_layer=False)
+        return _Read(empty, layer, blank=not found.engine, wordless=found.engine)
     return _Read(Page(number, ocr_text + "\n" if ocr_text else "", False, found.confidence), layer)
 
 
@@ -140,12 +142,18 @@ def _notes(read: tuple[_Read, ...], ocr: PageOcr) -> tuple[str, ...]:
     blank = [r.page.number for r in scanned if r.blank]
     if blank:
         notes.append(f"{_pages(blank)} {_have(blank)} no text layer and nothing to read (blank)")
+    wordless = [r.page.number for r in scanned if r.wordless]
+    if wordless:
+        notes.append(
+            f"{_pages(wordless)} {_have(wordless)} no text layer, and OCR read no words"
+            " (an image without text, or noise)"
+        )
     for r in scanned:
         if r.failed is not None:
             left = "its garbled text layer is kept as it is" if r.layer == "garbled" else "it is kept empty"
             notes.append(f"page {r.page.number}: OCR failed ({r.failed}); {left}")
-    missing = [r.page.number for r in scanned if not r.page.ocr and not r.blank and r.failed is None
-               and r.layer == "none"]
+    missing = [r.page.number for r in scanned if not r.page.ocr and not (r.blank or r.wordless)
+               and r.failed is None and r.layer == "none"]
     if missing:
         notes.append(f"{_pages(missing)} {_have(missing)} {NOT_READ}{ocr.unavailable}")
     kept = [r.page.number for r in scanned if not r.page.ocr and r.failed is None and r.layer == "garbled"]

@@ -28,7 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from chunkdedup.errors import ChunkdedupError, IndexError_
+from chunkdedup.errors import ChunkdedupError, IndexBusyError, IndexError_
 from chunkdedup.index import Decision, Index, keep_decision
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.visible import safe_block
@@ -384,6 +384,9 @@ class _View:
 
         try:
             await run_in_threadpool(write)
+        except IndexBusyError as e:  # an ingest holds the writer lock: the decision can be made again after
+            said = f"{e} (then make the decision again)"
+            return self.error(request, 409, "The decision was not kept", said)
         except ChunkdedupError as e:
             return self.error(request, 409, "The decision was not kept", f"{e}: serve a writable index file")
         except SQLITE_FAILURES as e:
