@@ -68,7 +68,8 @@ def server(served: tuple[Path, Path]) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
-    assert f"read-only at http://127.0.0.1:{port}/ (bound to 127.0.0.1: this machine only" in out
+    assert f"at http://127.0.0.1:{port}/ (bound to 127.0.0.1: this machine only" in out
+    assert "it writes only the decisions made under /review" in out and "read-only" not in out
     assert "Traceback" not in out
 
 

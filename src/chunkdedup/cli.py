@@ -910,15 +910,16 @@ def serve_cmd(index_path: Path, host: str, port: int, report_dir: Path | None, a
     loopback = host in LOOPBACK_HOSTS
     if not loopback:
         click.echo(f"warning: --host {safe_text(host)} is not a loopback address: anyone who can reach it "
-                   "can read every document in the index", err=True)
+                   "can read every document in the index and record review decisions in it", err=True)
     if as_json:
         served = {"url": where, "index": str(index_path), "host": host, "port": port, "loopback": loopback}
         click.echo(json_text(served))
     elif loopback:
-        click.echo(f"serving {safe_text(str(index_path))} read-only at {where} (bound to {host}: "
-                   "this machine only; --host to change)")
+        click.echo(f"serving {safe_text(str(index_path))} at {where} (bound to {host}: this machine only; "
+                   "--host to change); it writes only the decisions made under /review")
     else:
-        click.echo(f"serving {safe_text(str(index_path))} read-only at {where}")
+        click.echo(f"serving {safe_text(str(index_path))} at {where}; it writes only the decisions made "
+                   "under /review")
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

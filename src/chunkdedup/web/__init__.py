@@ -55,7 +55,8 @@ def create_app(
     *,
     allowed_hosts: Sequence[str] = LOOPBACK_NAMES,
 ) -> Starlette:
-    """The Starlette app serving the index at ``index_path`` read-only (see :mod:`chunkdedup.web.app`)."""
+    """The Starlette app serving the index at ``index_path``: it reads the index and writes only the
+    review decisions made under ``/review`` (see :mod:`chunkdedup.web.app`)."""
     require_web()
     from chunkdedup.web.app import create_app as make
 
