@@ -7,6 +7,7 @@ calls one library function and turns the library's errors into a one-line CLI er
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,12 @@ from rich.markup import escape as markup_escape
 from rich.table import Table
 
 from chunkdedup.cli_support import cli_errors, json_text, progress_bar
+from chunkdedup.config import with_overrides
+from chunkdedup.errors import ConfigError
 from chunkdedup.evaluate.audit import NEIGHBOUR_SAMPLE, NO_EMBEDDINGS, audit
 from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
 from chunkdedup.evaluate.golden import convert_docugami, golden_line, write_golden
-from chunkdedup.evaluate.run import RUNS, evaluate
+from chunkdedup.evaluate.run import RUNS, Lever, evaluate, recorded_query
 from chunkdedup.outfile import out_folder
 from chunkdedup.report import write_report
 from chunkdedup.report.table import comparison_columns, comparison_rows, funnel_rows
@@ -47,9 +50,15 @@ def _console() -> Console:
               help="Results per question.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write report.json and report.html into this folder.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="A TOML file whose [query] section is tried in place of the query settings the index "
+                   "recorded at ingest (only [query]: the other sections change what ingest builds).")
+@click.option("--set", "overrides", multiple=True, metavar="query.KEY=VALUE",
+              help="A query setting to try in place of the recorded one, the value as TOML writes it "
+                   "(repeatable, after --config): --set query.context_weight=0.5 --set query.versions=all.")
 @_json
 def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int, out_dir: Path | None,
-             as_json: bool) -> None:
+             config_path: Path | None, overrides: tuple[str, ...], as_json: bool) -> None:
     """Compare retrieval on a golden set: the index vs a baseline without stripping or dedup.
 
     Three runs: baseline (the corpus as it is, no safety net, every version, ranked on chunk text
@@ -60,15 +69,26 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
     GOLDEN is JSONL, one question a line: {"id", "question", "relevant": [{"doc", "page"?}],
     "answers"?: [...]}.
 
+    With --config or --set, the runs use those query settings instead of the recorded ones (a lever,
+    tried without a new ingest), and a table lists each question they moved.
+
     Example:
 
     \b
         chunkdedup eval golden.jsonl --index policies.sqlite -k 5 --out report/
+        chunkdedup eval golden.jsonl --index policies.sqlite --set query.identity_weight=0.8
     """
     with cli_errors(index_path), progress_bar(not as_json) as tick:
         if out_dir is not None:  # an unwritable --out is found before the evaluation runs, not after
             out_folder(out_dir, "the report")
-        ev = evaluate(golden, index_path, baseline=baseline_path, k=k, progress=tick)
+        query = None
+        try:  # a setting the lever cannot take is a bad option (exit status 2)
+            values = _query_values(config_path, overrides)
+            if values:
+                query = with_overrides(recorded_query(index_path), values, _where(config_path, overrides))
+        except ConfigError as e:
+            raise click.UsageError(safe_text(str(e))) from None
+        ev = evaluate(golden, index_path, baseline=baseline_path, k=k, progress=tick, query=query)
         paths = write_report(ev.to_json(), out_dir) if out_dir else None
     for warning in ev.meta.get("warnings", []):
         click.echo(f"warning: {safe_text(warning)}", err=True)
@@ -86,11 +106,62 @@ def eval_cmd(golden: Path, index_path: Path, baseline_path: Path | None, k: int,
     for f in funnel_rows(ev.figures):
         funnel.add_row(*f)
     out.print(funnel)
+    if ev.lever is not None:
+        _print_lever(out, ev.lever)
     n = ev.runs["index"]
     out.print(f"answer_in_context counts {n.get('answer_in_context_questions', 0)} question(s) with answers "
               f"of at most 30 words; page_recall counts {n.get('page_recall_questions', 0)}")
     if paths:
         out.print(safe_text(f"wrote {paths[0]} and {paths[1]}"), markup=False)
+
+
+def _query_values(config_path: Path | None, overrides: tuple[str, ...]) -> dict[str, Any]:
+    """The [query] settings of ``--config`` and then of each ``--set query.KEY=VALUE``."""
+    values: dict[str, Any] = {}
+    if config_path is not None:
+        try:
+            data = tomllib.loads(config_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {config_path} does not exist: check the --config path") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"config file {config_path} is not valid TOML: {e}") from None
+        other = sorted(set(data) - {"query"})
+        if other:
+            raise ConfigError(
+                f"config file {config_path}: eval tries [query] settings only; [{'], ['.join(other)}] change "
+                "what ingest builds: ingest with them (--config) instead"
+            )
+        query = data.get("query", {})
+        if not isinstance(query, dict):
+            raise ConfigError(f"config file {config_path}: [query] must be a table of keys")
+        values.update(query)
+    for given in overrides:
+        key, sep, text = given.partition("=")
+        if not sep or not key.startswith("query.") or not key[len("query."):]:
+            raise click.UsageError(f"--set {given!r}: write query.KEY=VALUE (e.g. query.context_weight=0.5)")
+        try:
+            value: Any = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text  # a bare word: a string (versions=all)
+        values[key[len("query."):]] = value
+    return values
+
+
+def _where(config_path: Path | None, overrides: tuple[str, ...]) -> str:
+    return " and ".join(w for w in (f"--config {config_path} [query]" if config_path else "",
+                                    "--set" if overrides else "") if w)
+
+
+def _print_lever(out: Console, lever: Lever) -> None:
+    changed = ", ".join(f"{key} {was!r} -> {now!r}" for key, was, now in lever.changed)
+    out.print(safe_text(f"lever: {changed}"), markup=False)
+    if not lever.moves:
+        out.print("no question moved", markup=False)
+        return
+    table = Table("question", "metric", "recorded", "lever", title=f"{len(lever.moves)} moves")
+    for m in lever.moves:
+        table.add_row(safe_text(m.question), m.metric, f"{m.recorded:.3f}", f"{m.lever:.3f}")
+    out.print(table)
 
 
 @click.command("audit")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import tomllib
 import types
 import typing
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -454,7 +454,30 @@ _SECTION_TYPES: dict[str, type] = {
 }
 
 
+def with_overrides(section: Any, values: dict[str, Any], where: str) -> Any:
+    """``section`` (a config section's record) with ``values`` in place of its own, each checked as a
+    config file's would be (unknown keys, types, the section's own rules); ``where`` names their
+    source in errors.
+
+    Example:
+        >>> with_overrides(QueryConfig(), {"k": 8}, "--set").k
+        8
+    """
+    kind = type(section)
+    try:
+        return replace(section, **_checked(kind, values, where))
+    except TypeError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
 def _build(kind: type, values: dict[str, Any], where: str) -> Any:
+    try:
+        return kind(**_checked(kind, values, where))
+    except TypeError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def _checked(kind: type, values: dict[str, Any], where: str) -> dict[str, Any]:
     names = {f.name for f in fields(kind)}
     unknown = set(values) - names
     if unknown:
@@ -473,10 +496,7 @@ def _build(kind: type, values: dict[str, Any], where: str) -> Any:
         if expected is float:
             value = float(value)  # 1 and 1.0 are one setting (and one config fingerprint)
         converted[key] = tuple(value) if isinstance(value, list) else value
-    try:
-        return kind(**converted)
-    except TypeError as e:
-        raise ConfigError(f"{where}: {e}") from None
+    return converted
 
 
 def _is_a(value: Any, expected: Any) -> bool:

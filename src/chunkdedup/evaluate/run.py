@@ -45,16 +45,51 @@ GAINS = (("ranking", "ablation", "baseline"), ("cleaning", "index", "ablation"),
 _CLUSTER_BINS = ((1, 1), (2, 2), (3, 3), (4, 5), (6, 10), (11, 20), (21, None))
 
 
+#: the per-question metrics a lever's table compares
+LEVER_METRICS = ("recall@{k}", "page_recall@{k}", "ndcg@{k}", "mrr")
+
+
+@dataclass(frozen=True, slots=True)
+class LeverMove:
+    """One question a lever moved: a metric under the recorded query settings and under the lever's."""
+
+    question: str
+    metric: str
+    recorded: float
+    lever: float
+
+
+@dataclass(frozen=True, slots=True)
+class Lever:
+    """The query settings an evaluation tried in place of the recorded ones (``changed``: each key's
+    recorded and tried value), the index run's metrics under the recorded settings, and every
+    question whose :data:`LEVER_METRICS` moved."""
+
+    changed: tuple[tuple[str, Any, Any], ...]
+    recorded: dict[str, Any]
+    moves: tuple[LeverMove, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "changed": {key: {"recorded": was, "lever": now} for key, was, now in self.changed},
+            "recorded": self.recorded,
+            "moves": [{"question": m.question, "metric": m.metric, "recorded": m.recorded, "lever": m.lever}
+                      for m in self.moves],
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Evaluation:
     """Metrics of the three runs (:data:`RUNS`), what ranking and cleaning each gave, per-question
-    scores and results, index figures: ``to_json`` is report.json."""
+    scores and results, index figures: ``to_json`` is report.json. ``lever``: where query settings
+    other than the recorded ones were tried, what they moved."""
 
     k: int
     runs: dict[str, dict[str, Any]]
     queries: list[dict[str, Any]]
     figures: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
+    lever: Lever | None = None
 
     @property
     def gains(self) -> dict[str, dict[str, float]]:
@@ -63,12 +98,14 @@ class Evaluation:
 
     def summary_json(self) -> dict[str, Any]:
         """What ``eval --json`` prints: ``{"k", "runs": {"baseline", "ablation", "index"}, "gains":
-        {"ranking", "cleaning", "total"}}``."""
-        return {"k": self.k, "runs": self.runs, "gains": self.gains}
+        {"ranking", "cleaning", "total"}}``, and ``"lever"`` where one was tried."""
+        out = {"k": self.k, "runs": self.runs, "gains": self.gains}
+        return out if self.lever is None else {**out, "lever": self.lever.to_json()}
 
     def to_json(self) -> dict[str, Any]:
-        return {"k": self.k, "runs": self.runs, "gains": self.gains, "figures": self.figures,
-                "meta": self.meta, "queries": self.queries}
+        out = {"k": self.k, "runs": self.runs, "gains": self.gains, "figures": self.figures,
+               "meta": self.meta, "queries": self.queries}
+        return out if self.lever is None else {**out, "lever": self.lever.to_json()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +166,15 @@ def evaluate(
     baseline: str | Path | None = None,
     k: int = 5,
     progress: Progress | None = None,
+    query: QueryConfig | None = None,
 ) -> Evaluation:
     """Evaluate ``golden`` on ``index`` and on its baseline (built or reused at ``baseline``), the
     three runs of :data:`RUNS`; ``progress(stage, done, total)`` sees the baseline's build and the
     questions.
+
+    ``query``: query settings to try in place of those the index recorded at ingest (a lever, made
+    with :func:`chunkdedup.config.with_overrides`): the three runs use them, the index is also run
+    under the recorded ones, and :attr:`Evaluation.lever` says which questions moved.
 
     Example:
         >>> ev = evaluate("golden.jsonl", "policies.sqlite", k=5)  # doctest: +SKIP
@@ -152,7 +194,11 @@ def evaluate(
     similarity = PairSimilarity()
     with Index.open(index) as ix, Index.open(base.path) as bx:
         resolved = DocResolver(d.doc_id for d in ix.documents()).questions(questions)
-        settings = run_settings(recorded_run(ix).config.query)
+        recorded_query = recorded_run(ix).config.query
+        tried = query if query is not None and query != recorded_query else None
+        settings = run_settings(tried or recorded_query)
+        before = run_settings(recorded_query)["index"] if tried is not None else None
+        recorded_scores: list[Scores] = []
         gaps = identity_gaps(ix.evaluation, resolved)
         views = {"baseline": bx, "index": ix}
         scores: dict[str, list[Scores]] = {name: [] for name in RUNS}
@@ -166,6 +212,9 @@ def evaluate(
                 scores[name].append(s)
                 entry["metrics"][name] = s.values
                 entry["results"][name] = [_log_row(r) for r in runs[k]]
+            if before is not None:
+                was = question_runs(ix, q.question, ks, before)
+                recorded_scores.append(score_question(was, q, k, similarity))
             queries.append(entry)
         tick("questions", len(resolved), len(resolved))
         figures = _figures(ix, bx)
@@ -175,7 +224,38 @@ def evaluate(
             "settings": {name: s.describe() for name, s in settings.items()},
             "identity_gaps": [{"term": g.term, "questions": g.questions} for g in gaps],
             "warnings": [w for w in (base.warning, gap_warning(gaps, len(resolved))) if w]}
-    return Evaluation(k, {n: aggregate(s) for n, s in scores.items()}, queries, figures, meta)
+    lever = None
+    if tried is not None:
+        lever = _lever(recorded_query, tried, recorded_scores, scores["index"], [q.id for q in resolved], k)
+    return Evaluation(k, {n: aggregate(s) for n, s in scores.items()}, queries, figures, meta, lever)
+
+
+def recorded_query(index: str | Path) -> QueryConfig:
+    """The query settings the index at ``index`` recorded at its last ingest (what :func:`evaluate`
+    runs unless given others)."""
+    with Index.open(index) as ix:
+        return recorded_run(ix).config.query
+
+
+def _lever(
+    recorded: QueryConfig, tried: QueryConfig, before: Sequence[Scores], after: Sequence[Scores],
+    ids: Sequence[str], k: int,
+) -> Lever:
+    """What trying ``tried`` in place of ``recorded`` moved: the settings that differ, the index run's
+    metrics under the recorded ones, and each question whose :data:`LEVER_METRICS` changed."""
+    changed = tuple(
+        (name, getattr(recorded, name), getattr(tried, name))
+        for name in recorded.__dataclass_fields__
+        if getattr(recorded, name) != getattr(tried, name)
+    )
+    metrics = [m.format(k=k) for m in LEVER_METRICS]
+    moves = []
+    for qid, b, a in zip(ids, before, after, strict=True):
+        for m in metrics:
+            was, now = b.values.get(m), a.values.get(m)
+            if was is not None and now is not None and was != now:
+                moves.append(LeverMove(qid, m, float(was), float(now)))
+    return Lever(changed, aggregate(list(before)), tuple(moves))
 
 
 def question_runs(view: Index, text: str, ks: Sequence[int], setting: RunSetting) -> dict[int, list[Result]]:
@@ -261,5 +341,6 @@ def _figures(ix: Index, bx: Index) -> dict[str, Any]:
     }
 
 
-__all__ = ["EXTRA_KS", "GAINS", "RUNS", "Evaluation", "RunSetting", "evaluate", "gains", "question_runs",
-           "retrieve_results", "run_settings", "search_depths"]
+__all__ = ["EXTRA_KS", "GAINS", "LEVER_METRICS", "RUNS", "Evaluation", "Lever", "LeverMove", "RunSetting",
+           "evaluate", "gains", "question_runs", "recorded_query", "retrieve_results", "run_settings",
+           "search_depths"]
