@@ -42,6 +42,16 @@ def test_the_queue_lists_merges_and_versions_with_their_reasons(corpus: Path, tm
     assert merges.items[0].cluster_groups == 2 and merges.items[0].decision is None
     [v] = variants.items
     assert {v.a, v.b} == {g["a.txt"], g["b.txt"]} and v.differing == ("-first", "+third")
+    # each side says where it was first found: a person tells the documents (and their dates) apart
+    m = merges.items[0]
+    assert (m.a_side.doc, m.a_side.page, m.b_side.doc, m.b_side.page) == ("a.txt", 1, "c.txt", 1)
+    assert m.a_side.sources == m.b_side.sources == 1 and m.a_side.effective_date is None
+    assert {v.a_side.doc, v.b_side.doc} == {"a.txt", "b.txt"}
+    with TestClient(create_app(index), base_url="http://localhost") as client:
+        page = client.get("/review?kind=merges").text
+        data = client.get("/review?kind=merges&format=json").json()
+    assert ">a.txt</a> p.1" in page and ">c.txt</a> p.1" in page
+    assert data["pairs"]["items"][0]["b_side"]["doc"] == "c.txt"
 
 
 def test_decisions_are_honoured_by_the_next_ingest_and_can_be_cleared(corpus: Path, tmp_path: Path) -> None:
@@ -104,3 +114,14 @@ def test_serve_lists_pairs_and_keeps_a_decision_posted_with_its_own_form(
         assert client.get("/review?kind=everything").status_code == 400
     ingest([corpus], index)
     assert _canonicals(index) == [["a.txt"], ["b.txt"], ["c.txt"]]
+
+
+def test_pairs_of_dated_versions_show_each_side_s_date_and_family(policy_index: Path) -> None:
+    """On site-policy (a manifest of families and effective dates) a pair of versions shows which is the
+    older: each side's document, date and family."""
+    with Store.open(policy_index, readonly=True) as store:
+        pairs = ReviewQueue(store).pairs("variants", limit=500).items
+    dated = [p for p in pairs if p.a_side.effective_date and p.b_side.effective_date]
+    assert dated, "site-policy's version pairs carry the manifest's dates"
+    assert all(p.a_side.doc and p.b_side.doc and p.a_side.doc != p.b_side.doc for p in dated)
+    assert any(p.a_side.family is not None and p.a_side.family == p.b_side.family for p in dated)

@@ -30,7 +30,7 @@ Kind = Literal["merges", "variants"]
 #: merges nearest the threshold first, or the largest clusters first
 Order = Literal["threshold", "size"]
 
-__all__ = ["Decision", "KeptDecisions", "Kind", "Order", "Override", "PairRow", "ReviewQueue"]
+__all__ = ["Decision", "KeptDecisions", "Kind", "Order", "Override", "PairRow", "PairSide", "ReviewQueue"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +59,28 @@ class KeptDecisions:
 
 
 @dataclass(frozen=True, slots=True)
+class PairSide:
+    """Where one group of a pair was first found: its document, page, the document's effective date
+    and family (``None`` where the manifest gives none), and how many places hold its text."""
+
+    doc: str | None
+    page: int
+    effective_date: str | None
+    family: str | None
+    sources: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"doc": self.doc, "page": self.page, "effective_date": self.effective_date,
+                "family": self.family, "sources": self.sources}
+
+
+@dataclass(frozen=True, slots=True)
 class PairRow:
     """A near pair of the queue: the earlier group ``a`` (the leader a merge joined, or the group a
     variant could have joined) and ``b``, both texts, why they are merged or kept apart (``relation``:
     ``near``/``semantic`` for a merge, the guard's reason for a variant), the words that differ, the
-    size of ``a``'s cluster (exact-key groups) and the decision already taken, if any."""
+    size of ``a``'s cluster (exact-key groups), the decision already taken, if any, and where each
+    was first found (``a_side``, ``b_side``: current and older versions told apart by their dates)."""
 
     a: str
     b: str
@@ -74,12 +91,15 @@ class PairRow:
     differing: tuple[str, ...]
     cluster_groups: int
     decision: Decision | None
+    a_side: PairSide
+    b_side: PairSide
 
     def to_json(self) -> dict[str, Any]:
         return {
             "a": self.a, "b": self.b, "a_text": self.a_text, "b_text": self.b_text,
             "relation": self.relation, "similarity": self.similarity, "differing": list(self.differing),
             "cluster_groups": self.cluster_groups, "decision": self.decision,
+            "a_side": self.a_side.to_json(), "b_side": self.b_side.to_json(),
         }
 
 
@@ -96,17 +116,25 @@ _OVERRIDES = """
     FROM overrides o ORDER BY o.a, o.b
 """
 
+#: where each of a pair's groups (aliased ``ga`` and ``gb``) was first found: columns 10-19
+_SIDES = """
+    da.doc_id, ga.rep_page, da.effective_date, da.family, ga.n_sources,
+    db.doc_id, gb.rep_page, db.effective_date, db.family, gb.n_sources
+"""
+_SIDE_ROWS = """
+    LEFT JOIN document_rows da ON da.dkey = ga.rep_dkey LEFT JOIN document_rows db ON db.dkey = gb.rep_dkey
+"""
 _MERGES = f"""
-    SELECT l.id, m.id, l.text, m.text, m.relation, m.similarity, m.differing,
-           (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "m.canonical_id")}), o.decision
-    FROM groups m JOIN groups l ON l.id = m.canonical_id
-    LEFT JOIN overrides o ON o.a = MIN(l.id, m.id) AND o.b = MAX(l.id, m.id) AND {_KNOWN}
-    WHERE m.rel IS NOT NULL
+    SELECT ga.id, gb.id, ga.text, gb.text, gb.relation, gb.similarity, gb.differing,
+           (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "gb.canonical_id")}), o.decision, {_SIDES}
+    FROM groups gb JOIN groups ga ON ga.id = gb.canonical_id {_SIDE_ROWS}
+    LEFT JOIN overrides o ON o.a = MIN(ga.id, gb.id) AND o.b = MAX(ga.id, gb.id) AND {_KNOWN}
+    WHERE gb.rel IS NOT NULL
 """
 _VARIANTS = f"""
     SELECT v.a, v.b, ga.text, gb.text, v.reason, v.similarity, v.differing,
-           (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "ga.canonical_id")}), o.decision
-    FROM variants v JOIN groups ga ON ga.id = v.a JOIN groups gb ON gb.id = v.b
+           (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "ga.canonical_id")}), o.decision, {_SIDES}
+    FROM variants v JOIN groups ga ON ga.id = v.a JOIN groups gb ON gb.id = v.b {_SIDE_ROWS}
     LEFT JOIN overrides o ON o.a = MIN(v.a, v.b) AND o.b = MAX(v.a, v.b) AND {_KNOWN}
 """
 
@@ -192,13 +220,17 @@ class ReviewQueue:
             raise ValueError(f"kind is 'merges' or 'variants', got {kind!r}")
         sql, args = (_MERGES, []) if kind == "merges" else (_VARIANTS, [])
         if reason:
-            sql += " AND m.relation = ?" if kind == "merges" else " WHERE v.reason = ?"
+            sql += " AND gb.relation = ?" if kind == "merges" else " WHERE v.reason = ?"
             args.append(reason)
         total = self.store.conn.execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()[0]
         by = "6 ASC, 1, 2" if order == "threshold" else "8 DESC, 6 ASC, 1, 2"
         rows = self.store.conn.execute(f"{sql} ORDER BY {by} LIMIT ? OFFSET ?", [*args, limit, offset])
         items = tuple(
-            PairRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], r[8]) for r in rows
+            PairRow(
+                r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], r[8],
+                PairSide(*r[9:14]), PairSide(*r[14:19]),
+            )
+            for r in rows
         )
         return Slice(items, total, limit, offset)
 
