@@ -125,3 +125,59 @@ def test_pairs_of_dated_versions_show_each_side_s_date_and_family(policy_index: 
     assert dated, "site-policy's version pairs carry the manifest's dates"
     assert all(p.a_side.doc and p.b_side.doc and p.a_side.doc != p.b_side.doc for p in dated)
     assert any(p.a_side.family is not None and p.a_side.family == p.b_side.family for p in dated)
+
+
+def test_a_decision_keeps_who_made_it_and_when(corpus: Path, tmp_path: Path) -> None:
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    g = groups(index)
+    with Store.open(index) as store:
+        queue = ReviewQueue(store)
+        queue.decide(g["a.txt"], g["c.txt"], "apart", by="  Ana Ruiz ")
+        queue.decide(g["a.txt"], g["b.txt"], "merge")
+        for bad in ("x" * 81, "Ana\nRuiz", "Ana\x1b[31m"):
+            with pytest.raises(ValueError, match="reviewer's name"):
+                queue.decide(g["b.txt"], g["c.txt"], "merge", by=bad)
+        kept = {(o.decision, o.decided_by): o.decided_at for o in queue.overrides()}
+    assert set(kept) == {("apart", "Ana Ruiz"), ("merge", None)}
+    assert all(at is not None and at.endswith("+00:00") and at[:4].isdigit() for at in kept.values())
+    with TestClient(create_app(index), base_url="http://localhost") as client:
+        page = client.get("/review?kind=merges")
+        token = re.search(r'name="token" value="([^"]+)"', page.text)
+        assert token is not None
+        form = {"a": g["a.txt"], "b": g["c.txt"], "decision": "merge", "token": token.group(1),
+                "back": "/review?kind=merges", "by": "Bo"}
+        answer = client.post("/review/decide", data=form, follow_redirects=False)
+        assert answer.status_code == 303 and answer.headers["location"].endswith("by=Bo")
+        shown = client.get(answer.headers["location"]).text
+        assert "decided: merge</strong> by Bo on " in shown and 'name="by" value="Bo"' in shown
+    runner = CliRunner()
+    toml = runner.invoke(main, ["review", "--index", str(index)])
+    assert toml.exit_code == 0 and f"# merge {min(g['a.txt'], g['c.txt'])}" in toml.output
+    assert "by Bo on " in toml.output
+    rows = json.loads(runner.invoke(main, ["review", "--index", str(index), "--json"]).output)
+    assert {r["decided_by"] for r in rows} == {"Bo", None} and all(r["decided_at"] for r in rows)
+
+
+def test_an_index_from_before_who_and_when_keeps_its_decisions(corpus: Path, tmp_path: Path) -> None:
+    """An index whose decisions were kept before they recorded who and when: opened, it gains the two
+    columns; its decisions stay, with neither."""
+    import sqlite3
+
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    g = groups(index)
+    lo, hi = sorted((g["a.txt"], g["c.txt"]))
+    conn = sqlite3.connect(index)
+    conn.executescript(
+        "ALTER TABLE overrides DROP COLUMN decided_by; ALTER TABLE overrides DROP COLUMN decided_at;"
+        "DELETE FROM migrations WHERE name = '0044_decision_who_when';"
+    )
+    conn.execute("INSERT INTO overrides(a, b, decision) VALUES (?, ?, 'apart')", (lo, hi))
+    conn.commit()
+    conn.close()
+    with Store.open(index) as store:
+        [kept] = ReviewQueue(store).overrides()
+        columns = [r[1] for r in store.conn.execute("PRAGMA table_info(overrides)")]
+    assert (kept.a, kept.b, kept.decision, kept.decided_at, kept.decided_by) == (lo, hi, "apart", None, None)
+    assert columns[-2:] == ["decided_at", "decided_by"]

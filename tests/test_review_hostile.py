@@ -52,7 +52,7 @@ def _write(index: Path, *rows: tuple[object, object, object], untyped: bool = Fa
     try:
         if untyped:
             conn.executescript(
-                "CREATE TABLE o2(a, b, decision, PRIMARY KEY(a, b)) WITHOUT ROWID;"
+                "CREATE TABLE o2(a, b, decision, decided_at, decided_by, PRIMARY KEY(a, b)) WITHOUT ROWID;"
                 "INSERT INTO o2 SELECT * FROM overrides; DROP TABLE overrides;"
                 "ALTER TABLE o2 RENAME TO overrides;"
             )
@@ -99,7 +99,7 @@ def test_a_busy_writer_is_a_409_that_says_to_decide_again(
     from chunkdedup.errors import IndexBusyError
     from chunkdedup.web import app as web_app
 
-    def busy(path: Path, a: str, b: str, decision: str | None) -> None:
+    def busy(path: Path, a: str, b: str, decision: str | None, by: str | None = None) -> None:
         raise IndexBusyError(f"index {path} is being written by another process (waited 30 s)")
 
     monkeypatch.setattr(web_app, "keep_decision", busy)
@@ -174,7 +174,9 @@ def test_review_prints_only_held_groups_and_counts_stale_decisions(index: Path, 
     assert near.always_merge == (held,) and near.keep_apart == ()
     as_json = CliRunner().invoke(main, ["review", "--index", str(index), "--json"])
     assert as_json.exit_code == 0
-    assert json.loads(as_json.stdout) == [{"a": held[0], "b": held[1], "decision": "merge"}]
+    assert json.loads(as_json.stdout) == [
+        {"a": held[0], "b": held[1], "decision": "merge", "decided_at": None, "decided_by": None}
+    ]
     assert "2 stale" in as_json.stderr
     with Store.open(index) as store:  # a stale decision can still be dropped
         ReviewQueue(store).forget(GONE, g["c.txt"])

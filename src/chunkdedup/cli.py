@@ -394,7 +394,9 @@ def review_cmd(index_path: Path, as_json: bool) -> None:
     ) if n]
     left_out = f"left out: {'; '.join(skipped)}" if skipped else ""
     if as_json:
-        click.echo(json.dumps([{"a": o.a, "b": o.b, "decision": o.decision} for o in decided], indent=2))
+        rows = [{"a": o.a, "b": o.b, "decision": o.decision, "decided_at": o.decided_at,
+                 "decided_by": o.decided_by} for o in decided]
+        click.echo(json.dumps(rows, indent=2))
         if left_out:
             click.echo(f"{where}: {left_out}", err=True)
         return
@@ -403,6 +405,11 @@ def review_cmd(index_path: Path, as_json: bool) -> None:
     click.echo(f"# the review queue's decisions in {where}: {len(merge)} merge, {len(apart)} apart")
     if left_out:
         click.echo(f"# {left_out}")
+    for o in decided:  # who decided what, and when
+        when = f" on {o.decided_at}" if o.decided_at else ""
+        who = f" by {safe_text(o.decided_by)}" if o.decided_by else ""
+        if when or who:
+            click.echo(f"# {o.decision} {o.a} {o.b}:{who}{when}")
     click.echo("[near]")
     click.echo(f"always_merge = {json.dumps(merge)}")
     click.echo(f"keep_apart = {json.dumps(apart)}")

@@ -62,11 +62,14 @@ class Index(IndexReader):
         return query(self, text, **options)
 
 
-def keep_decision(path: str | Path, a: str, b: str, decision: Decision | None) -> None:
+def keep_decision(
+    path: str | Path, a: str, b: str, decision: Decision | None, by: str | None = None
+) -> None:
     """Keep a reviewer's ``decision`` on the pair of groups ``a``, ``b`` in the index at ``path``
-    (``None``: drop the one kept); the next ingest re-decides both groups' clusters. Raises
-    ``ValueError`` with a one-line reason, storing nothing, when the decision is not ``merge`` or
-    ``apart`` or the ids are not two distinct groups of the index.
+    (``None``: drop the one kept), with the time and ``by`` (the reviewer's name, where given); the
+    next ingest re-decides both groups' clusters. Raises ``ValueError`` with a one-line reason,
+    storing nothing, when the decision is not ``merge`` or ``apart``, the ids are not two distinct
+    groups of the index or ``by`` is not a short line of text.
 
     Example:
         >>> keep_decision("policies.sqlite", "3f2a...", "9c1b...", "apart")  # doctest: +SKIP
@@ -76,4 +79,4 @@ def keep_decision(path: str | Path, a: str, b: str, decision: Decision | None) -
         if decision is None:
             queue.forget(a, b)
         else:
-            queue.decide(a, b, decision)
+            queue.decide(a, b, decision, by)

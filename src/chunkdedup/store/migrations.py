@@ -949,4 +949,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         DROP INDEX documents_file;
         """,
     ),
+    (
+        "0044_decision_who_when",
+        # A reviewer's decision keeps when it was made (UTC, ISO 8601) and, where the reviewer gave it,
+        # by whom: a team's queue says who decided what.
+        """
+        ALTER TABLE overrides ADD COLUMN decided_at TEXT;
+        ALTER TABLE overrides ADD COLUMN decided_by TEXT;
+        """,
+    ),
 )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from chunkdedup.store.core import Store
@@ -30,7 +31,10 @@ Kind = Literal["merges", "variants"]
 #: merges nearest the threshold first, or the largest clusters first
 Order = Literal["threshold", "size"]
 
-__all__ = ["Decision", "KeptDecisions", "Kind", "Order", "Override", "PairRow", "PairSide", "ReviewQueue"]
+__all__ = [
+    "REVIEWER_CHARS", "Decision", "KeptDecisions", "Kind", "Order", "Override", "PairRow", "PairSide",
+    "ReviewQueue", "reviewer",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,11 +44,14 @@ DECISIONS: tuple[Decision, ...] = ("merge", "apart")
 
 @dataclass(frozen=True, slots=True)
 class Override:
-    """A person's decision on the pair of groups ``a`` < ``b``."""
+    """A person's decision on the pair of groups ``a`` < ``b``: when it was made (UTC, ISO 8601; ``None``
+    for a decision an older version kept) and by whom (``None`` where the reviewer gave no name)."""
 
     a: str
     b: str
     decision: Decision
+    decided_at: str | None = None
+    decided_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +100,8 @@ class PairRow:
     decision: Decision | None
     a_side: PairSide
     b_side: PairSide
+    decided_at: str | None = None
+    decided_by: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,7 +109,25 @@ class PairRow:
             "relation": self.relation, "similarity": self.similarity, "differing": list(self.differing),
             "cluster_groups": self.cluster_groups, "decision": self.decision,
             "a_side": self.a_side.to_json(), "b_side": self.b_side.to_json(),
+            "decided_at": self.decided_at, "decided_by": self.decided_by,
         }
+
+
+#: the longest reviewer's name kept
+REVIEWER_CHARS = 80
+
+
+def reviewer(by: str | None) -> str | None:
+    """A reviewer's name as kept: stripped, ``None`` when empty; ``ValueError`` for one longer than
+    :data:`REVIEWER_CHARS` or holding a control character."""
+    if by is None or not by.strip():
+        return None
+    by = by.strip()
+    if len(by) > REVIEWER_CHARS or any(not ch.isprintable() for ch in by):
+        raise ValueError(
+            f"a reviewer's name is one line of at most {REVIEWER_CHARS} printable characters, got {shown(by)}"
+        )
+    return by
 
 
 def _pair(a: str, b: str) -> tuple[str, str]:
@@ -112,14 +139,16 @@ _KNOWN = "o.decision IN ('merge', 'apart')"
 #: every row, and whether both its groups are in the index
 _OVERRIDES = """
     SELECT o.a, o.b, o.decision,
-           EXISTS(SELECT 1 FROM groups g WHERE g.id = o.a) AND EXISTS(SELECT 1 FROM groups g WHERE g.id = o.b)
+           EXISTS(SELECT 1 FROM groups g WHERE g.id = o.a)
+           AND EXISTS(SELECT 1 FROM groups g WHERE g.id = o.b), o.decided_at, o.decided_by
     FROM overrides o ORDER BY o.a, o.b
 """
 
-#: where each of a pair's groups (aliased ``ga`` and ``gb``) was first found: columns 10-19
+#: where each of a pair's groups (aliased ``ga`` and ``gb``) was first found (columns 10-19), and when
+#: and by whom its decision was made (20-21)
 _SIDES = """
     da.doc_id, ga.rep_page, da.effective_date, da.family, ga.n_sources,
-    db.doc_id, gb.rep_page, db.effective_date, db.family, gb.n_sources
+    db.doc_id, gb.rep_page, db.effective_date, db.family, gb.n_sources, o.decided_at, o.decided_by
 """
 _SIDE_ROWS = """
     LEFT JOIN document_rows da ON da.dkey = ga.rep_dkey LEFT JOIN document_rows db ON db.dkey = gb.rep_dkey
@@ -148,16 +177,23 @@ class ReviewQueue:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def decide(self, a: str, b: str, decision: Decision) -> None:
-        """Keep ``decision`` for the pair of groups ``a`` and ``b`` and mark both dirty (the next ingest
-        re-decides their components). ``ValueError`` (and nothing kept) unless ``a`` and ``b`` are two
-        groups the index holds and ``decision`` is ``merge`` or ``apart``."""
+    def decide(self, a: str, b: str, decision: Decision, by: str | None = None) -> None:
+        """Keep ``decision`` for the pair of groups ``a`` and ``b``, with the time (UTC) and ``by`` (the
+        reviewer's name, where given), and mark both dirty (the next ingest re-decides their
+        components). ``ValueError`` (and nothing kept) unless ``a`` and ``b`` are two groups the index
+        holds, ``decision`` is ``merge`` or ``apart`` and ``by`` is a short line of text."""
         lo, hi = _pair(a, b)
+        by = reviewer(by)
         with self.store.writer(), self.store.transaction() as c:
             refused = self.refusal(a, b, decision)
             if refused is not None:
                 raise ValueError(refused)
-            c.execute("INSERT OR REPLACE INTO overrides(a, b, decision) VALUES (?, ?, ?)", (lo, hi, decision))
+            at = datetime.now(UTC).isoformat(timespec="seconds")
+            c.execute(
+                "INSERT OR REPLACE INTO overrides(a, b, decision, decided_at, decided_by)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (lo, hi, decision, at, by),
+            )
             self.store.chunks.mark_dirty((lo, hi))
 
     def forget(self, a: str, b: str) -> None:
@@ -228,7 +264,7 @@ class ReviewQueue:
         items = tuple(
             PairRow(
                 r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], r[8],
-                PairSide(*r[9:14]), PairSide(*r[14:19]),
+                PairSide(*r[9:14]), PairSide(*r[14:19]), r[19], r[20],
             )
             for r in rows
         )
@@ -241,9 +277,10 @@ class ReviewQueue:
         takes anything)."""
         rows: list[tuple[Override, bool]] = []
         damaged: list[tuple[object, object, object]] = []
-        for a, b, decision, held in self.store.conn.execute(_OVERRIDES):
+        for a, b, decision, held, at, by in self.store.conn.execute(_OVERRIDES):
             if isinstance(a, str) and isinstance(b, str) and decision in DECISIONS:
-                rows.append((Override(a, b, decision), bool(held) and a != b))
+                at, by = (v if isinstance(v, str) else None for v in (at, by))
+                rows.append((Override(a, b, decision, at, by), bool(held) and a != b))
             else:
                 damaged.append((a, b, decision))
         if damaged:

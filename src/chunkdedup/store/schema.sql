@@ -150,9 +150,10 @@ CREATE TABLE key_units(khash INTEGER PRIMARY KEY, units INTEGER NOT NULL);
 -- Keys whose unit count changed since chrome was last decided.
 CREATE TABLE stale_keys(khash INTEGER PRIMARY KEY);
 
--- What a person decided on reading a pair: merge or apart (review, always_merge, keep_apart).
+-- What a person decided on reading a pair (merge or apart), when (UTC) and by whom where given.
 CREATE TABLE overrides(
     a TEXT NOT NULL, b TEXT NOT NULL, decision TEXT NOT NULL CHECK (decision IN ('merge', 'apart')),
+    decided_at TEXT, decided_by TEXT,
     PRIMARY KEY(a, b)) WITHOUT ROWID;
 
 -- MinHash LSH: one row per band key and group (a group's keys are a function of its text).

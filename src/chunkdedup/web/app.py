@@ -353,7 +353,7 @@ class _View:
             request, "review.html",
             lambda ix: pages.review_page(ix, kind=kind, order=order, reason=reason,  # type: ignore[arg-type]
                                          limit=limit, offset=offset),
-            token=self.token, reasons=pages.REVIEW_REASONS,
+            token=self.token, reasons=pages.REVIEW_REASONS, by=request.query_params.get("by", "")[:80],
         )
 
     async def decide(self, request: Request) -> Response:
@@ -367,7 +367,7 @@ class _View:
         except ValueError:
             return self.error(request, 400, "Not a decision",
                               "a decision is a few fields: reload the review page")
-        fields = {k: (form.get(k) or [""])[0] for k in ("a", "b", "decision", "token", "back")}
+        fields = {k: (form.get(k) or [""])[0] for k in ("a", "b", "decision", "token", "back", "by")}
         # as UTF-8 bytes: compare_digest takes a str of ASCII only, and a form may post any text
         if not secrets.compare_digest(fields["token"].encode("utf-8"), self.token.encode("utf-8")):
             return self.error(request, 403, "Not accepted",
@@ -380,7 +380,7 @@ class _View:
         decision: Decision | None = None if fields["decision"] == "clear" else fields["decision"]  # type: ignore[assignment]
 
         def write() -> None:
-            keep_decision(self.index_path, fields["a"], fields["b"], decision)
+            keep_decision(self.index_path, fields["a"], fields["b"], decision, fields["by"] or None)
 
         try:
             await run_in_threadpool(write)
@@ -394,6 +394,8 @@ class _View:
         except ValueError as e:  # not two groups of the index (a UnicodeDecodeError is caught above)
             return self.error(request, 400, "Not a decision", str(e))
         back = fields["back"] if fields["back"].startswith("/review") else "/review"
+        if fields["by"].strip():  # the page after it fills the reviewer's name in again
+            back = f"{back}{'&' if '?' in back else '?'}{urlencode({'by': fields['by'].strip()})}"
         return RedirectResponse(back, status_code=303)
 
     def query(self, request: Request) -> Response:
