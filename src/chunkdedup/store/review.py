@@ -144,26 +144,35 @@ _OVERRIDES = """
     FROM overrides o ORDER BY o.a, o.b
 """
 
-#: where each of a pair's groups (aliased ``ga`` and ``gb``) was first found (columns 10-19), and when
-#: and by whom its decision was made (20-21)
-_SIDES = """
-    da.doc_id, ga.rep_page, da.effective_date, da.family, ga.n_sources,
-    db.doc_id, gb.rep_page, db.effective_date, db.family, gb.n_sources, o.decided_at, o.decided_by
-"""
-_SIDE_ROWS = """
-    LEFT JOIN document_rows da ON da.dkey = ga.rep_dkey LEFT JOIN document_rows db ON db.dkey = gb.rep_dkey
-"""
+def _sides(a: str, b: str) -> tuple[str, str]:
+    """The columns that say where each of a pair's groups (aliased ``a`` and ``b``) was first found
+    (columns 10-19 of a queue row) and when and by whom its decision was made (20-21), and the joins
+    they read."""
+    columns = f"""
+    da.doc_id, {a}.rep_page, da.effective_date, da.family, {a}.n_sources,
+    db.doc_id, {b}.rep_page, db.effective_date, db.family, {b}.n_sources, o.decided_at, o.decided_by
+    """
+    joins = f"""
+    LEFT JOIN document_rows da ON da.dkey = {a}.rep_dkey LEFT JOIN document_rows db ON db.dkey = {b}.rep_dkey
+    """
+    return columns, joins
+
+
+_MERGE_SIDES, _MERGE_JOINS = _sides("l", "m")
 _MERGES = f"""
-    SELECT ga.id, gb.id, ga.text, gb.text, gb.relation, gb.similarity, gb.differing,
-           (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "gb.canonical_id")}), o.decision, {_SIDES}
-    FROM groups gb JOIN groups ga ON ga.id = gb.canonical_id {_SIDE_ROWS}
-    LEFT JOIN overrides o ON o.a = MIN(ga.id, gb.id) AND o.b = MAX(ga.id, gb.id) AND {_KNOWN}
-    WHERE gb.rel IS NOT NULL
+    SELECT l.id, m.id, l.text, m.text, m.relation, m.similarity, m.differing,
+           (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "m.canonical_id")}), o.decision,
+           {_MERGE_SIDES}
+    FROM groups m JOIN groups l ON l.id = m.canonical_id {_MERGE_JOINS}
+    LEFT JOIN overrides o ON o.a = MIN(l.id, m.id) AND o.b = MAX(l.id, m.id) AND {_KNOWN}
+    WHERE m.rel IS NOT NULL
 """
+_VARIANT_SIDES, _VARIANT_JOINS = _sides("ga", "gb")
 _VARIANTS = f"""
     SELECT v.a, v.b, ga.text, gb.text, v.reason, v.similarity, v.differing,
-           (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "ga.canonical_id")}), o.decision, {_SIDES}
-    FROM variants v JOIN groups ga ON ga.id = v.a JOIN groups gb ON gb.id = v.b {_SIDE_ROWS}
+           (SELECT COUNT(*) FROM groups g WHERE {in_cluster("g", "ga.canonical_id")}), o.decision,
+           {_VARIANT_SIDES}
+    FROM variants v JOIN groups ga ON ga.id = v.a JOIN groups gb ON gb.id = v.b {_VARIANT_JOINS}
     LEFT JOIN overrides o ON o.a = MIN(v.a, v.b) AND o.b = MAX(v.a, v.b) AND {_KNOWN}
 """
 
@@ -256,7 +265,7 @@ class ReviewQueue:
             raise ValueError(f"kind is 'merges' or 'variants', got {kind!r}")
         sql, args = (_MERGES, []) if kind == "merges" else (_VARIANTS, [])
         if reason:
-            sql += " AND gb.relation = ?" if kind == "merges" else " WHERE v.reason = ?"
+            sql += " AND m.relation = ?" if kind == "merges" else " WHERE v.reason = ?"
             args.append(reason)
         total = self.store.conn.execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()[0]
         by = "6 ASC, 1, 2" if order == "threshold" else "8 DESC, 6 ASC, 1, 2"
