@@ -181,3 +181,33 @@ def test_an_index_from_before_who_and_when_keeps_its_decisions(corpus: Path, tmp
         columns = [r[1] for r in store.conn.execute("PRAGMA table_info(overrides)")]
     assert (kept.a, kept.b, kept.decision, kept.decided_at, kept.decided_by) == (lo, hi, "apart", None, None)
     assert columns[-2:] == ["decided_at", "decided_by"]
+
+
+def test_the_queue_filters_by_document_and_family(policy_index: Path) -> None:
+    """A reviewer reads the pairs of one document, or of one family of versions, at a time."""
+    with Store.open(policy_index, readonly=True) as store:
+        queue = ReviewQueue(store)
+        every = queue.pairs("variants", limit=1000).items
+        doc = every[0].b_side.doc
+        assert doc is not None
+        mine = queue.pairs("variants", limit=1000, doc=doc)
+        family = next(p.a_side.family for p in every if p.a_side.family)
+        kin = queue.pairs("variants", limit=1000, family=family)
+        nothing = queue.pairs("merges", doc="no such document")
+        holds = [
+            store.conn.execute(
+                "SELECT 1 FROM source_rows s JOIN document_rows d ON d.dkey = s.dkey"
+                " JOIN groups g ON g.gid = s.gid WHERE g.id IN (?, ?) AND d.doc_id = ?",
+                (p.a, p.b, doc),
+            ).fetchone() is not None
+            for p in every
+        ]
+    assert 0 < mine.total == sum(holds) < len(every)  # the pairs with a text in that document, only
+    assert {(p.a, p.b) for p in mine.items} == {(p.a, p.b) for p, h in zip(every, holds, strict=True) if h}
+    assert kin.total and all(family in (p.a_side.family, p.b_side.family) for p in kin.items)
+    assert nothing.total == 0
+    with TestClient(create_app(policy_index), base_url="http://localhost") as client:
+        data = client.get("/review", params={"kind": "variants", "family": family, "format": "json"}).json()
+        page = client.get("/review", params={"kind": "variants", "doc": doc}).text
+    assert data["family"] == family and data["pairs"]["total"] == kin.total
+    assert 'id="review-filter"' in page and "all pairs" in page

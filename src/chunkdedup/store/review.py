@@ -165,7 +165,6 @@ _MERGES = f"""
            {_MERGE_SIDES}
     FROM groups m JOIN groups l ON l.id = m.canonical_id {_MERGE_JOINS}
     LEFT JOIN overrides o ON o.a = MIN(l.id, m.id) AND o.b = MAX(l.id, m.id) AND {_KNOWN}
-    WHERE m.rel IS NOT NULL
 """
 _VARIANT_SIDES, _VARIANT_JOINS = _sides("ga", "gb")
 _VARIANTS = f"""
@@ -256,17 +255,32 @@ class ReviewQueue:
 
     def pairs(
         self, kind: Kind, *, order: Order = "threshold", reason: str | None = None,
-        limit: int = 50, offset: int = 0,
+        limit: int = 50, offset: int = 0, doc: str | None = None, family: str | None = None,
     ) -> Slice[PairRow]:
         """One page of the queue: ``merges`` (near and semantic copies with the leader they joined) or
         ``variants`` (pairs a guard kept apart; ``reason`` keeps one reason), nearest the threshold first
-        (``order="threshold"``: the lowest similarity) or the largest clusters first (``"size"``)."""
+        (``order="threshold"``: the lowest similarity) or the largest clusters first (``"size"``).
+        ``doc`` keeps the pairs either of whose texts stands in that document, ``family`` those either
+        side of which was first found in a document of that family."""
         if kind not in ("merges", "variants"):
             raise ValueError(f"kind is 'merges' or 'variants', got {kind!r}")
-        sql, args = (_MERGES, []) if kind == "merges" else (_VARIANTS, [])
+        sql, a, b = (_MERGES, "l", "m") if kind == "merges" else (_VARIANTS, "ga", "gb")
+        where: list[str] = ["m.rel IS NOT NULL"] if kind == "merges" else []
+        args: list[object] = []
         if reason:
-            sql += " AND m.relation = ?" if kind == "merges" else " WHERE v.reason = ?"
+            where.append("m.relation = ?" if kind == "merges" else "v.reason = ?")
             args.append(reason)
+        if doc:
+            where.append(
+                "EXISTS(SELECT 1 FROM source_rows s JOIN document_rows d ON d.dkey = s.dkey"
+                f" WHERE s.gid IN ({a}.gid, {b}.gid) AND d.doc_id = ?)"
+            )
+            args.append(doc)
+        if family:
+            where.append("(da.family = ? OR db.family = ?)")
+            args += [family, family]
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         total = self.store.conn.execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()[0]
         by = "6 ASC, 1, 2" if order == "threshold" else "8 DESC, 6 ASC, 1, 2"
         rows = self.store.conn.execute(f"{sql} ORDER BY {by} LIMIT ? OFFSET ?", [*args, limit, offset])

@@ -346,13 +346,15 @@ class _View:
         kind = request.query_params.get("kind", "merges")
         order = request.query_params.get("order", "threshold")
         reason = request.query_params.get("reason") or None
+        doc = request.query_params.get("doc") or None
+        family = request.query_params.get("family") or None
         if kind not in ("merges", "variants") or order not in ("threshold", "size"):
             return self.error(request, 400, "Unknown review list",
                               "kind is merges or variants, order is threshold or size")
         return self.page(
             request, "review.html",
             lambda ix: pages.review_page(ix, kind=kind, order=order, reason=reason,  # type: ignore[arg-type]
-                                         limit=limit, offset=offset),
+                                         limit=limit, offset=offset, doc=doc, family=family),
             token=self.token, reasons=pages.REVIEW_REASONS, by=request.query_params.get("by", "")[:80],
         )
 

@@ -417,17 +417,24 @@ class ReviewPage:
     order: Order
     reason: str | None
     pairs: Slice[ReviewItem]
+    doc: str | None = None
+    family: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "order": self.order, "reason": self.reason, "pairs": self.pairs.to_json()}
+        return {"kind": self.kind, "order": self.order, "reason": self.reason, "doc": self.doc,
+                "family": self.family, "pairs": self.pairs.to_json()}
 
 
 def review_page(
-    ix: Index, *, kind: Kind, order: Order, reason: str | None, limit: int, offset: int
+    ix: Index, *, kind: Kind, order: Order, reason: str | None, limit: int, offset: int,
+    doc: str | None = None, family: str | None = None,
 ) -> ReviewPage:
-    found = ix.review.pairs(kind, order=order, reason=reason, limit=limit, offset=offset)
+    found = ix.review.pairs(
+        kind, order=order, reason=reason, limit=limit, offset=offset, doc=doc, family=family
+    )
     items = []
     for p in found.items:
         a_words, b_words = word_diff(p.a_text, p.b_text)
         items.append(ReviewItem(p, a_words, b_words))
-    return ReviewPage(kind, order, reason, Slice(tuple(items), found.total, found.limit, found.offset))
+    listed = Slice(tuple(items), found.total, found.limit, found.offset)
+    return ReviewPage(kind, order, reason, listed, doc, family)
