@@ -17,7 +17,7 @@ from rich.markup import escape as markup_escape
 from rich.table import Table
 
 from chunkdedup.cli_support import cli_errors, json_text, progress_bar
-from chunkdedup.config import with_overrides
+from chunkdedup.config import read_toml, with_overrides
 from chunkdedup.errors import ConfigError
 from chunkdedup.evaluate.audit import NEIGHBOUR_SAMPLE, NO_EMBEDDINGS, audit
 from chunkdedup.evaluate.diff import diff_reports, format_diff, load_report
@@ -119,12 +119,7 @@ def _query_values(config_path: Path | None, overrides: tuple[str, ...]) -> dict[
     """The [query] settings of ``--config`` and then of each ``--set query.KEY=VALUE``."""
     values: dict[str, Any] = {}
     if config_path is not None:
-        try:
-            data = tomllib.loads(config_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"config file {config_path} does not exist: check the --config path") from None
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"config file {config_path} is not valid TOML: {e}") from None
+        data = read_toml(config_path)
         other = sorted(set(data) - {"query"})
         if other:
             raise ConfigError(

@@ -417,14 +417,7 @@ class Config:
     @classmethod
     def load(cls, path: str | Path) -> Config:
         """Read a TOML file; unknown sections or keys are errors that name them."""
-        p = Path(path)
-        try:
-            data = tomllib.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"config file {p} does not exist: check the --config path") from None
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"config file {p} is not valid TOML: {e}") from None
-        return cls.from_dict(data, source=str(p))
+        return cls.from_dict(read_toml(path), source=str(path))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> Config:
@@ -452,6 +445,18 @@ _SECTION_TYPES: dict[str, type] = {
     "query": QueryConfig,
     "retrieval": RetrievalConfig,
 }
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """A config file's tables, as TOML reads them; a missing or malformed file is a
+    :class:`ConfigError` that names it."""
+    p = Path(path)
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {p} does not exist: check the --config path") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {p} is not valid TOML: {e}") from None
 
 
 def with_overrides(section: Any, values: dict[str, Any], where: str) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 from chunkdedup.store import Store
 from chunkdedup.store.evaluation import EvaluationReads, FinishedRun
 from chunkdedup.store.index import IndexReader
-from chunkdedup.store.review import Decision, Kind, Order, Override, PairRow, ReviewQueue
+from chunkdedup.store.review import REVIEWER_CHARS, Decision, Kind, Order, Override, PairRow, ReviewQueue
 from chunkdedup.store.rows import (
     CanonicalRow,
     DocumentRow,
@@ -36,10 +36,10 @@ from chunkdedup.types import Hit
 #: The rows an index is read as (:mod:`chunkdedup.store.rows`), the review queue's and the evaluation's
 #: reads, named here for the faces that read them.
 __all__ = [
-    "CanonicalRow", "Decision", "DocumentRow", "EvaluationReads", "FamilyCounts", "FileProblem",
-    "FinishedRun", "Index", "IndexStats", "KeySummary", "Kind", "MergeRow", "Order", "Override", "PageText",
-    "PairRow", "RunRow", "Slice", "SlowTextEngine", "SourceRow", "StatusCount", "StrippedRow", "TextEngine",
-    "VariantRow", "keep_decision",
+    "REVIEWER_CHARS", "CanonicalRow", "Decision", "DocumentRow", "EvaluationReads", "FamilyCounts",
+    "FileProblem", "FinishedRun", "Index", "IndexStats", "KeySummary", "Kind", "MergeRow", "Order",
+    "Override", "PageText", "PairRow", "RunRow", "Slice", "SlowTextEngine", "SourceRow", "StatusCount",
+    "StrippedRow", "TextEngine", "VariantRow", "keep_decision",
 ]
 
 

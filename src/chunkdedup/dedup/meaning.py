@@ -158,7 +158,7 @@ _QUALIFIER = _set(
 )
 _LATER = _set("later earlier newer older")
 #: the ways legal drafting states a status ("shall be subject to", "is subject to")
-_STATUS = dict.fromkeys(("shall be", "is", "are", "will be"), "status")
+_STATUS = frozenset(("shall be", "is", "are", "will be"))
 #: the words that join the items of an enumeration: one changed is an item added or dropped
 _CONJUNCTION = _set("and or nor")
 #: the marks that open a list's item
@@ -313,7 +313,7 @@ class _Span:
     normalised forms at once; each word's case, position and the spaces around it only when a rule
     asks (:meth:`word`)."""
 
-    __slots__ = ("_at", "_closed", "_lead", "_parts", "chunks", "first", "last", "norms", "opens")
+    __slots__ = ("_at", "_lead", "_parts", "chunks", "first", "last", "norms", "opens")
 
     def __init__(self, text: str, start: int, stop: int, opens: bool, norms: _Norms) -> None:
         parts = _SPACE.split(text[start:stop])
@@ -322,9 +322,8 @@ class _Span:
         self.opens = opens
         self._parts = parts
         self._lead = "\n" if opens and start == 0 else ""
-        self._closed = stop >= len(text)  # the span ends its text: a line ends after its last word
+        self.last = stop >= len(text)  # the span ends its text: a line ends after its last word
         self.first = start == 0  # the span opens its text
-        self.last = self._closed  # the span ends its text
         if all(every):  # no mark alone (the common case): word k is chunk k
             self.chunks, self.norms, self._at = words, every, None
         else:  # a mark alone (a bullet, a heading's #) is no word; the space around it still counts
@@ -341,7 +340,7 @@ class _Span:
         lo = 0 if i == 0 else 2 * (at[i - 1] if at is not None else i - 1) + 1
         hi = len(self._parts) if i == n else 2 * (at[i] if at is not None else i)
         gap = ("" if i else self._lead) + "".join(self._parts[lo:hi])
-        return gap + "\n" if i == n and self._closed and "\n" not in gap else gap
+        return gap + "\n" if i == n and self.last and "\n" not in gap else gap
 
     def word(self, k: int) -> _Word:
         chunk = self.chunks[k]
@@ -443,7 +442,7 @@ def _equivalent(a: Sequence[_Word], b: Sequence[_Word]) -> bool:
     na, nb = [w.norm for w in wa], [w.norm for w in wb]
     if "".join(na) == "".join(nb):
         return True
-    if _STATUS.get(" ".join(na)) == _STATUS.get(" ".join(nb)) == "status":
+    if " ".join(na) in _STATUS and " ".join(nb) in _STATUS:
         return True  # "shall be subject to" says what "is subject to" says: a status, not a duty
     if len(na) == 1 and len(nb) > 1 and na[0] == "".join(w[0] for w in nb):
         return True

@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chunkdedup.errors import ChunkdedupError, IndexBusyError, IndexError_
-from chunkdedup.index import Decision, Index, keep_decision
+from chunkdedup.index import REVIEWER_CHARS, Decision, Index, keep_decision
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.visible import safe_block
 from chunkdedup.web import pages
@@ -355,7 +355,8 @@ class _View:
             request, "review.html",
             lambda ix: pages.review_page(ix, kind=kind, order=order, reason=reason,  # type: ignore[arg-type]
                                          limit=limit, offset=offset, doc=doc, family=family),
-            token=self.token, reasons=pages.REVIEW_REASONS, by=request.query_params.get("by", "")[:80],
+            token=self.token, reasons=pages.REVIEW_REASONS,
+            by=request.query_params.get("by", "")[:REVIEWER_CHARS],
         )
 
     async def decide(self, request: Request) -> Response:
