@@ -82,6 +82,18 @@ def _reason(a: str, b: str) -> str | None:
         # the same figures in another order
         ("Notice takes 30 days and refunds take 60 days.", "Notice takes 60 days and refunds take 30 days.",
          "order"),
+        # a compound or a path read part by part: a qualifier fused in, an edition, another page
+        ("The work is licensed under the Creative Commons Attribution-NonCommercial-NoDerivs licence.",
+         "The work is licensed under the Creative Commons Attribution licence.", "qualifier"),
+        ("This feature is available in Widget/Pro for all users who sign in.",
+         "This feature is available in Widget/Lite for all users who sign in.", "name"),
+        ("Read the terms at https://example.com/terms/ABC-2 before you use the service.",
+         "Read the terms at https://example.com/terms/XABC-2 before you use the service.", "reference"),
+        # a hedge dropped; two items joined another way
+        ("The software performs substantially in accordance with the documentation.",
+         "The software performs in accordance with the documentation.", "qualifier"),
+        ("You must keep records and invoices for as long as we ask.",
+         "You must keep records or invoices for as long as we ask.", "qualifier"),
         # a link and its words on one side only: a pointer dropped, or a copy's artefact
         ("The list of providers can be found [on this page](https://example.org/providers). Read it.",
          "The list of providers can be found . Read it.", "doubt"),
@@ -133,6 +145,21 @@ def test_a_change_of_meaning_is_a_version(a: str, b: str, reason: str) -> None:
         ("[Contact Us](#contact)\nRefunds take a week.", "Refunds take a week."),
         ("Write to [\\[email\u00a0protected\\]](/cdn-cgi/l/email-protection) today.",
          "Write to legal@example.com today."),
+        # an address literal as Markdown escapes it, its user hidden on one side with the domain left
+        ("Create an alias, e.g., \u201cTDReporting@\\[Company.com\\],\u201d for reports.",
+         "Create an alias, e.g., \u201c[\\[email\u00a0protected\\]](/cdn-cgi/l/email-protection)"
+         "\\[Company.com\\],\u201d for reports."),
+        # a compound against its letters; a name's possessive cut at a page break, the name still named
+        ("Send an e-mail to the team.", "Send an email to the team."),
+        ("We hold a stake in Rivian through our investment, and one of us serves on Rivian\u2019s\n8",
+         "We hold a stake in Rivian through our investment, and one of us serves on\n8"),
+        # the same page moved: a language's part, another folder, a part added, another host of the site
+        ("See https://support.apple.com/en-us/ht203093 for details.",
+         "See https://support.apple.com/ht203093 for details."),
+        ("See https://www.dataprivacyframework.gov/framework-article/ANNEX-I-introduction for more.",
+         "See https://www.dataprivacyframework.gov/s/article/ANNEX-I-introduction-dpf?tab=2 for more."),
+        ("Terms: https://powerplatform.microsoft.com/en-us/business-applications/legal apply.",
+         "Terms: https://www.microsoft.com/en-gb/power-platform/business-applications/legal apply."),
         ("The addendum at [www.example.com/dpa](https://example.com/dpa) applies.",
          "The addendum at [https://www.example.com/legal/dpa/](https://example.com/dpa) applies."),
         # a heading, a lead-in or a question one chunk's edge caught; page chrome at the end
@@ -244,23 +271,23 @@ def test_an_ingest_keeps_meaning_apart_and_says_why(tmp_path: Path) -> None:
 def test_the_labelled_real_pairs_meet_the_targets(real_candidate_pairs) -> None:  # type: ignore[no-untyped-def]
     """Every labelled pair of sec-10q, site-policy, ntsb and terms is still a candidate pair, and on
     each half of the split (the pairs rules were read against, and the held-out ones, measured only)
-    the default guards keep >= 87% of the meaning-changing ones apart while merging >= 91% of the
-    same-meaning ones (the figures reached, a floor against regressions; benchmarks/README gives
-    them and the targets)."""
+    the default guards keep >= 90% of the meaning-changing ones apart (the target) while merging >= 91%
+    of the same-meaning ones (the figure reached, a floor against regressions: the target is 95%;
+    benchmarks/README gives the figures)."""
     rp, by_corpus = real_candidate_pairs
     pairs = [p for c in rp.CORPORA for p in by_corpus[c]]
     labels = list(rp.read_jsonl(rp.LABELS))
     assert len(labels) >= 450 and sum(lab["corpus"] == "terms" for lab in labels) >= 200
     result = rp.evaluate(pairs, labels, list(rp.read_jsonl(rp.SECOND_READER)))
     second = result["second_reader"]
-    assert second["matched"] == second["labelled"] >= 75  # a reader who saw no verdict agrees
+    assert second["matched"] == second["labelled"] >= 79  # a reader who saw no verdict agrees
     assert second["after"]["changed_kept_apart"]["share"] >= 0.95
     assert second["after"]["same_merged"]["share"] >= 0.95
     for half in ("tune", "held_out"):
         part = result[half]
         assert part["matched"] == part["labelled"] > 200
         after, before = part["after"], part["before"]
-        assert after["changed_kept_apart"]["share"] >= 0.87, half
+        assert after["changed_kept_apart"]["share"] >= 0.90, half
         assert after["same_merged"]["share"] >= 0.91, half
         assert after["changed_kept_apart"]["hit"] > before["changed_kept_apart"]["hit"]
         assert after["same_merged"]["hit"] > before["same_merged"]["hit"]

@@ -16,7 +16,9 @@ what is no difference at all:
   a place on the same page, URLs and ``www.`` addresses, HTML comments, e-mail addresses (and the
   "[email protected]" a web page shows scrapers), emphasis and bullet marks, heading marks; words
   are compared casefolded with their punctuation dropped, so ``U.S.``/``US``,
-  ``on-premises``/``on\u00adpremises``, ``can not``/``cannot`` are equal;
+  ``on-premises``/``on\u00adpremises``, ``can not``/``cannot`` are equal; a compound or a path
+  (``-`` or ``/`` between letters or digits) that differs is read part by part, so
+  ``Attribution-NonCommercial`` against ``Attribution`` drops a part, not an abbreviation;
 - an acronym against the words it stands for (``U.S.``/``United States``; "Universal Code of
   Conduct (UCoC)" against "(UCoC)"), an abbreviation against its word (``St``/``Street``,
   ``Dept``/``Department``), a misspelling of a long word (``Polices``/``Policies``; a capitalised one
@@ -38,9 +40,13 @@ negation      holds a negation (not, no, never, without, except, unless, nor, ca
 modality      changes the modal class of the pair: obligation (must, shall, required), permission
               (may, can, permitted), recommendation (should), prohibition (prohibited)
 ordinal       replaces an ordinal or number word by another (first/third quarter, thirty/sixty days)
-reference     replaces a lettered reference by another (``4(b)``/``4(d)``, ``Section 1(f)``/``1(g)``)
+reference     replaces a lettered reference by another (``4(b)``/``4(d)``, ``Section 1(f)``/``1(g)``); or
+              a URL standing in the text points at another page of its site: the last part of its
+              path holds a word the other's does not, either way (``terms/ABC-2``/``terms/XABC-2``; a
+              language's part, another folder or a part added is the same page moved)
 qualifier     holds a word that narrows or widens scope (only, exclusive, non-commercial, before,
-              some, certain ..., "or any later version"), or adds or drops an enumeration's item:
+              some, certain, substantially, reasonably ..., "or any later version"), or joins two
+              items another way ("and"/"or"), or adds or drops an enumeration's item:
               a stretch on one side only, shorter than a statement, holding a joining word (and, or,
               nor) or a comma-closed item, or standing as an item beside a joining word
               ("functionalities, designs and platforms"), or a bulleted line; or replaces items of
@@ -53,7 +59,9 @@ name          holds a name: a capitalised word standing where a sentence does no
               ``wordfreq`` package's scale: Taboola/Teads) is a name. No model: the pair's own words,
               their case and a fixed word-frequency list decide, so the verdict is a rule on the two
               texts alone (incremental equals fresh, Ray equals local). A URL standing in the text
-              (not a link's target) that names another site is another party (tagged.com/hi5.com)
+              (not a link's target) that names another site is another party (tagged.com/hi5.com).
+              A name the other text holds is no new name, nor is its possessive ("Rivian's" cut at a
+              page break where the other text names Rivian)
 content       adds or drops a statement: at least ``CONTENT_WORDS`` words on one side only, most of
               them lower case (a title-case line such as a table header or a leaked heading is not
               a statement)
@@ -154,7 +162,10 @@ _ORDINAL = _set(
 _QUALIFIER = _set(
     "only solely exclusively exclusive nonexclusive noncommercial commercial derivative "
     "derivatives sharealike irrevocable revocable perpetual temporary permanent partial partially "
-    "minimum maximum least most more less fewer before after prior some certain"
+    "minimum maximum least most more less fewer before after prior some certain "
+    # degree: a hedge dropped or added widens or narrows what is promised
+    "substantially materially reasonably reasonable significantly generally primarily mainly "
+    "approximately necessarily"
 )
 _LATER = _set("later earlier newer older")
 #: the ways legal drafting states a status ("shall be subject to", "is subject to")
@@ -185,9 +196,16 @@ _NO_TEXT = (  # (a mark the text must hold, what to leave out): each is looked f
     ("](", re.compile(r"\]\([^)\s]*(?:[ \t]+\"[^\"\n]*\")?\)")),
     ("://", re.compile(r"(?:https?|ftp)://\S+")),
     ("www.", re.compile(r"(?<![\w@.])www\.[\w-]+\.\S+", re.I)),
-    ("@", re.compile(r"(?<![\w.+-])(?:mailto:)?[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
+    ("@", re.compile(r"(?<![\w.+-])(?:mailto:)?[\w.+-]+@(?:\\?\[)?[\w-]+(?:\.[\w-]+)+(?:\\?\])?")),
     # an address a web page hid from scrapers: "[email protected]", as a link's text or alone
-    ("protected", re.compile(r"\[?\\?\[email\s+protected\\?\](?:\][^)\s]*\)|\])?")),
+    # (with what a page glued to it: "[email protected][Company.com]", an address literal's domain)
+    (
+        "protected",
+        re.compile(
+            r"\[?\\?\[email\s+protected\\?\](?:\][^)\s]*\)|\])?"
+            r"(?:[ \t]*\\?\[[\w-]+(?:\.[\w-]+)+\\?\])?"
+        ),
+    ),
 )
 
 
@@ -212,7 +230,14 @@ _SPREAD = ("<!--", "-->", "![", "protected")
 #: a link with a title: ``](target "title")``
 _TITLED = re.compile(r'\]\([^)\s]*[ \t]+"')
 #: a URL that stands in the text (not a link's target): its host
-_VISIBLE_URL = re.compile(r"(?<!\]\()(?:https?|ftp)://([\w.-]+)", re.I)
+_VISIBLE_URL = re.compile(r"(?<!\]\()(?:https?|ftp)://([\w.-]+)([^\s?#()\]]*)", re.I)
+#: a path's part that names a language, with a country or a script or not (``en``, ``en-us``,
+#: ``de_DE``, ``zh-hant``): the same page in a reader's language (the languages of the web's most
+#: translated pages, ISO 639-1; "by" and "by-sa" of a licence's path are none)
+_LANGUAGES = "ar|cs|da|de|el|en|es|fi|fr|he|hi|hu|id|it|ja|ko|ms|nb|nl|no|pl|pt|ro|ru|sv|th|tr|uk|vi|zh"
+#: a web page's file type, which names no page: ``contact.html``, ``terms.aspx``
+_WEB_FILE = re.compile(r"\.(?:s?html?|aspx?|php|jsp)$")
+_LOCALE = re.compile(rf"(?:{_LANGUAGES})(?:[-_](?:[a-z]{{2}}|hans|hant|latn))?")
 _NOT_ALNUM = re.compile(r"[\W_]+")
 #: a space-separated word holding a digit
 _DIGIT_WORD = re.compile(r"[^\s\d]*\d\S*")
@@ -488,7 +513,9 @@ def _changes(a: _Span, b: _Span) -> list[_Change]:
             i2, j2 = (op.src_start, op.dest_start) if op is not None else (len(a.norms), len(b.norms))
             sa, sb = a.words(at[0], i2), b.words(at[1], j2)
             if sa and sb:
-                if not _equivalent(sa, sb):
+                if _compound(sa) or _compound(sb):
+                    out.extend(_part_changes(sa, sb))
+                elif not _equivalent(sa, sb):
                     out.append(_Change(sa, sb))
             else:
                 span, lo, hi, words = (a, at[0], i2, sa) if sa else (b, at[1], j2, sb)
@@ -500,6 +527,57 @@ def _changes(a: _Span, b: _Span) -> list[_Change]:
                         len(w.norm) > 1 and w.norm.isalpha() for w in words
                     )
                     out.append(_Change(sa, sb, _item(span, lo, hi), linked))
+            at = None
+    return out
+
+
+#: a mark that joins the parts of a compound or a path between two letters or digits: "Attribution-
+#: NonCommercial", "Widget/Pro", "terms/ABC-2"
+_JOINT = re.compile(r"(?<=[^\W_])[-/](?=[^\W_])")
+
+
+def _compound(words: Sequence[_Word]) -> bool:
+    return any("-" in w.raw or "/" in w.raw for w in words) and any(_JOINT.search(w.raw) for w in words)
+
+
+def _parts(words: Sequence[_Word], norms: Callable[[str], str]) -> list[_Word]:
+    """``words`` with each compound split into its parts (the first part keeps where the word stands,
+    the last what closes it)."""
+    out: list[_Word] = []
+    for w in words:
+        pieces = [p for p in _JOINT.split(w.raw) if p]
+        if len(pieces) < 2:
+            out.append(w)
+            continue
+        for k, piece in enumerate(pieces):
+            first, last = k == 0, k == len(pieces) - 1
+            out.append(_Word(
+                piece, norms(piece), w.initial and first, w.line_start and first, w.line_end and last,
+                w.comma and last, w.bullet and first, w.heading and first, w.end if last else "",
+                w.link and first,
+            ))
+    return out
+
+
+def _part_changes(sa: list[_Word], sb: list[_Word]) -> list[_Change]:
+    """The changes between two stretches that hold a compound, read part by part: "Attribution-
+    NonCommercial-NoDerivs" against "Attribution" drops two parts (an abbreviation of a word is no
+    compound's stem), "Widget/Pro" against "Widget/Lite" replaces one; "e-mail" against "email" is
+    equal letters."""
+    if "".join(w.norm for w in sa) == "".join(w.norm for w in sb):
+        return []
+    pa, pb = _parts(sa, _norm), _parts(sb, _norm)
+    out = []
+    at = None  # where the stretch being read began, as in _changes
+    for op in (*Levenshtein.opcodes([w.norm for w in pa], [w.norm for w in pb]), None):
+        if op is not None and op.tag != "equal":
+            at = at or (op.src_start, op.dest_start)
+            continue
+        if at is not None:
+            i2, j2 = (op.src_start, op.dest_start) if op is not None else (len(pa), len(pb))
+            xa, xb = pa[at[0] : i2], pb[at[1] : j2]
+            if not (xa and xb and _equivalent(xa, xb)):
+                out.append(_Change(xa, xb))
             at = None
     return out
 
@@ -544,7 +622,8 @@ def _aside(words: list[_Word], edge: bool) -> bool:
 
 def _spelled_out(words: list[_Word], after: str) -> bool:
     """Whether words on one side only spell out the acronym that follows them in both texts
-    ("Universal Code of Conduct (UCoC)" against "(UCoC)"; not a link's words: a pointer went with them)."""
+    ("Universal Code of Conduct (UCoC)" against "(UCoC)"; not a link's words: a pointer went with them,
+    and two readers told that pair apart)."""
     if len(words) < 2 or len(after) != len(words) or words[0].link:  # a link dropped with them: doubt
         return False
     return after == "".join(w.norm[:1] for w in words)
@@ -582,6 +661,8 @@ def _may_matter(a: str, b: str, norms: _Norms) -> bool:
             return True
         if w.lstrip("*_").startswith("["):  # a link's words may have come or gone
             return True
+        if ("-" in w or "/" in w) and not _LISTED.isdisjoint(map(_norm, _JOINT.split(w))):
+            return True  # a compound holding a listed part ("version-2-or-later", "and/or")
     if any(ca[w] != cb[w] for w in _BULLETS):  # a list's item came or went
         return True
     if _joined(a, changed, net, norms) or _joined(b, changed, net, norms):
@@ -723,7 +804,9 @@ def _reason(
     may_refer = any(_may_refer(w.raw, w.norm) for w in (*left, *right))
     if "reference" in reasons and may_refer and _referred(*refs()):
         return "reference"
-    if "qualifier" in reasons and (norms & _QUALIFIER or _version_scope(changes) or _enumeration(changes)):
+    if "qualifier" in reasons and (
+        norms & _QUALIFIER or _version_scope(changes) or _enumeration(changes) or _joined_otherwise(changes)
+    ):
         return "qualifier"
     if "name" in reasons and any(_may_name(w) or _capital(w) for w in (*left, *right)):
         pair = whole()
@@ -732,9 +815,9 @@ def _reason(
             return (not pair.noise and _is_name(w, pair.lower)) or (_capital(w) and rare(w.norm))
 
         for sa, sb, *_ in changes:
-            if any(named(w) and w.norm not in pair.in_b for w in _not_heading(sa, sb)):
+            if any(named(w) and not _held(w, pair.in_b) for w in _not_heading(sa, sb)):
                 return "name"
-            if any(named(w) and w.norm not in pair.in_a for w in _not_heading(sb, sa)):
+            if any(named(w) and not _held(w, pair.in_a) for w in _not_heading(sb, sa)):
                 return "name"
     if "content" in reasons:
         for sa, sb, *_ in changes:
@@ -747,6 +830,14 @@ def _reason(
     if "doubt" in reasons and any(change.linked for change in changes):
         return "doubt"  # a link and its words on one side only: a pointer dropped, or a copy's artefact
     return None
+
+
+def _held(w: _Word, words: set[str]) -> bool:
+    """Whether the other text holds the name ``w``, itself or its possessive's stem ("Rivian's" where
+    the other text names Rivian: a chunk's edge or a page break cut the word, not the party)."""
+    if w.norm in words:
+        return True
+    return w.raw[-2:] in ("'s", "’s") and _norm(w.raw[:-2]) in words
 
 
 def _capital(w: _Word) -> bool:
@@ -772,6 +863,16 @@ def _enumeration(changes: list[_Change]) -> bool:
         if 0 < len(added) < CONTENT_WORDS and listed:
             return True
         if added and added[0].bullet and added[-1].line_end:  # a list's whole item
+            return True
+    return False
+
+
+def _joined_otherwise(changes: list[_Change]) -> bool:
+    """Two items joined another way: "records and invoices" against "records or invoices" (both, or
+    either one)."""
+    for sa, sb, *_ in changes:
+        na, nb = [w.norm for w in sa], [w.norm for w in sb]
+        if len(na) == len(nb) == 1 and na != nb and na[0] in _CONJUNCTION and nb[0] in _CONJUNCTION:
             return True
     return False
 
@@ -823,8 +924,8 @@ def _counts_matter(a: str, b: str, norms: _Norms) -> bool:
     """:func:`_may_matter` over where ``a`` and ``b`` differ, markup left out."""
     start, stop_a, stop_b = _windows(a, b)
     win_a, win_b = a[start:stop_a], b[start:stop_b]
-    if ("://" in win_a or "://" in win_b) and _referred(_sites(win_a), _sites(win_b)):
-        return True  # a URL standing in the text names another site
+    if ("://" in win_a or "://" in win_b) and _referred(_pages(win_a), _pages(win_b)):
+        return True  # a URL standing in the text names another site or page
     if any(mark in win_a or mark in win_b for mark in _SPREAD) or _titled(a) or _titled(b):
         # a comment, a link's title or an image may cross where they differ
         a, b = _text(a), _text(b)
@@ -844,11 +945,39 @@ def _sites(text: str) -> Counter[str]:
     """The sites the URLs standing in ``text`` name (a link's target, right after ``](``, is none):
     each host's last two labels
     (three under a country's second level: ``example.co.uk``), ``www.`` and case aside."""
+    return Counter(_site(host) for host, _ in _VISIBLE_URL.findall(text))
+
+
+def _site(host: str) -> str:
+    labels = host.casefold().strip(".").split(".")
+    keep = 3 if len(labels) >= 3 and len(labels[-1]) == 2 and len(labels[-2]) <= 3 else 2
+    return ".".join(labels[-keep:])
+
+
+def _pages(text: str) -> Counter[str]:
+    """The pages the URLs standing in ``text`` name: site (as :func:`_sites` reads it) and path
+    (``example.com/terms/abc-2``), casefolded, without the query, the fragment, a language's part
+    (``/en-us/``) or a closing slash or mark."""
     found: Counter[str] = Counter()
-    for host in _VISIBLE_URL.findall(text):
-        labels = host.casefold().strip(".").split(".")
-        keep = 3 if len(labels) >= 3 and len(labels[-1]) == 2 and len(labels[-2]) <= 3 else 2
-        found[".".join(labels[-keep:])] += 1
+    for host, path in _VISIBLE_URL.findall(text):
+        parts = path.casefold().rstrip("/.,;:!'\"*_").split("/")
+        kept = [part for part in parts if part and not _LOCALE.fullmatch(part)]
+        found["/".join([_site(host), *kept])] += 1
+    return found
+
+
+def _page_names(text: str) -> Counter[str]:
+    """The words that name the pages the URLs standing in ``text`` point at: the parts of each path's
+    last part (``example.com/abc`` and ``example.com/2`` for ``.../terms/ABC-2``), as :func:`_pages`
+    reads the path. A page one side names by a word the other does not name is another page ("ABC-2"
+    / "XABC-2"); a path that only gains a part or moves its folders is the same page moved
+    ("annex-i-introduction" / "s/article/annex-i-introduction-dpf")."""
+    found: Counter[str] = Counter()
+    for page in _pages(text):
+        host, _, path = page.partition("/")
+        if path:
+            last = _WEB_FILE.sub("", path.rsplit("/", 1)[-1])
+            found.update(f"{host}/{part}" for part in _NOT_ALNUM.split(last) if part)
     return found
 
 
@@ -879,16 +1008,24 @@ def _moved_figures(a: str, b: str, changes: list[_Change]) -> tuple[str, ...]:
     return tuple([f"-{t}" for t in moved_a] + [f"+{t}" for t in moved_b])
 
 
-def _other_site(a: str, b: str) -> tuple[str, ...]:
-    """The sites a URL standing where ``a`` and ``b`` differ names on one side and not the other
-    (``-tagged.com``, ``+hi5.com``), when each side names one the other does not; else nothing."""
+def _other_site(a: str, b: str) -> MeaningDiff | None:
+    """Where a URL standing where ``a`` and ``b`` differ names a site on one side and not the other,
+    each side naming one the other does not: ``name`` with the sites (``-tagged.com``, ``+hi5.com``);
+    else where it names another page (:func:`_page_names`): ``reference`` with the words that name it
+    (``-example.com/abc``, ``+example.com/xabc``: a path's last part is a compound whose every part
+    counts); else nothing."""
     if "://" not in a and "://" not in b:
-        return ()
+        return None
     start, stop_a, stop_b = _windows(a, b)
-    sa, sb = _sites(a[start:stop_a]), _sites(b[start:stop_b])
-    if not _referred(sa, sb):
-        return ()
-    return tuple([f"-{s}" for s in sorted(sa - sb)] + [f"+{s}" for s in sorted(sb - sa)])
+    readings: tuple[tuple[Reason, Callable[[str], Counter[str]]], ...] = (
+        ("name", _sites), ("reference", _page_names),
+    )
+    for reason, read in readings:
+        sa, sb = read(a[start:stop_a]), read(b[start:stop_b])
+        if _referred(sa, sb):
+            words = [f"-{s}" for s in sorted(sa - sb)] + [f"+{s}" for s in sorted(sb - sa)]
+            return MeaningDiff(reason, tuple(words[:_MAX_WORDS]))
+    return None
 
 
 def _diff(
@@ -900,7 +1037,7 @@ def _diff(
         return None
     if not counted and not _counts_matter(a, b, norms):
         return None
-    sites = _other_site(a, b) if "name" in wanted else ()
+    site = _other_site(a, b) if "name" in wanted else None
     raw_a, raw_b = a, b
     a, b = _text(a), _text(b)
     start, stop_a, stop_b = _windows(a, b)
@@ -908,7 +1045,7 @@ def _diff(
     wa, wb = _Span(a, start, stop_a, opens, norms), _Span(b, start, stop_b, opens, norms)
     changes = _changes(wa, wb)
     if not changes:
-        return MeaningDiff("name", sites) if sites else None
+        return site
     if "order" in wanted and (moved := _moved_figures(raw_a, raw_b, changes)):
         return MeaningDiff("order", moved)
     reason = _reason(
@@ -919,7 +1056,7 @@ def _diff(
         norms.rare,
     )
     if reason is None:
-        return MeaningDiff("name", sites) if sites else None
+        return site
     minus = sorted(w.raw for sa, *_ in changes for w in sa)
     plus = sorted(w.raw for _, sb, *_ in changes for w in sb)
     return MeaningDiff(reason, tuple([f"-{w}" for w in minus] + [f"+{w}" for w in plus])[:_MAX_WORDS])

@@ -12,7 +12,9 @@ left to the Python reading (so a pair the kernel cannot judge costs what it cost
 * the words (runs of bytes between ASCII whitespace) one side holds more often than the other are
   all ASCII: then they split as ``str.split`` splits them, and every other word is the same in both;
 * none of them holds ``@`` (what :func:`~chunkdedup.dedup.meaning._text` may leave out lies within
-  one word: a link's target is cut out of the word) and the stretch read holds no HTML comment mark;
+  one word: a link's target is cut out of the word) or joins a compound's or a path's parts (``-`` or
+  ``/`` between two letters or digits: the Python reading reads the parts), and the stretch read holds
+  no HTML comment mark;
 * none of them opens with a capital once its marks are left out;
 * their normal forms (lower case, letters and digits) hold no listed word (negation, modality,
   ordinal, qualifier), do not only move (each form's count changes), and add or drop fewer than
@@ -63,6 +65,12 @@ _ZERO = cast(int, np.int64(0))
 def _space(c: int) -> bool:
     """ASCII whitespace as ``str.split`` sees it (tab to carriage return, the four separators, space)."""
     return c == 32 or 9 <= c <= 13 or 28 <= c <= 31
+
+
+@kernel
+def _alnum(c: int) -> bool:
+    """An ASCII letter or digit."""
+    return 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122
 
 
 @kernel
@@ -452,6 +460,8 @@ def _pair_settled(
                 continue
             if ch == 64:
                 return UNKNOWN  # an address
+            if (ch == 45 or ch == 47) and lo < k < hi - 1 and _alnum(buf[k - 1]) and _alnum(buf[k + 1]):
+                return UNKNOWN  # a compound or a path: the Python reading reads its parts
             if ch == 40:
                 refers = True
             if first < 0 and (65 <= ch <= 90 or 97 <= ch <= 122 or 48 <= ch <= 57):
