@@ -85,7 +85,7 @@ def add_clustered_vectors(index: Path, topics: Topics, seed: int = 1) -> float:
             part = ids[lo : lo + 20_000]
             v = topics.draw(rng, len(part)).astype("<f4")
             with store.transaction():
-                store.chunks.set_embeddings((gid, v[i].tobytes()) for i, gid in enumerate(part))
+                store.embeddings.set_embeddings((gid, v[i].tobytes()) for i, gid in enumerate(part))
             print(f"  vectors: {lo + len(part):,}/{len(ids):,}", file=sys.stderr, end="\r")
         with store.transaction():
             store.set_meta("embedder_name", HashEmbedder(dim).name)

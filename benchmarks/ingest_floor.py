@@ -22,7 +22,7 @@ stage table, no reads of text the process holds):
 6. MinHash: ``dedup.near.sign_keys`` with ``MinHasher.from_config`` on every group's exact key
    (signatures and band keys);
 7. candidate pairs: groups sharing a band key (band keys carry their band index), from one sort of
-   the band key array, as neighbour lists (what ``store.chunks.band_neighbours`` reads);
+   the band key array, as neighbour lists (what ``store.bands.band_neighbours`` reads);
 8. verification: ``dedup.near.connect`` over those lists, shingle Jaccard of ``MinHasher.shingles``
    (cached per group), as :mod:`chunkdedup.ingestion.clusters` runs it;
 9. clustering: ``dedup.near.decide`` (leader clustering with the number/date guard);

@@ -258,20 +258,20 @@ DELETE FROM migrations WHERE name IN ('0025_source_rows', '0029_keyed_rows');
 
 
 def stop_at_chunk_write(monkeypatch: pytest.MonkeyPatch, nth: int) -> None:
-    """Make the ``nth`` chunk-phase write (``Store.replace_chunks``) raise ``KeyboardInterrupt``, as a
-    run killed there: the writes before it are committed, its transaction is rolled back."""
-    from chunkdedup.store import Store
+    """Make the ``nth`` chunk-phase write (``DocumentTables.replace_chunks``) raise ``KeyboardInterrupt``,
+    as a run killed there: the writes before it are committed, its transaction is rolled back."""
+    from chunkdedup.store.document_tables import DocumentTables
 
     calls: list[int] = []
-    replace = Store.replace_chunks
+    replace = DocumentTables.replace_chunks
 
-    def stopped(self: Store, *args: Any, **kwargs: Any) -> None:
+    def stopped(self: DocumentTables, *args: Any, **kwargs: Any) -> None:
         calls.append(1)
         if len(calls) == nth:
             raise KeyboardInterrupt
         replace(self, *args, **kwargs)
 
-    monkeypatch.setattr(Store, "replace_chunks", stopped)
+    monkeypatch.setattr(DocumentTables, "replace_chunks", stopped)
 
 
 def traced_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -74,7 +74,7 @@ def digests(index: Path) -> dict[str, str]:
         out["variants"] = _sha(conn.execute("SELECT * FROM variants ORDER BY a, b").fetchall())
         docs = [d["doc"] for d in ix.documents()]
         out["clean_pages"] = _sha(
-            [(d, [(p.number, p.text) for p in ix.store.load_pages(d, clean=True)]) for d in docs]
+            [(d, [(p.number, p.text) for p in ix.store.documents.load_pages(d, clean=True)]) for d in docs]
         )
     return out
 

@@ -127,7 +127,7 @@ def test_the_store_refuses_to_guess_band_rows_without_a_keyer(tmp_path: Path) ->
     index = tmp_path / "i.sqlite"
     ingest([_write(tmp_path / "docs", _RECORDS)], index)
     with Store.open(index) as store, pytest.raises(RuntimeError, match="band keyer"):
-        store.chunks.band_neighbour_map([r[0] for r in store.conn.execute("SELECT id FROM groups")])
+        store.bands.band_neighbour_map([r[0] for r in store.conn.execute("SELECT id FROM groups")])
 
 
 def test_an_index_that_kept_band_keys_migrates_and_runs_as_fresh(tmp_path: Path) -> None:

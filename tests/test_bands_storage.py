@@ -21,9 +21,9 @@ from conftest import POLICY, POLICY_MANIFEST, stop_at_chunk_write
 
 def _neighbours(index: Path) -> dict[str, list[str]]:
     with Store.open(index) as store:
-        store.chunks.band_keyer = NearKeyer(NearConfig())  # what an ingest run gives the store
+        store.bands.band_keyer = NearKeyer(NearConfig())  # what an ingest run gives the store
         ids = [r.id for r in Index(store).records()]
-        return store.chunks.band_neighbour_map(ids)
+        return store.bands.band_neighbour_map(ids)
 
 
 def test_an_index_with_text_band_rows_and_signatures_migrates(policy_index: Path, tmp_path: Path) -> None:
@@ -101,10 +101,10 @@ def test_one_scan_of_the_bands_finds_every_groups_neighbours(policy_index: Path)
     """A first ingest reads all neighbours from one scan of the bands: the lists the per-block joins
     give, for every group that has any."""
     with Store.open(policy_index) as store:
-        store.chunks.band_keyer = NearKeyer(NearConfig())
+        store.bands.band_keyer = NearKeyer(NearConfig())
         ids = [r[0] for r in store.conn.execute("SELECT id FROM groups ORDER BY id")]
-        joined = {gid: found for gid, found in store.chunks.band_neighbour_map(ids).items() if found}
-        scanned = store.chunks.all_band_neighbours()
+        joined = {gid: found for gid, found in store.bands.band_neighbour_map(ids).items() if found}
+        scanned = store.bands.all_band_neighbours()
     assert len(scanned) > 50
     assert scanned == joined
 
@@ -153,16 +153,16 @@ def test_a_first_ingest_writes_from_memory_the_bands_the_stage_writes(
         with Store.open(index) as store, store.transaction():
             store.conn.execute("DELETE FROM bands")
             store.conn.execute("UPDATE groups SET signed = NULL")
-            assert not store.chunks.has_bands()
+            assert not store.bands.has_bands()
             if way == "stage":
-                store.chunks.sign_groups(zip(ids, keys.tolist(), strict=True))
-                assert store.chunks.merge_bands() == len(stored[0]) - (0 if every else near.bands)
+                store.bands.sign_groups(zip(ids, keys.tolist(), strict=True))
+                assert store.bands.merge_bands() == len(stored[0]) - (0 if every else near.bands)
             else:
-                table = store.chunks.put_first_bands(ids, keys)
+                table = store.bands.put_first_bands(ids, keys)
                 assert table is not None and table.keys.size == len(stored[0]) - (0 if every else near.bands)
-                assert _table_neighbours(table) == store.chunks.all_band_neighbours()
+                assert _table_neighbours(table) == store.bands.all_band_neighbours()
                 assert sum(map(len, _table_neighbours(table).values())) > 100  # the corpus has candidates
-                assert store.chunks.put_first_bands(ids, keys) is None  # bands hold rows now
+                assert store.bands.put_first_bands(ids, keys) is None  # bands hold rows now
             states.append(_band_state(store.conn))
             # no index of the rows by group: a group's own rows are those its kept keys name
             sql = "SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='bands'"
@@ -191,7 +191,7 @@ def test_a_first_ingests_edges_from_its_band_table_are_the_walks(policy_index: P
         keys = sign_keys(MinHasher.from_config(near), [exact_key(t) for _, t in groups], near)
         store.conn.execute("DELETE FROM bands")
         store.conn.execute("UPDATE groups SET signed = NULL")
-        table = store.chunks.put_first_bands(ids, keys)
+        table = store.bands.put_first_bands(ids, keys)
         assert table is not None
         assert _covers(table, ids) and not _covers(table, ids[1:])
         walked_seen, walked = _components(store, ids, near, {}, semantic=False)

@@ -65,7 +65,7 @@ def test_a_canonical_whose_leader_goes_is_kept_until_its_members_are_decided_aga
     with Store.open(index) as store:  # the two leaders' documents go, and no cluster pass follows
         run_id = store.conn.execute("SELECT MAX(id) FROM runs").fetchone()[0] + 1
         with store.transaction():
-            store.remove_documents(["a.txt", "z.txt"], run_id)
+            store.documents.remove_documents(["a.txt", "z.txt"], run_id)
         entombed = "SELECT canonical_id FROM tombstones WHERE run_id = ?"
         gone = store.conn.execute(entombed, (run_id,)).fetchall()
     assert gone == [(alone["id"],)]  # a canonical left with no source is entombed

@@ -77,7 +77,7 @@ def test_a_run_killed_before_they_are_made_is_completed_by_the_next(
     assert _indexes(index) == {}
     assert _meta(index) is not None
     with Store.open(index, readonly=True) as store:
-        assert store.chunks.group_count() > 0
+        assert store.groups.group_count() > 0
     ingest([POLICY / "current"], index)
     assert _indexes(index) == _new_index_indexes()
     assert _meta(index) is None

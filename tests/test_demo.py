@@ -332,7 +332,7 @@ def test_the_demo_keeps_its_headings_and_lead_ins_and_strips_its_chrome(
     with Index.open(index) as ix:
         examples = {b.example for b in ix.boilerplate(limit=None) if b.scope == "chrome"}
         docs = [d["doc"] for d in ix.documents()]
-        pages = {doc: [p.text for p in ix.store.load_pages(doc, clean=True)] for doc in docs}
+        pages = {doc: [p.text for p in ix.store.documents.load_pages(doc, clean=True)] for doc in docs}
     assert any(FOOTER.startswith(e.split("\n")[0][:40]) for e in examples)
     assert not [e for e in examples if "Purpose and scope" in e or e.rstrip().endswith(":")], examples
     for doc, texts in pages.items():

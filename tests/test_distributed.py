@@ -123,7 +123,7 @@ def test_incremental_ray_runs_equal_a_fresh_local_ingest(local_ray: ModuleType, 
     assert 0 < after["groups_shipped"] < second.totals["after_exact"]
     assert 0 < after["pairs_verified"] < before["pairs_verified"]
     with Index.open(distributed) as ix:
-        assert ix.store.chunks.near_edges() == _store_verification(distributed)
+        assert ix.store.bands.near_edges() == _store_verification(distributed)
 
     local = tmp_path / "local.sqlite"
     ingest([corpus], local)
@@ -177,11 +177,11 @@ def _store_verification(index: Path) -> dict[tuple[str, str], float]:
     hasher = MinHasher.from_config(near)
     expected = {}
     with Store.open(index) as store:
-        store.chunks.band_keyer = NearKeyer(near)  # names a group's band rows, as an ingest run's does
+        store.bands.band_keyer = NearKeyer(near)  # names a group's band rows, as an ingest run's does
         texts = dict(store.conn.execute("SELECT id, text FROM groups"))
         shingles = {gid: hasher.shingles(exact_key(text)) for gid, text in texts.items()}
         for gid in sorted(texts):
-            for other in store.chunks.band_neighbours(gid):
+            for other in store.bands.band_neighbours(gid):
                 sim = jaccard(shingles[gid], shingles[other])
                 if gid < other and sim >= near.threshold:
                     expected[(gid, other)] = sim
@@ -204,7 +204,7 @@ def test_near_edges_on_ray_equal_the_store_verification(local_ray: ModuleType, t
     with Store.open(index) as store:
         first = near_edges_on_ray(local_ray, store, Config().near, 2, StageClock())
         again = near_edges_on_ray(local_ray, store, Config().near, 2, StageClock())
-        kept = store.chunks.near_edges()
+        kept = store.bands.near_edges()
     assert first is not None and again is not None
     assert expected and first.edges == expected  # floats compared exactly
     assert kept == expected and again.edges == expected

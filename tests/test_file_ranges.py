@@ -28,14 +28,14 @@ def _files(index: Path) -> dict[str, list[str]]:
     """Each file's documents as the store finds them, checked against a scan of every document row."""
     with Store.open(index) as store:
         paths = [r[0] for r in store.conn.execute("SELECT path FROM paths ORDER BY path")]
-        found = {p: store.docs_of_file(p) for p in paths}
+        found = {p: store.documents.docs_of_file(p) for p in paths}
         scanned = {
             p: [r[0] for r in store.conn.execute(
                 "SELECT d.doc_id FROM document_rows d JOIN paths p ON p.fkey = d.fkey WHERE p.path = ?"
                 " ORDER BY d.doc_id", (p,))]
             for p in paths
         }
-        assert store.files_with_documents(paths) == {p for p in paths if found[p]}
+        assert store.documents.files_with_documents(paths) == {p for p in paths if found[p]}
         ranges = store.conn.execute("SELECT fkey, lo, hi FROM file_docs ORDER BY fkey, lo").fetchall()
         indexes = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert found == scanned

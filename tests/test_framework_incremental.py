@@ -34,7 +34,7 @@ def _expected(index: Path, source: str) -> Held:
     """What the store must hold: every canonical the source's documents cite, with its owner (the
     first of them, by doc id, page and offset)."""
     with Index.open(index) as ix:
-        mine = set(ix.store.docs_of_file(f"memory:{source}"))
+        mine = set(ix.store.documents.docs_of_file(f"memory:{source}"))
         out = set()
         for rec in ix.records():
             ours = [s for s in rec.sources if s.doc in mine]

@@ -456,7 +456,7 @@ def test_a_page_over_the_limit_is_split_with_a_note(tmp_path: Path) -> None:
     assert result.status == FileStatus.INGESTED
     assert "page 1 has 2,3" in (result.reason or "") and "split into pages 1-5" in (result.reason or "")
     with Index.open(index) as ix:
-        pages = ix.store.load_pages("book.txt")
+        pages = ix.store.documents.load_pages("book.txt")
     assert [len(p.text) <= 500_000 for p in pages] == [True] * 5
     assert "".join(p.text for p in pages) == text  # nothing lost or added at the cuts
     assert all(p.text.endswith("\n\n") for p in pages[:-1])  # cut at paragraph breaks
@@ -496,7 +496,7 @@ def test_a_guessed_encoding_is_noted_and_a_few_bad_bytes_keep_utf8(tmp_path: Pat
     assert "not valid UTF-8: replaced by U+FFFD" in files["mostly.txt"]
     assert "not UTF-8: decoded as " in files["legacy.txt"] and "(a guess" in files["legacy.txt"]
     with Index.open(tmp_path / "i.sqlite") as ix:
-        assert ix.store.load_pages("mostly.txt")[0].text.startswith("Naïve café résumé")
+        assert ix.store.documents.load_pages("mostly.txt")[0].text.startswith("Naïve café résumé")
 
 
 def test_an_embedder_mismatch_is_named_even_without_the_model_installed(

@@ -69,7 +69,7 @@ import os, signal, sys
 from chunkdedup.store import Store
 store = Store.open(sys.argv[1])
 with store.writer():
-    store.begin_run(["x"], None, {})
+    store.runs.begin_run(["x"], None, {})
     os.kill(os.getpid(), signal.SIGKILL)
 """
 

@@ -169,7 +169,8 @@ def test_links_survive_the_store_and_an_added_batch_equals_one_fresh_ingest(tmp_
     incremental = tmp_path / "incremental.sqlite"
     ingest([first], incremental)
     with Index.open(incremental) as ix:
-        stored = {Path(doc_id).name: ix.store.load_pages(doc_id)[0] for doc_id in ix.store.doc_ids()}
+        documents = ix.store.documents
+        stored = {Path(doc_id).name: documents.load_pages(doc_id)[0] for doc_id in documents.doc_ids()}
     assert len(stored) == 6
     for name, page in stored.items():
         assert page.links and page == _parsed_file(first / name)

@@ -92,5 +92,5 @@ def test_the_unit_total_is_the_distinct_units(tmp_path: Path, policy_index: Path
             units = f"SELECT COUNT(DISTINCT {DOC_UNIT}) FROM documents d"
             direct = store.conn.execute(units).fetchone()[0]
             families.append(store.conn.execute("SELECT COUNT(DISTINCT family) FROM documents").fetchone()[0])
-            assert store.unit_total() == direct
+            assert store.boilerplate.unit_total() == direct
     assert families[0] > 1 and families[1] == 0  # with families (and documents without), and with none

@@ -15,6 +15,8 @@ from chunkdedup.config import BoilerplateConfig
 from chunkdedup.dedup.minhash import MinHasher, jaccard
 from chunkdedup.errors import IndexBusyError, SchemaError
 from chunkdedup.store import Store
+from chunkdedup.store.boilerplate_tables import BoilerplateTables
+from chunkdedup.store.document_tables import DocumentTables
 from chunkdedup.store.schema import CLEAN_TEXT
 from conftest import POLICY, POLICY_MANIFEST
 
@@ -385,12 +387,13 @@ def test_rewriting_a_documents_unchanged_chunks_keeps_its_groups_and_canonicals(
         canonical_rows = "SELECT id, updated_run, signature FROM canonicals ORDER BY id"
         canonicals = store.conn.execute(canonical_rows).fetchall()
         tombstones = store.conn.execute("SELECT * FROM tombstones ORDER BY canonical_id").fetchall()
-        docs = store.doc_ids()[:25]
-        run_id = store.begin_run([str(POLICY)], None, Config().to_dict())
-        chrome = store.doc_chrome_ids(docs)  # as the chunk jobs carry it
+        docs = store.documents.doc_ids()[:25]
+        run_id = store.runs.begin_run([str(POLICY)], None, Config().to_dict())
+        chrome = store.boilerplate.doc_chrome_ids(docs)  # as the chunk jobs carry it
         with store.transaction():
-            keyed = [chunk_pages(d, store.load_pages(d), chrome.get(d, frozenset()), Config()) for d in docs]
-            store.replace_chunks(keyed, "same", run_id)
+            pages = {d: store.documents.load_pages(d) for d in docs}
+            keyed = [chunk_pages(d, pages[d], chrome.get(d, frozenset()), Config()) for d in docs]
+            store.documents.replace_chunks(keyed, "same", run_id)
         assert sum(len(k.keyed) for k in keyed) > 100
         after = store.conn.execute(
             "SELECT id, canonical_id, signed IS NOT NULL FROM groups ORDER BY id"
@@ -577,9 +580,11 @@ def test_the_chrome_is_counted_again_only_after_a_documents_keys_changed(
     index = tmp_path / "i.sqlite"
     ingest([corpus], index, config=cfg)
     counted: list[int] = []
-    real = Store.kept_key_unit_counts
+    real = BoilerplateTables.kept_key_unit_counts
     monkeypatch.setattr(
-        Store, "kept_key_unit_counts", lambda self, m, stamp: counted.append(m) or real(self, m, stamp)
+        BoilerplateTables,
+        "kept_key_unit_counts",
+        lambda self, m, stamp: counted.append(m) or real(self, m, stamp),
     )
     ingest([corpus], index, config=cfg)
     assert counted == []
@@ -622,7 +627,7 @@ def test_kept_key_unit_counts_equal_a_full_count_after_every_kind_of_change(
         ingest([corpus], index, config=cfg, manifest=manifest, **kw)
         with Store.open(index) as store:
             kept = dict(store.conn.execute("SELECT khash, units FROM key_units").fetchall())
-            assert kept == store.key_unit_counts(2) and kept  # the footer, at least
+            assert kept == store.boilerplate.key_unit_counts(2) and kept  # the footer, at least
             assert store.conn.execute("SELECT COUNT(*) FROM stale_keys").fetchone()[0] == 0
 
     families({0: "f", 1: "f"})
@@ -729,19 +734,19 @@ def test_the_chunk_phase_takes_the_parsed_pages_at_hand(
     if room is not None:
         monkeypatch.setattr(pipeline, "AT_HAND_CHARS", room)
     reads: list[str] = []
-    load = Store.load_pages
+    load = DocumentTables.load_pages
 
-    def counted(self: Store, doc_id: str, *, clean: bool = False) -> Any:
+    def counted(self: DocumentTables, doc_id: str, *, clean: bool = False) -> Any:
         reads.append(doc_id)
         return load(self, doc_id, clean=clean)
 
-    monkeypatch.setattr(Store, "load_pages", counted)
+    monkeypatch.setattr(DocumentTables, "load_pages", counted)
     index = tmp_path / "policy.sqlite"
     report = ingest([POLICY], index, manifest=POLICY_MANIFEST, workers=1)
     chunked = report.totals["documents_chunked"]
     assert chunked > 100
     assert len(reads) == (0 if room is None else chunked)
-    monkeypatch.setattr(Store, "load_pages", load)
+    monkeypatch.setattr(DocumentTables, "load_pages", load)
     again = tmp_path / "again.sqlite"
     monkeypatch.setattr(pipeline, "AT_HAND_CHARS", 0 if room is None else 1 << 30)
     ingest([POLICY], again, manifest=POLICY_MANIFEST, workers=1)

@@ -335,7 +335,7 @@ def test_changing_the_guards_keeps_the_verified_edges(
 ) -> None:
     """An override or a reason edited re-decides every cluster over the edges already verified; a
     new threshold verifies them again."""
-    from chunkdedup.store.chunk_tables import ChunkTables
+    from chunkdedup.store.band_tables import BandTables
 
     folder = tmp_path / "c"
     folder.mkdir()
@@ -345,8 +345,8 @@ def test_changing_the_guards_keeps_the_verified_edges(
     index = tmp_path / "i.sqlite"
     ingest([folder], index)
     cleared: list[int] = []
-    clear = ChunkTables.clear_near_edges
-    monkeypatch.setattr(ChunkTables, "clear_near_edges", lambda self: (cleared.append(1), clear(self))[1])
+    clear = BandTables.clear_near_edges
+    monkeypatch.setattr(BandTables, "clear_near_edges", lambda self: (cleared.append(1), clear(self))[1])
     ingest([folder], index, config=Config(near=NearConfig(keep_apart=(a,))))
     with Index.open(index) as ix:
         assert len(list(ix.records())) == 2  # re-decided: kept apart now

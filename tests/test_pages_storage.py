@@ -29,7 +29,9 @@ def _pages(index: Path) -> list[tuple[str, int, str, str]]:
         return [
             (d, raw.number, raw.text, clean.text)
             for d in docs
-            for raw, clean in zip(ix.store.load_pages(d), ix.store.load_pages(d, clean=True), strict=True)
+            for raw, clean in zip(
+                ix.store.documents.load_pages(d), ix.store.documents.load_pages(d, clean=True), strict=True
+            )
         ]
 
 
@@ -128,7 +130,7 @@ def test_a_reader_opened_before_the_dictionary_reads_pages_written_with_it(tmp_p
     try:
         assert reader.store.codec.active is None
         ingest([small, big], index)  # trains the dictionary and stores b.md's pages with it
-        pages = reader.store.load_pages("b.md")  # (a long page is split at paragraph or line ends)
+        pages = reader.store.documents.load_pages("b.md")  # (a long page is split at paragraph or line ends)
         assert [w for p in pages for w in p.text.split()] == "\n\n".join(lines).split()
         assert reader.store.codec.active is not None  # read from the index when a frame named it
     finally:
@@ -171,17 +173,17 @@ def test_a_dictionary_trained_in_a_rolled_back_batch_is_stored_with_the_next(tmp
     store = Store.open(tmp_path / "i.sqlite", create=True)
     try:
         with store.writer():
-            run = store.begin_run(["x"], None, {})
+            run = store.runs.begin_run(["x"], None, {})
             with pytest.raises(RuntimeError), store.transaction():
-                store.put_documents([(first, keys)], run)  # trains the dictionary
+                store.documents.put_documents([(first, keys)], run)  # trains the dictionary
                 raise RuntimeError("the batch fails after its pages were written")
             assert store.codec.active is not None
             with store.transaction():
-                store.put_documents([(second, keys)], run)
+                store.documents.put_documents([(second, keys)], run)
     finally:
         store.close()
     with Index.open(tmp_path / "i.sqlite") as ix:
-        assert ix.store.load_pages("b.md") == pages[:3]
+        assert ix.store.documents.load_pages("b.md") == pages[:3]
         assert ix.store.codec.active == store.codec.active
 
 
@@ -223,7 +225,7 @@ def _sentences(tag: str, n: int) -> str:
 def test_a_chunked_document_written_over_its_rows_equals_a_fresh_ingest(
     tmp_path: Path, n_pages: int
 ) -> None:
-    """A chunked document's new version is written over its rows (Store.put_documents: pages beyond
+    """A chunked document's new version is written over its rows (DocumentTables.put_documents: pages beyond
     the new count deleted, the family and department changed in place): its rows, its pages and the
     export are those of a fresh ingest of the final corpus."""
     corpus = tmp_path / "corpus"

@@ -328,7 +328,7 @@ def test_the_arrays_answer_as_sqlite_does(tmp_path: Path) -> None:
 def begin_run(index: Path) -> None:
     """A run begun (and left going) on the index, as an ingest's is while it commits its batches."""
     with Store.open(index) as store:
-        store.begin_run([], None, {})
+        store.runs.begin_run([], None, {})
 
 
 def test_a_run_begun_since_the_sync_maps_keys_through_sqlite(policy_ann: Path, tmp_path: Path) -> None:
@@ -343,7 +343,7 @@ def test_a_run_begun_since_the_sync_maps_keys_through_sqlite(policy_ann: Path, t
         canonical = ix.store.conn.execute("SELECT canonical_id FROM groups WHERE id=?", (gone,)).fetchone()[0]
     begin_run(index)
     with Store.open(index) as store, store.transaction():
-        store.chunks._drop_groups([(gone, canonical)])
+        store.groups._drop_groups([(gone, canonical)])
     with Index.open(index) as ix:
         assert ix.vector_handle() is not None  # the last finished run is still the folder's
         after = vector_retriever(ix.store, ix.vector_handle, ANN).retrieve(q, 5)

@@ -251,8 +251,8 @@ def test_one_key_rows_written_from_memory_are_those_the_stage_writes(tmp_path: P
         keys = sign_keys(MinHasher.from_config(config), [exact_key(t) for _, t in groups], config)
         store.conn.execute("DELETE FROM bands")
         store.conn.execute("UPDATE groups SET signed = NULL")
-        store.chunks.sign_groups(zip([g for g, _ in groups], keys.tolist(), strict=True))
-        store.chunks.merge_bands()
+        store.bands.sign_groups(zip([g for g, _ in groups], keys.tolist(), strict=True))
+        store.bands.merge_bands()
         assert state(store) == memory
     rows_of = Counter(gid for _, gid in memory[0])
     assert sorted(set(rows_of.values())) == [1, 16]  # both kinds of group are there

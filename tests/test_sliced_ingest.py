@@ -22,6 +22,7 @@ from chunkdedup.ingestion.sliced import AtHand
 from chunkdedup.parse import slices
 from chunkdedup.parse.discover import InputFile
 from chunkdedup.store import Store
+from chunkdedup.store.document_tables import DocumentTables
 from chunkdedup.types import Document
 from export_reference import digests
 
@@ -35,13 +36,13 @@ def sliced(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     monkeypatch.setattr(slices, "SLICED_BYTES", 0)
     monkeypatch.setattr(slices, "SLICE_RECORDS", SLICE)
     sizes: list[int] = []
-    put = Store.put_documents
+    put = DocumentTables.put_documents
 
-    def counted(self: Store, items: Any, run_id: int) -> None:
+    def counted(self: DocumentTables, items: Any, run_id: int) -> None:
         sizes.append(len(items))
         put(self, items, run_id)
 
-    monkeypatch.setattr(Store, "put_documents", counted)
+    monkeypatch.setattr(DocumentTables, "put_documents", counted)
     yield sizes
 
 
@@ -148,7 +149,7 @@ def test_a_repeat_in_a_later_slice_fails_the_whole_file(tmp_path: Path, sliced: 
     assert by_name["a.jsonl"].reason == said
     assert max(sliced) <= SLICE
     with Store.open(tmp_path / "i.sqlite") as store:  # nothing of the file was kept
-        assert store.docs_of_file(str(docs / "a.jsonl")) == []
+        assert store.documents.docs_of_file(str(docs / "a.jsonl")) == []
 
 
 def test_an_id_another_file_holds_fails_the_sliced_file(tmp_path: Path, sliced: list[int]) -> None:
@@ -161,13 +162,13 @@ def test_an_id_another_file_holds_fails_the_sliced_file(tmp_path: Path, sliced: 
     assert report.files[0].status == "ingested"
     (second / "a.jsonl").write_text((first / "a.jsonl").read_text())
     with Store.open(index) as store:
-        before = len(store.doc_ids())
+        before = len(store.documents.doc_ids())
     # the two files give the same doc ids (the file's name): the second is refused, nothing of it kept
     again = ingest([second], index)
     failed = [f for f in again.files if f.status == "failed"]
     assert len(failed) == 1 and "is already taken by" in (failed[0].reason or "")
     with Store.open(index) as store:
-        assert len(store.doc_ids()) == before
+        assert len(store.documents.doc_ids()) == before
 
 
 def test_at_hand_holds_at_most_its_documents() -> None:
@@ -188,23 +189,23 @@ def test_the_cluster_pass_reads_only_the_groups_on_an_edge(
 ) -> None:
     """The groups on no near edge lead themselves: a first ingest's cluster pass reads (and decides)
     the rows of the groups on an edge alone, and every group still ends as the decision says."""
-    from chunkdedup.store.chunk_tables import ChunkTables
+    from chunkdedup.store.chunk_tables import GroupTables
 
     docs = tmp_path / "docs"
     docs.mkdir()
     _write(docs / "a.jsonl", _records(80))
     read: list[int] = []
-    rows = ChunkTables.group_rows
+    rows = GroupTables.group_rows
 
-    def counted(self: ChunkTables, ids: Any, **kw: Any) -> Any:
+    def counted(self: GroupTables, ids: Any, **kw: Any) -> Any:
         read.append(len(ids))
         return rows(self, ids, **kw)
 
-    monkeypatch.setattr(ChunkTables, "group_rows", counted)
+    monkeypatch.setattr(GroupTables, "group_rows", counted)
     index = tmp_path / "i.sqlite"
     ingest([docs], index)
     with Store.open(index) as store:
-        total = store.chunks.group_count()
+        total = store.groups.group_count()
         merged = store.conn.execute("SELECT COUNT(*) FROM groups WHERE canonical_id != id").fetchone()[0]
         dirty = store.conn.execute("SELECT COUNT(*) FROM dirty").fetchone()[0]
     assert merged > 5 and dirty == 0  # near copies joined their originals; nothing left to decide
@@ -259,7 +260,7 @@ def test_a_repeated_row_id_fails_a_sliced_parquet_file_as_a_whole_read(
     assert report.files[0].status == "failed"
     assert report.files[0].reason == "record id 'r2' is used on rows 3 and 33: give each record a unique 'id'"
     with Store.open(tmp_path / "i.sqlite") as store:  # nothing of the file was kept
-        assert store.docs_of_file(str(docs / "shard.parquet")) == []
+        assert store.documents.docs_of_file(str(docs / "shard.parquet")) == []
     (docs / "shard.parquet").write_bytes(b"PAR1 damaged")  # not sliceable: the whole read says why
     report = ingest([docs], tmp_path / "i.sqlite")
     assert report.files[0].status == "failed"
@@ -435,7 +436,7 @@ def test_bytes_that_are_not_text_fail_a_sliced_file_as_a_whole_read(
         # UTF-16: slices stored, then rolled back; UTF-8: the NUL byte found before any slice
         assert sliced == ([5, 7, 7, 7] if encoding == "utf-16" else [])
         with Store.open(tmp_path / "sliced.sqlite") as store:
-            assert store.docs_of_file(str(docs / "a.jsonl")) == []
+            assert store.documents.docs_of_file(str(docs / "a.jsonl")) == []
     else:
         assert sum(sliced) == 30 and max(sliced) <= SLICE
 

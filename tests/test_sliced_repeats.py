@@ -50,7 +50,7 @@ def test_a_repeat_within_one_slice_fails_the_file_as_a_whole_read_does(
     assert by_name[repeated.name].status == "failed"
     assert sliced and max(sliced) <= SLICE  # it was read in slices
     with Store.open(tmp_path / "i.sqlite") as store:  # nothing of the file was kept
-        assert store.docs_of_file(str(repeated)) == []
+        assert store.documents.docs_of_file(str(repeated)) == []
     monkeypatch.setattr(slices, "SLICED_BYTES", 1 << 40)  # the same file read whole
     whole = ingest([docs], tmp_path / "whole.sqlite")
     said = {Path(f.path).name: f.reason for f in whole.files}[repeated.name]

@@ -100,9 +100,9 @@ def test_a_failed_writer_leaves_no_counts_and_readers_count_live(policy_copy: Pa
     with Index.open(policy_copy) as ix:
         doc = ix.documents()[0]["doc"]
     with Store.open(policy_copy) as store, pytest.raises(RuntimeError, match="boom"), store.writer():
-        run = store.begin_run([], None, {}) if in_run else 0
+        run = store.runs.begin_run([], None, {}) if in_run else 0
         with store.transaction():
-            store.remove_document(doc, run)
+            store.documents.remove_document(doc, run)
         # a reader while the writer still runs (WAL): the committed removal, no counts
         assert _stored(policy_copy) is None
         with Index.open(policy_copy) as ix:
@@ -120,7 +120,7 @@ def test_a_failed_writer_leaves_no_counts_and_readers_count_live(policy_copy: Pa
 def test_a_rolled_back_transaction_keeps_the_counts_valid(policy_copy: Path) -> None:
     before = _stored(policy_copy)
     with Store.open(policy_copy) as store, pytest.raises(RuntimeError), store.writer(), store.transaction():
-        store.remove_document(store.doc_ids()[0], 0)
+        store.documents.remove_document(store.documents.doc_ids()[0], 0)
         raise RuntimeError("rolled back")
     assert _stored(policy_copy) == before == _live(policy_copy)
 
@@ -130,9 +130,9 @@ import os, signal, sys
 from chunkdedup.store import Store
 store = Store.open(sys.argv[1])
 with store.writer():
-    run = store.begin_run([], None, {}) if sys.argv[2] == "1" else 0
+    run = store.runs.begin_run([], None, {}) if sys.argv[2] == "1" else 0
     with store.transaction():
-        store.remove_document(store.doc_ids()[0], run)
+        store.documents.remove_document(store.documents.doc_ids()[0], run)
     os.kill(os.getpid(), signal.SIGKILL)
 """
 

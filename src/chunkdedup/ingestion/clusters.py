@@ -43,7 +43,7 @@ _WHOLE_SCAN_SHARE = 2
 class HeldBands:
     """The band keys of a first ingest's groups, held from the chunk phase to the cluster pass, which
     writes them into the empty bands in one ordered insert and reads the band neighbours from them
-    (:meth:`~chunkdedup.store.chunk_tables.ChunkTables.put_first_bands`). The chunk phase writes each
+    (:meth:`~chunkdedup.store.band_tables.BandTables.put_first_bands`). The chunk phase writes each
     new group signed: a run stopped before its cluster pass leaves signed groups and empty bands, and
     the next cluster pass writes their rows, signing their texts again (:class:`NearKeyer`)."""
 
@@ -108,7 +108,7 @@ def start_hashing(store: Store, config: NearConfig) -> None:
     to re-sign, and the chunk phase's signatures of its new groups are kept for good."""
     if not config.enabled or store.meta("near_hashing") is not None:
         return
-    if not store.chunks.has_groups():
+    if not store.groups.has_groups():
         with store.transaction():
             store.set_meta("near_hashing", near_fingerprints(config)[0])
 
@@ -139,7 +139,6 @@ def update_clusters(
     of groups; ``False``: their NumPy and CPython twins, the same clusters).
     """
     progress = tick or (lambda stage, done, total: None)
-    tables = store.chunks
     near, sem = config.near, config.semantic
     hashing, settings = near_fingerprints(near)
     model = None
@@ -150,20 +149,20 @@ def update_clusters(
     with store.transaction():
         resigned = store.meta("near_hashing") != hashing  # every signature and edge dropped
         if resigned:
-            tables.clear_signatures()
+            store.bands.clear_signatures()
             store.set_meta("near_hashing", hashing)
         semantic = json.dumps([sem.enabled, sem.threshold if sem.enabled else None])
         if store.meta("near_settings") != settings or store.meta("semantic_settings") != semantic:
-            tables.mark_all_dirty()
+            store.groups.mark_all_dirty()
             edge_settings = near_edge_settings(near)
             edges_moved = store.meta("near_edge_settings") != edge_settings
             stale = store.meta("near_settings") != settings and edges_moved
             if stale and not resigned:
-                store.chunks.clear_near_edges()  # kept for the old threshold or bands
+                store.bands.clear_near_edges()  # kept for the old threshold or bands
             store.set_meta("near_settings", settings)
             store.set_meta("near_edge_settings", edge_settings)
             store.set_meta("semantic_settings", semantic)
-            tables.clear_semantic_edges()  # recomputed below for every vector
+            store.embeddings.clear_semantic_edges()  # recomputed below for every vector
             store.delete_meta("semantic_edges_for")
         if model is not None:
             _check_embedder(store, model, reembed)
@@ -174,23 +173,23 @@ def update_clusters(
     table = None
     if first is not None and held is not None and store.meta("near_hashing") == held.hashing:
         with store.transaction():  # keys made under other settings are dropped: _sign redoes them
-            table = tables.put_first_bands(*first)
+            table = store.bands.put_first_bands(*first)
             if table is None:  # bands were not empty: these go through the stage as any other
-                tables.sign_groups(zip(first[0], first[1].tolist(), strict=True))
-    elif near.enabled and tables.signed_without_bands():
+                store.bands.sign_groups(zip(first[0], first[1].tolist(), strict=True))
+    elif near.enabled and store.bands.signed_without_bands():
         # a first ingest stopped after its chunk phase: its groups are signed, their band rows unwritten
         import numpy as np
 
         with store.transaction():
-            table = tables.put_first_bands([], np.empty((0, near.bands), np.int64))
+            table = store.bands.put_first_bands([], np.empty((0, near.bands), np.int64))
     del first
     signed = _sign(store, near, progress, keys, compiled) if near.enabled else 0
     with store.transaction():
-        if tables.merge_bands() or signed:  # the band rows signed in the chunk phase and just now
+        if store.bands.merge_bands() or signed:  # the band rows signed in the chunk phase and just now
             table = None  # bands hold more rows than the table: neighbours come from the store
     if model is not None:
         _embed(store, model, sem, progress)
-    dirty = tables.dirty_ids()
+    dirty = store.groups.dirty_ids()
     if not dirty:
         return NearStats(signed, 0, 0, 0)
     if near.enabled or model is not None:
@@ -207,8 +206,8 @@ def update_clusters(
     # near pairs): only the groups on an edge are read and decided (at a first ingest of a million
     # tiny records, a few thousand: their rows, not a million, are held)
     on_edges = {gid for pair in edges for gid in pair}
-    rows = tables.group_rows(sorted(on_edges), keyed=keys)
-    alone = tables.existing_groups([gid for gid in seen if gid not in on_edges])
+    rows = store.groups.group_rows(sorted(on_edges), keyed=keys)
+    alone = store.groups.existing_groups([gid for gid in seen if gid not in on_edges])
 
     texts: dict[str, str] = {}
     # a person's decisions from the review queue, beside the config's
@@ -217,7 +216,7 @@ def update_clusters(
     keep_apart = (*near.keep_apart, *((o.a, o.b) for o in decided if o.decision == "apart"))
     judged = bool(near.meaning) or near.numbering or bool(always_merge) or bool(keep_apart)
     if judged and edges:  # the meaning guard reads the texts of the groups on an edge
-        texts = tables.group_texts([row.id for row in rows if row.text is None and row.id in on_edges])
+        texts = store.groups.group_texts([row.id for row in rows if row.text is None and row.id in on_edges])
     assignments, variants = decide(
         rows, edges, near.guard, near.linkage, keys,
         texts=texts, meaning=near.meaning, numbering=near.numbering,
@@ -225,7 +224,7 @@ def update_clusters(
     )
     with store.transaction():
         # dirty and seen are sorted by id: equal lists are the same groups
-        tables.apply(assignments, variants, run_id, every_dirty=list(seen) == dirty, alone=alone)
+        store.groups.apply(assignments, variants, run_id, every_dirty=list(seen) == dirty, alone=alone)
     progress("cluster", len(seen), len(seen))
     merged = sum(a.relation != "exact" for a in assignments)
     return NearStats(signed, len(seen), merged, len(variants))
@@ -233,7 +232,7 @@ def update_clusters(
 
 def _table_neighbours(table: BandTable, compiled: bool = True) -> dict[str, list[str]]:
     """The band neighbours (sorted) of every group that has any, from band rows in memory: what
-    :meth:`~chunkdedup.store.chunk_tables.ChunkTables.all_band_neighbours` reads from the bands."""
+    :meth:`~chunkdedup.store.band_tables.BandTables.all_band_neighbours` reads from the bands."""
     from chunkdedup.dedup.lsh import bucket_pairs
 
     if not table.gids.size:
@@ -273,7 +272,7 @@ def _table_edges(store: Store, table: BandTable, config: NearConfig, keys: dict[
     ids = table.ids
     names = [ids[g] for g in items.tolist()]
     unread = [g for g in names if g not in keys]
-    texts = {row.id: row.text or "" for row in store.chunks.group_rows(unread)} if unread else {}
+    texts = {row.id: row.text or "" for row in store.groups.group_rows(unread)} if unread else {}
     hasher = MinHasher.from_config(config)
     flat, offsets = hasher.shingle_sets([group_key(keys, g, texts.get(g, "")) for g in names])
     del texts
@@ -289,7 +288,7 @@ def _table_edges(store: Store, table: BandTable, config: NearConfig, keys: dict[
 def _check_embedder(store: Store, model: Embedder, reembed: bool) -> None:
     recorded = recorded_embedder(store)
     if reembed and recorded is not None:
-        store.chunks.clear_embeddings()
+        store.embeddings.clear_embeddings()
         recorded = None
     if recorded is None:
         store.set_meta("embedder_name", model.name)
@@ -307,16 +306,15 @@ def _embed(
 
     from chunkdedup.dedup.semantic import neighbour_pairs
 
-    tables = store.chunks
     new: list[str] = []
-    total = tables.unembedded_count()
-    while batch := tables.unembedded_groups(config.batch_size):
+    total = store.embeddings.unembedded_count()
+    while batch := store.embeddings.unembedded_groups(config.batch_size):
         vectors = np.asarray(model.embed_batch([text for _, text in batch]), dtype="<f4")
         with store.transaction():
-            tables.set_embeddings((gid, vectors[i].tobytes()) for i, (gid, _) in enumerate(batch))
+            store.embeddings.set_embeddings((gid, vectors[i].tobytes()) for i, (gid, _) in enumerate(batch))
         new.extend(gid for gid, _ in batch)
         progress("embed", len(new), total)
-    ids, blobs = tables.embeddings()
+    ids, blobs = store.embeddings.embeddings()
     # after a settings change (no edges recorded for them) every vector's edges are recomputed;
     # otherwise only the new vectors' edges, against all
     full = store.meta("semantic_edges_for") != str(config.threshold)
@@ -329,7 +327,7 @@ def _embed(
         np.asarray(queries, dtype=np.int64), matrix, config.threshold, block=config.block
     )
     with store.transaction():
-        tables.put_semantic_edges(
+        store.embeddings.put_semantic_edges(
             (ids[int(a)], ids[int(b)], float(c)) for (a, b), c in zip(pairs, cosines, strict=True)
         )
         store.set_meta("semantic_edges_for", str(config.threshold))
@@ -343,7 +341,7 @@ def _sign(
     compiled: bool | None = None,
 ) -> int:
     done = 0
-    total = store.chunks.unsigned_count()
+    total = store.bands.unsigned_count()
     if not total:
         return 0
     from chunkdedup.dedup.minhash import MinHasher
@@ -351,10 +349,10 @@ def _sign(
 
     # a few groups are signed by the NumPy path: the same band keys, no numba start-up
     hasher = MinHasher.from_config(config, compiled=total > NUMPY_KEYS if compiled is None else compiled)
-    while batch := store.chunks.unsigned_groups(_SIGN_BATCH):
+    while batch := store.bands.unsigned_groups(_SIGN_BATCH):
         bands = sign_keys(hasher, [group_key(keys, gid, text) for gid, text in batch], config)
         with store.transaction():
-            store.chunks.sign_groups((gid, bands[i].tolist()) for i, (gid, _) in enumerate(batch))
+            store.bands.sign_groups((gid, bands[i].tolist()) for i, (gid, _) in enumerate(batch))
         done += len(batch)
         progress("sign", done, total)
     return done
@@ -383,7 +381,7 @@ def _components(
     from chunkdedup.dedup.minhash import MinHasher, jaccard
     from chunkdedup.dedup.near import connect, group_key
 
-    semantic_lookup = store.chunks.semantic_neighbours if semantic else None
+    semantic_lookup = store.embeddings.semantic_neighbours if semantic else None
     if not config.enabled:
         seen, edges = connect(dirty, lambda gid: (), lambda a, b: 0.0, config.threshold, semantic_lookup)
     elif (
@@ -418,7 +416,7 @@ def _components(
             if not missing:
                 return
             unread = [g for g in missing if g not in keys]
-            rows = {row.id: row.text or "" for row in store.chunks.group_rows(unread)} if unread else {}
+            rows = {row.id: row.text or "" for row in store.groups.group_rows(unread)} if unread else {}
             known = [g for g in missing if g in keys or g in rows]
             for g in missing:
                 texts[g] = np.empty(0, np.uint64)  # a group gone from the index: no shingles
@@ -435,14 +433,14 @@ def _components(
         ahead: dict[str, list[str]] = {}
         read: set[int] = set()
         everyone = (
-            (store.chunks.all_band_neighbours() if table is None else _table_neighbours(table, kernels))
-            if len(dirty) * _WHOLE_SCAN_SHARE >= store.chunks.group_count()
+            (store.bands.all_band_neighbours() if table is None else _table_neighbours(table, kernels))
+            if len(dirty) * _WHOLE_SCAN_SHARE >= store.groups.group_count()
             else None
         )
 
         def block_neighbours(ids: Sequence[str]) -> dict[str, list[str]]:
             if everyone is None:
-                return store.chunks.band_neighbour_map(ids)
+                return store.bands.band_neighbour_map(ids)
             return {gid: everyone.pop(gid, []) for gid in ids}
 
         # groups beyond the dirty ones that some read list names, not read yet: a walk reaching one
@@ -474,7 +472,7 @@ def _components(
                     fetch([gid, *found])
                 return found
             if i // _NEIGHBOUR_BLOCK in read:
-                found = store.chunks.band_neighbours(gid)
+                found = store.bands.band_neighbours(gid)
                 if found:
                     fetch([gid, *found])
                 return found

@@ -43,47 +43,48 @@ def store_file(
 ) -> FileResult:
     """Write one file's outcome; its new and changed documents go in pending chunking, with their
     boilerplate candidate keys (``keys[i]`` for ``pf.documents[i]`` when the parse stage computed them,
-    else computed here). ``stored``: the file's stored doc ids (``Store.docs_of_file``), when the caller
-    has them. ``queue``: the documents are added to it, for the caller to store with those of the other
-    files of its transaction (``Store.put_documents``), instead of being stored here."""
+    else computed here). ``stored``: the file's stored doc ids (``DocumentTables.docs_of_file``), when
+    the caller has them. ``queue``: the documents are added to it, for the caller to store with those of
+    the other files of its transaction (``DocumentTables.put_documents``), instead of being stored here."""
     path = str(inp.path)
     if pf is None:
-        return FileResult(path, FileStatus.UNCHANGED, tuple(store.docs_of_file(path)))
+        return FileResult(path, FileStatus.UNCHANGED, tuple(store.documents.docs_of_file(path)))
     if pf.status != FileStatus.INGESTED:
-        kept = store.docs_of_file(path)
+        kept = store.documents.docs_of_file(path)
         reason: str = pf.reason or "unknown reason"
         if kept:
             reason += "; the previous version stays in the index"
-        store.put_file(path, None, str(pf.status), reason, run_id)
+        store.documents.put_file(path, None, str(pf.status), reason, run_id)
         return FileResult(path, pf.status, tuple(kept), reason)
-    owners = store.doc_owners([d.doc_id for d in pf.documents])
+    owners = store.documents.doc_owners([d.doc_id for d in pf.documents])
     claimed = queue.owners if queue is not None else {}
     for doc in pf.documents:
         # the file queued before it that holds the id, else the index's
         owner = claimed.get(doc.doc_id, owners.get(doc.doc_id))
         if owner is not None and owner != path:
             taken = taken_reason(doc.doc_id, owner)
-            store.put_file(path, None, str(FileStatus.FAILED), taken, run_id)
+            store.documents.put_file(path, None, str(FileStatus.FAILED), taken, run_id)
             return FileResult(path, FileStatus.FAILED, (), taken)
     new_ids = {d.doc_id for d in pf.documents} | set(pf.kept)
-    was = stored if stored is not None else store.docs_of_file(path)
-    store.remove_documents([old for old in was if old not in new_ids], run_id)
+    was = stored if stored is not None else store.documents.docs_of_file(path)
+    store.documents.remove_documents([old for old in was if old not in new_ids], run_id)
     # a record stored exactly as it is parsed now (of a JSONL or Parquet file changed elsewhere) is
     # left as it is, with its pages, keys and chunks (unless ``keep_unchanged`` is off: the parse
     # settings changed); the ``kept`` ones were known by their bytes and place before being built
-    changed = store.changed_documents(pf.documents) if keep_unchanged else {d.doc_id for d in pf.documents}
+    every = {d.doc_id for d in pf.documents}
+    changed = store.documents.changed_documents(pf.documents) if keep_unchanged else every
     items = [
         (doc, (keys[i] if keys else None) or boilerplate.document_keys(doc.pages, cfg.boilerplate))
         for i, doc in enumerate(pf.documents)
         if doc.doc_id in changed
     ]
     if queue is None:
-        store.put_documents(items, run_id)
+        store.documents.put_documents(items, run_id)
     else:
         queue.documents.extend(items)
         claimed.update((doc.doc_id, path) for doc in pf.documents)
     notes = "; ".join(pf.notes) or None
-    store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
+    store.documents.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
     return FileResult(path, FileStatus.INGESTED, pf.doc_ids, notes)
 
 
@@ -101,10 +102,10 @@ def prune_missing(store: Store, inputs: Sequence[InputFile], run_id: int) -> lis
     the documents each held (for the run's report)."""
     keep = {str(i.path) for i in inputs}
     removed: list[RemovedFile] = []
-    for path in store.file_paths():
+    for path in store.documents.file_paths():
         if path not in keep and not path.startswith(MEMORY_PREFIX):
             with store.transaction():
-                docs = store.remove_file(path, run_id)
+                docs = store.documents.remove_file(path, run_id)
             logger.debug("pruned %s (%d documents): no longer among the inputs", path, len(docs))
             removed.append(RemovedFile(path, tuple(docs)))
     return removed

@@ -77,7 +77,7 @@ def ingest_records(
     def phase(
         store: Store, cfg: Config, run_id: int, tick: Progress, at_hand: dict[str, tuple[Page, ...]]
     ) -> list[FileResult]:
-        known = store.known_file(path)
+        known = store.documents.known_file(path)
         kept = _kept(known, path, given, remove) if mode == "upsert" else ()
         return [_store_source(store, cfg, run_id, tick, at_hand, path, docs, notes, known, kept)]
 
@@ -99,7 +99,7 @@ def _store_source(
     """Store the source as the parse phase stores a file: unchanged as a whole, or its new and
     changed documents (with their boilerplate candidate keys) and its removed ones gone; the
     ``kept`` ones (an upsert's documents it does not name) stay as they are. ``known``: what the
-    index held of the source before (:meth:`Store.known_file`)."""
+    index held of the source before (:meth:`DocumentTables.known_file`)."""
     tick("documents", 0, len(docs))
     hashes = {row[1]: row[0] for row in known.documents} if kept else {}
     pairs = [(d.doc_id, d.content_hash) for d in docs] + [(d, hashes[d]) for d in kept]
@@ -109,10 +109,10 @@ def _store_source(
         return FileResult(path, FileStatus.UNCHANGED, tuple(row[1] for row in known.documents))
     if not docs and not kept:
         with store.transaction():
-            gone = store.remove_file(path, run_id)
+            gone = store.documents.remove_file(path, run_id)
         reason = "; ".join(notes) or "no documents given"
         return FileResult(path, FileStatus.SKIPPED, (), f"{reason}; removed {len(gone)} document(s)")
-    last = store.last_config()
+    last = store.runs.last_config()
     same_parse = last is None or last.to_dict()["parse"] == cfg.to_dict()["parse"]
     stored = known.document_hashes()
     keys = tuple(
@@ -125,7 +125,7 @@ def _store_source(
         queue = StoreQueue()
         inp = InputFile(Path(path), path)
         result = store_file(store, inp, fingerprint, parsed, cfg, run_id, keys, same_parse, None, queue)
-        store.put_documents(queue.documents, run_id)
+        store.documents.put_documents(queue.documents, run_id)
     if result.status == FileStatus.INGESTED:
         at_hand.update((d.doc_id, d.pages) for d in docs)
     tick("documents", len(docs), len(docs))

@@ -34,7 +34,7 @@ def remove_documents(
         12
     """
     with Store.open(index) as store:
-        cfg = store.last_config() or Config()
+        cfg = store.runs.last_config() or Config()
         _refuse_missing(store, index, doc_ids)
         recorded = recorded_embedder(store)
     embedder = None
@@ -49,14 +49,14 @@ def remove_documents(
     ) -> list[FileResult]:
         owners = _refuse_missing(store, index, doc_ids)  # again, under the writer lock
         with store.transaction():
-            touched.append(store.remove_documents(doc_ids, run_id))
+            touched.append(store.documents.remove_documents(doc_ids, run_id))
             files = sorted(set(owners.values()))
-            kept = store.files_with_documents(files)
+            kept = store.documents.files_with_documents(files)
             for path in files:
                 if path in kept:  # a JSONL/Parquet file keeps other records: re-read it next time
-                    store.reread_file(path)
+                    store.documents.reread_file(path)
                 else:
-                    store.forget_file(path)
+                    store.documents.forget_file(path)
         return []
 
     options = IngestOptions(config=cfg, lock_timeout=lock_timeout, embedder=embedder)
@@ -66,7 +66,7 @@ def remove_documents(
 
 def _refuse_missing(store: Store, index: str | Path, doc_ids: Sequence[str]) -> dict[str, str]:
     """The file of each of ``doc_ids``; an InputError naming those the index does not hold."""
-    owners = store.doc_owners(doc_ids)
+    owners = store.documents.doc_owners(doc_ids)
     missing = [d for d in doc_ids if d not in owners]
     if missing:
         raise InputError(

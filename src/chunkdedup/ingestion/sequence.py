@@ -335,12 +335,12 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
     clock = StageClock()
     warm = Warmup(opts.kernels)
     with Store.open(index, create=True) as store, store.writer(opts.lock_timeout):
-        run_id = store.begin_run(
+        run_id = store.runs.begin_run(
             [str(Path(p).resolve()) for p in run.paths],
             str(Path(opts.manifest).resolve()) if opts.manifest else None,
             cfg.to_dict(),
         )
-        store.chunks.band_keyer = NearKeyer(cfg.near)  # names a group's band rows from its text
+        store.bands.band_keyer = NearKeyer(cfg.near)  # names a group's band rows from its text
         if opts.text_engine is not None:
             textindex.set_engine(store, opts.text_engine)
         removed: list[RemovedFile] = []
@@ -425,7 +425,7 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
         top = tuple(view.boilerplate(limit=10))
         notes = run.notes + emptied_notes(sorted(emptied))
         report = IngestReport(run_id, tuple(results), summary, top, opts.dry_run, notes, tuple(removed))
-        store.finish_run(run_id, summary.to_json())
+        store.runs.finish_run(run_id, summary.to_json())
     return report
 
 
@@ -452,7 +452,7 @@ def _parse_phase(
     hand = AtHand(at_hand, AT_HAND_CHARS, AT_HAND_DOCS) if at_hand is not None else None
     # Under other parse settings than the last run's, nothing parsed before is known: every file is
     # parsed and every document stored again (its pages may be cut otherwise now).
-    last = store.last_config()
+    last = store.runs.last_config()
     same_parse = last is None or last.to_dict()["parse"] == cfg.to_dict()["parse"]
 
     # the stored doc ids of each changed file, from what the parse job was given (a file's documents
@@ -474,7 +474,7 @@ def _parse_phase(
                 if hand is not None and p.parsed is not None and result.status == FileStatus.INGESTED:
                     # a stored document's pages are these (an unchanged one's too: the same content hash)
                     hand.offer(p.parsed.documents)
-            store.put_documents(queue.documents, run_id)
+            store.documents.put_documents(queue.documents, run_id)
         pending.clear()
         collect_young()
 
@@ -488,14 +488,14 @@ def _parse_phase(
         hashes = [h for part in executor.map(fingerprint_inputs, parts) for h in part]
     # an index without documents knows no file (a first ingest: no lookup per file; a file's rows
     # are written only by its own flush, so this holds for the whole phase)
-    first = not store.has_documents()
+    first = not store.documents.has_documents()
     unchanged = [
-        not first and is_unchanged(h, store.known_hash(str(i.path)))
+        not first and is_unchanged(h, store.documents.known_hash(str(i.path)))
         for i, h in zip(inputs, hashes, strict=True)
     ]
     # a PDF whose scanned pages OCR could not read when it was ingested is read again once it can:
     # parsed though its bytes are the same, and its documents stored again though their hash is
-    reread.update(store.files_noting(AWAITING_OCR) if not first and same_parse else ())
+    reread.update(store.documents.files_noting(AWAITING_OCR) if not first and same_parse else ())
     if reread and not ocr_ready(cfg.parse):
         reread.clear()
     unchanged = [same and str(i.path) not in reread for i, same in zip(inputs, unchanged, strict=True)]
@@ -510,7 +510,7 @@ def _parse_phase(
             return KnownFile()
         if not same_parse:
             return KnownFile()
-        held = store.known_file(str(inp.path))
+        held = store.documents.known_file(str(inp.path))
         stored[str(inp.path)] = tuple(row[1] for row in held.documents)
         return replace(held, content_hash=None) if str(inp.path) in reread else held
 
@@ -593,14 +593,14 @@ def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progre
     """Documents chunked under another config get their boilerplate keys recomputed first (every
     document, once, when the index's keys were written in an older format)."""
     if store.meta("doc_keys_format") != DOC_KEYS_FORMAT:
-        stale = store.doc_ids()
+        stale = store.documents.doc_ids()
     else:
-        stale = store.doc_ids(stale_config=fingerprint)
+        stale = store.documents.doc_ids(stale_config=fingerprint)
     for i in range(0, len(stale), STORE_BATCH):
         with store.transaction():
-            store.set_many_doc_keys(
+            store.boilerplate.set_many_doc_keys(
                 [
-                    (doc_id, boilerplate.document_keys(store.load_pages(doc_id), cfg.boilerplate))
+                    (doc_id, boilerplate.document_keys(store.documents.load_pages(doc_id), cfg.boilerplate))
                     for doc_id in stale[i : i + STORE_BATCH]
                 ]
             )
@@ -615,15 +615,16 @@ def decide_chrome(store: Store, cfg: Config) -> None:
     document's keys or unit changed since they were decided under these settings)."""
     bp = cfg.boilerplate
     settings = key_hash(json.dumps(cfg.to_dict()["boilerplate"], sort_keys=True))
-    if store.chrome_decided(settings):
+    if store.boilerplate.chrome_decided(settings):
         return
     with store.transaction():
         chrome: dict[int, int] = {}
         if bp.enabled:
-            total = store.unit_total()
-            counts = store.kept_key_unit_counts(bp.min_units, settings)  # the changed keys recounted
+            total = store.boilerplate.unit_total()
+            # the changed keys recounted
+            counts = store.boilerplate.kept_key_unit_counts(bp.min_units, settings)
             chrome = {k: n for k, n in counts.items() if boilerplate.is_chrome(n, total, bp)}
-        store.set_chrome(chrome, settings)
+        store.boilerplate.set_chrome(chrome, settings)
 
 
 def chunk_phase(
@@ -653,7 +654,7 @@ def chunk_phase(
     warm = warm or Warmup()
     held_pages = at_hand if at_hand is not None else {}
     store.defer_indexes()  # on an index with no groups: built once, below
-    todo = store.docs_to_chunk(fingerprint)
+    todo = store.documents.docs_to_chunk(fingerprint)
     logger.debug("chunk: %d documents to chunk", len(todo))
     hashing = near_hashing(cfg.near) if cfg.near.enabled else None
 
@@ -671,13 +672,13 @@ def chunk_phase(
             docs: list[tuple[str, tuple[Page, ...]]] = []
             chars = 0
             while i < len(todo) and len(docs) < job_docs and chars < job_chars:
-                pages = held_pages.pop(todo[i], None) or store.load_pages(todo[i])
+                pages = held_pages.pop(todo[i], None) or store.documents.load_pages(todo[i])
                 docs.append((todo[i], pages))
                 chars += sum(len(p.text) for p in pages)
                 i += 1
             loaded += chars
-            chrome = store.doc_chrome_ids([doc_id for doc_id, _ in docs])
-            files = store.doc_owners([doc_id for doc_id, _ in docs])
+            chrome = store.boilerplate.doc_chrome_ids([doc_id for doc_id, _ in docs])
+            files = store.documents.doc_owners([doc_id for doc_id, _ in docs])
             yield ChunkJob(
                 tuple(docs),
                 tuple(chrome.get(d, _NONE) for d, _ in docs),
@@ -691,7 +692,7 @@ def chunk_phase(
     # band keys are kept only when the index's are made with these settings (else the cluster pass
     # drops them all and signs every group again); a first ingest's are held for the cluster pass
     keep_bands = hashing is not None and store.meta("near_hashing") == hashing
-    first = keep_bands and bands is not None and not store.chunks.has_bands()
+    first = keep_bands and bands is not None and not store.bands.has_bands()
 
     def write() -> None:
         nonlocal signed, done
@@ -699,12 +700,12 @@ def chunk_phase(
         # a first ingest writes each new group with its band keys (its band rows: the cluster pass)
         new_keys = [(b.band_ids, b.band_keys) for b in held if b.band_keys is not None] if first else []
         with store.transaction():
-            store.replace_chunks(docs, fingerprint, run_id, new_keys)
+            store.documents.replace_chunks(docs, fingerprint, run_id, new_keys)
             if keep_bands and not first:
                 given = {g: keys for batch in held if batch.band_keys is not None
                          for g, keys in zip(batch.band_ids, batch.band_keys.tolist(), strict=True)}
-                unsigned = store.chunks.unsigned_among(sorted(given))
-                store.chunks.sign_groups((gid, given[gid]) for gid in unsigned)
+                unsigned = store.bands.unsigned_among(sorted(given))
+                store.bands.sign_groups((gid, given[gid]) for gid in unsigned)
                 signed += len(unsigned)
         if first and bands is not None:
             for batch in held:
@@ -731,9 +732,9 @@ def chunk_phase(
             held_docs = held_chars = 0
     if held:
         write()
-    if not store.chunked_under(fingerprint):
+    if not store.documents.chunked_under(fingerprint):
         with store.transaction():
-            store.set_chunked_config(fingerprint)  # every document to chunk under it was
+            store.documents.set_chunked_config(fingerprint)  # every document to chunk under it was
     refresh_contexts(store, cfg, run_id, todo)
     store.build_deferred_indexes()
     return len(todo), signed
@@ -751,14 +752,15 @@ def refresh_contexts(store: Store, cfg: Config, run_id: int, chunked: Sequence[s
     context settings changed. Returns how many."""
     stamp = key_hash(json.dumps([CONTEXT_FORMAT, cfg.to_dict()["retrieval"]], sort_keys=True))
     if store.meta("context_config") != stamp:
-        todo = store.doc_ids()
+        todo = store.documents.doc_ids()
     else:
-        todo = store.docs_without_context(run_id, chunked)
+        todo = store.documents.docs_without_context(run_id, chunked)
     for i in range(0, len(todo), CONTEXT_BATCH):
-        sources = store.context_sources(todo[i : i + CONTEXT_BATCH])
+        sources = store.documents.context_sources(todo[i : i + CONTEXT_BATCH])
         with store.transaction():
             contexts = document_contexts(sources, cfg.retrieval)
-            store.put_contexts([(s.doc_id, text) for s, text in zip(sources, contexts, strict=True)])
+            rows = [(s.doc_id, text) for s, text in zip(sources, contexts, strict=True)]
+            store.documents.put_contexts(rows)
     if store.meta("context_config") != stamp:
         with store.transaction():
             store.set_meta("context_config", stamp)

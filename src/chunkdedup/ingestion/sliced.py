@@ -96,10 +96,12 @@ def store_sliced(
                 # a repeated id fails the file (ledger.check, once every line is read and named); until
                 # then a slice's repeat is stored once (a later slice's repeat replaces the row)
                 docs = _first_of_each(part.documents)
-                changed = store.changed_documents(docs) if keep_unchanged else {d.doc_id for d in docs}
+                changed = (
+                    store.documents.changed_documents(docs) if keep_unchanged else {d.doc_id for d in docs}
+                )
                 new = [(d, boilerplate.document_keys(d.pages, bp, compiled=compiled))
                        for d in docs if d.doc_id in changed]
-                store.put_documents(new, run_id)
+                store.documents.put_documents(new, run_id)
                 if at_hand is not None:
                     held += at_hand.offer(docs)
                 split_notes.extend(part.split_notes)
@@ -110,24 +112,24 @@ def store_sliced(
             prefix = record_prefix(inp)
             ids = tuple(prefix + rid for rid in ledger.order())
             now = set(ids)
-            was = stored if stored is not None else store.docs_of_file(path)
-            store.remove_documents([old for old in was if old not in now], run_id)
+            was = stored if stored is not None else store.documents.docs_of_file(path)
+            store.documents.remove_documents([old for old in was if old not in now], run_id)
             notes = "; ".join(ledger.notes() + tuple(split_notes)) or None
-            store.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
+            store.documents.put_file(path, h, str(FileStatus.INGESTED), notes, run_id)
         return FileResult(path, FileStatus.INGESTED, ids, notes)
     except _Failed as e:
         if at_hand is not None:
             at_hand.drop(held)
         with store.transaction():
             if e.taken:
-                store.put_file(path, None, str(FileStatus.FAILED), e.reason, run_id)
+                store.documents.put_file(path, None, str(FileStatus.FAILED), e.reason, run_id)
                 return FileResult(path, FileStatus.FAILED, (), e.reason)
             return store_file(store, inp, h, ParsedFile(path, (), e.status, e.reason), cfg, run_id)
 
 
 def _refuse_taken(store: Store, path: str, documents: Sequence[Document]) -> None:
     """Raise :class:`_Failed` when another file holds one of the ids of ``documents``."""
-    owners = store.doc_owners([d.doc_id for d in documents])
+    owners = store.documents.doc_owners([d.doc_id for d in documents])
     for doc in documents:
         owner = owners.get(doc.doc_id)
         if owner is not None and owner != path:

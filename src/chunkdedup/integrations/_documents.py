@@ -115,7 +115,7 @@ def deduplicate(given: Sequence[Given], opts: DedupOptions, *, remove: Sequence[
     )
     touched = {*ids, *gone, *(owner.doc for _, owner in before)}
     with Index.open(opts.index) as ix:
-        mine = frozenset(ix.store.docs_of_file(path))
+        mine = frozenset(ix.store.documents.docs_of_file(path))
         still = _owned(ix.records_of([rec.id for rec, _ in before]), mine)
         now = _owned(ix.records_citing(ids), mine)
         touched.update(owner.doc for _, owner in (*still, *now))
@@ -141,7 +141,7 @@ def _before(
     if not Path(opts.index).exists():
         return gone, []
     with Index.open(opts.index) as ix:
-        stored = ix.store.docs_of_file(path)
+        stored = ix.store.documents.docs_of_file(path)
         if opts.full:
             given = set(ids)
             gone = [d for d in stored if d not in given]
@@ -233,7 +233,8 @@ def source_documents(opts: DedupOptions) -> dict[str, int]:
     if not Path(opts.index).exists():
         return {}
     with Index.open(opts.index) as ix:
-        return {doc: pages for _, doc, pages in ix.store.known_file(source_path(opts.source)).documents}
+        known = ix.store.documents.known_file(source_path(opts.source))
+        return {doc: pages for _, doc, pages in known.documents}
 
 
 def _doc_id(g: Given, id_key: str | None, pos: int) -> tuple[str, bool]:

@@ -180,7 +180,7 @@ _BAND_FILL = (
 
 @dataclass(frozen=True, slots=True)
 class BandTable:
-    """Band rows as :meth:`ChunkTables.put_first_bands` wrote them: ``keys[r]``, ``gids[r]`` sorted by
+    """Band rows as :meth:`BandTables.put_first_bands` wrote them: ``keys[r]``, ``gids[r]`` sorted by
     (band key, gid), and each gid's group id."""
 
     keys: npt.NDArray[np.int32]
@@ -190,7 +190,7 @@ class BandTable:
 
 
 class BandRows:
-    """A set of band rows (:meth:`ChunkTables.band_rows`): its groups, its rows in blocks, its buckets."""
+    """A set of band rows (:meth:`BandTables.band_rows`): its groups, its rows in blocks, its buckets."""
 
     def __init__(self, conn: sqlite3.Connection, table: str) -> None:
         self._conn = conn
@@ -227,7 +227,7 @@ class BandTables(Tables):
 
     def _keyer(self) -> BandKeyer:
         if self.band_keyer is None:
-            raise RuntimeError("the store needs a band keyer to name band rows: set Store.chunks.band_keyer")
+            raise RuntimeError("the store needs a band keyer to name band rows: set Store.bands.band_keyer")
         return self.band_keyer
 
     def _keyer_current(self) -> bool:
@@ -449,7 +449,7 @@ class BandTables(Tables):
     def band_neighbours(self, gid: str) -> list[str]:
         return self.band_neighbour_map([gid])[gid]
 
-    def _drop_bands(self, ids: Sequence[str]) -> None:
+    def drop_bands(self, ids: Sequence[str]) -> None:
         """The band rows of groups ``ids`` go, their band neighbours first marked dirty (one statement
         of each for all of them)."""
         c = self.conn

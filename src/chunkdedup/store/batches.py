@@ -133,7 +133,8 @@ def insert_rows(
 
 
 class Tables:
-    """Reads and writes of some tables on one connection: the base of each table family of the chunk side."""
+    """Reads and writes of some tables on one connection: the one base of every table family (a family
+    reaches another only through the reference it is given, never by inheriting it)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn

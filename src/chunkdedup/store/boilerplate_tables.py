@@ -8,12 +8,12 @@ from collections.abc import Sequence
 
 from chunkdedup.normalize import key_id
 from chunkdedup.store import keyunits
-from chunkdedup.store.batches import execute_for_ids, rows_for_ids
+from chunkdedup.store.batches import Tables, execute_for_ids, rows_for_ids
 from chunkdedup.store.connection import Connection
 from chunkdedup.store.schema import DOC_UNIT, MetaKey
 from chunkdedup.types import DocumentKeys, KeyedDocument, StrippedLine
 
-#: :meth:`Store.unit_total`: the documents without a family, and the distinct families
+#: :meth:`BoilerplateTables.unit_total`: the documents without a family, and the distinct families
 #: (read from ``document_rows``: through the ``documents`` view its join to ``paths`` hides the index
 #: by family, 1M documents with families 4.5 s, not 24 ms)
 _UNIT_TOTAL = (
@@ -26,14 +26,19 @@ _CHROME_STALE: MetaKey = "chrome_stale"
 _CHROME_SETTINGS: MetaKey = "chrome_settings"
 
 
-class BoilerplateTables(Connection):
-    """The boilerplate keys of the documents, their unit counts, the corpus chrome and the stripped lines."""
+class BoilerplateTables(Tables):
+    """The boilerplate keys of the documents, their unit counts, the corpus chrome and the stripped lines.
+    ``db``: the index's connection (the meta rows that say whether the chrome is current)."""
+
+    def __init__(self, db: Connection) -> None:
+        super().__init__(db.conn)
+        self.db = db
 
     def set_many_doc_keys(self, items: Sequence[tuple[str, DocumentKeys]]) -> None:
         """Documents' candidate keys (``counted=1``) and the other keys strip() could remove (0); the
         corpus chrome is to be decided again (:meth:`chrome_decided`)."""
         ids = [doc_id for doc_id, _ in items]
-        self._doc_keys_change(ids)  # their units may change too
+        self.keys_change(ids)  # their units may change too
         execute_for_ids(self.conn, "DELETE FROM doc_keys WHERE doc_id IN ({})", ids)
         rows: list[tuple[int, str, int]] = []
         for doc_id, keys in items:
@@ -45,11 +50,11 @@ class BoilerplateTables(Connection):
         self.conn.executemany("INSERT INTO doc_keys(khash, doc_id, counted) VALUES (?, ?, ?)", rows)
         keyunits.mark_keys(self.conn, sorted({r[0] for r in rows if r[2] == 1}))
 
-    def _doc_keys_change(self, doc_ids: Sequence[str]) -> None:
+    def keys_change(self, doc_ids: Sequence[str]) -> None:
         """The keys or the unit of ``doc_ids`` are about to change or go: the chrome is to be decided
         again, and their counted keys recounted (:mod:`~chunkdedup.store.keyunits`)."""
         if doc_ids:
-            self.set_meta(_CHROME_STALE, "1")
+            self.db.set_meta(_CHROME_STALE, "1")
         keyunits.mark_docs(self.conn, doc_ids)
 
     def unit_total(self) -> int:
@@ -80,14 +85,14 @@ class BoilerplateTables(Connection):
         self.conn.execute("DELETE FROM chrome")
         self.conn.executemany("INSERT INTO chrome(khash, units) VALUES (?, ?)", sorted(chrome.items()))
         if settings is not None:
-            self.set_meta(_CHROME_SETTINGS, settings)
-            self.delete_meta(_CHROME_STALE)
+            self.db.set_meta(_CHROME_SETTINGS, settings)
+            self.db.delete_meta(_CHROME_STALE)
 
     def chrome_decided(self, settings: str) -> bool:
         """Whether the stored chrome was decided under ``settings`` and no document's keys or unit
         changed since (each change marks it stale in its own transaction, so a killed run leaves it
         stale): then deciding it again, a pass over every key, would give it again."""
-        return self.meta(_CHROME_STALE) is None and self.meta(_CHROME_SETTINGS) == settings
+        return self.db.meta(_CHROME_STALE) is None and self.db.meta(_CHROME_SETTINGS) == settings
 
     def doc_chrome_ids(self, doc_ids: Sequence[str]) -> dict[str, frozenset[int]]:
         """The chrome keys each of ``doc_ids`` holds among its strippable keys (a document holding
@@ -98,7 +103,7 @@ class BoilerplateTables(Connection):
             found.setdefault(doc_id, set()).add(khash)
         return {doc_id: frozenset(ids) for doc_id, ids in found.items()}
 
-    def _put_stripped(self, docs: Sequence[KeyedDocument]) -> None:
+    def put_stripped(self, docs: Sequence[KeyedDocument]) -> None:
         """The documents' stripped lines, in place of their old ones: three statements for the batch
         (a DELETE and an INSERT per document before: 0.2 s of statements alone for 50k records)."""
         rows: list[tuple[str, int, str, int, int, str]] = []

@@ -18,27 +18,21 @@ group whose existence or order changed is marked ``dirty`` so its cluster is re-
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from chunkdedup.normalize import key_hash
 from chunkdedup.store.band_tables import BandRows as BandRows
 from chunkdedup.store.band_tables import BandTable as BandTable
 from chunkdedup.store.band_tables import BandTables
 from chunkdedup.store.band_tables import pack_bands as pack_bands
-from chunkdedup.store.batches import document_keys, has_row_triggers
+from chunkdedup.store.batches import Tables, document_keys, has_row_triggers
 from chunkdedup.store.batches import execute_for_ids as execute_for_ids
 from chunkdedup.store.batches import insert_rows as insert_rows
 from chunkdedup.store.batches import rows_for_ids as rows_for_ids
 from chunkdedup.store.batches import staged_rows as staged_rows
-from chunkdedup.store.canonical_rows import (
-    CANONICAL_ROW_STATE,
-    CANONICAL_STATE,
-    PENDING,
-    keep_canonicals_of,
-    put_canonicals,
-)
-from chunkdedup.store.embedding_tables import EmbeddingTables
+from chunkdedup.store.canonical_rows import PENDING, keep_canonicals_of
+from chunkdedup.store.canonical_tables import NO_PAGES, Born, CanonicalTables
 from chunkdedup.store.page_spans import (
     Pages,
     share_whole_pages,
@@ -46,7 +40,7 @@ from chunkdedup.store.page_spans import (
     texts_back_for_documents,
     texts_back_for_groups,
 )
-from chunkdedup.store.schema import SIGNATURE_BYTES, in_cluster
+from chunkdedup.store.schema import in_cluster
 from chunkdedup.types import Assignment, GroupRow, KeyedChunk
 
 #: Each group's first source (by document, page, offset), its count, and its end.
@@ -63,26 +57,13 @@ _GROUP_STATE = (
     " FROM groups g LEFT JOIN document_rows d ON d.dkey = g.rep_dkey WHERE g.id IN ({})"
 )
 
-_TOMBSTONES = "SELECT canonical_id, run_id, signature, updated_run FROM tombstones WHERE canonical_id IN ({})"
-
-_CANONICAL_COUNTS = (
-    "SELECT canonical_id, COUNT(*) FROM cluster_sources WHERE canonical_id IN ({}) GROUP BY canonical_id"
-)
-
-_CANONICAL_SOURCES = (
-    'SELECT canonical_id, doc_id, page, start, "end", relation, similarity, group_id FROM cluster_sources'
-    " WHERE canonical_id IN ({}) ORDER BY canonical_id, doc_id, page, start"
-)
 
 
-_NO_PAGES: Pages = {}
+
 
 _NO_SIGNED: Mapping[str, int] = {}
 
 _NO_GIDS: Mapping[str, int] = {}
-
-#: Groups a batch makes, with their source rows (doc_id, page, start, end, relation, similarity), sorted.
-Born = Mapping[str, Sequence[tuple[Any, ...]]]
 
 _NONE_BORN: Born = {}
 
@@ -102,6 +83,7 @@ _ID_STAGE = ("id_stage", "id TEXT")
 
 
 
+
 def _common(stored: Iterator[str], ids: Sequence[str]) -> list[str]:
     """The ids of ``ids`` that ``stored`` yields, both sorted: one merge of the two."""
     out: list[str] = []
@@ -116,10 +98,15 @@ def _common(stored: Iterator[str], ids: Sequence[str]) -> list[str]:
     return out
 
 
-class ChunkTables(BandTables, EmbeddingTables):
-    """Reads and writes of sources, groups, canonicals and variants on one connection, with the band and
-    edge tables (:class:`~chunkdedup.store.band_tables.BandTables`) and the embedding tables
-    (:class:`~chunkdedup.store.embedding_tables.EmbeddingTables`) of the same groups."""
+class GroupTables(Tables):
+    """Reads and writes of sources, groups and variants. Given the band family (a gone group's band rows
+    go with it, its band neighbours become dirty) and the canonical family (each write re-derives the
+    canonicals it touched)."""
+
+    def __init__(self, conn: sqlite3.Connection, bands: BandTables, canonicals: CanonicalTables) -> None:
+        super().__init__(conn)
+        self.bands = bands
+        self.canonicals = canonicals
 
     def docs_with_sources(self, doc_ids: Sequence[str]) -> list[str]:
         """Those of ``doc_ids`` that have sources (were chunked before), sorted."""
@@ -134,7 +121,7 @@ class ChunkTables(BandTables, EmbeddingTables):
         doc_ids: Sequence[str],
         chunks: Sequence[KeyedChunk],
         run_id: int,
-        pages: Pages = _NO_PAGES,
+        pages: Pages = NO_PAGES,
         signed: Mapping[str, int] = _NO_SIGNED,
         keys: Mapping[str, int] | None = None,
     ) -> int:
@@ -193,14 +180,14 @@ class ChunkTables(BandTables, EmbeddingTables):
         group_ids = sorted({r[0] for r in old} | set(new_groups))
         lost = self.refresh_groups(group_ids, pages, born, signed, gids, run_id)
         canonicals = old_canonicals | set(current.values()) | lost | set(new_groups)
-        self.refresh_canonicals(sorted(canonicals), run_id, pages, born)
+        self.canonicals.refresh(sorted(canonicals), run_id, pages, born)
         share_whole_pages(c, [k.chunk for k in chunks], pages, keys)
         return len(old_canonicals)
 
     def refresh_groups(
         self,
         ids: Sequence[str],
-        pages: Pages = _NO_PAGES,
+        pages: Pages = NO_PAGES,
         born: Born = _NONE_BORN,
         signed: Mapping[str, int] = _NO_SIGNED,
         gids: Mapping[str, int] = _NO_GIDS,
@@ -242,7 +229,7 @@ class ChunkTables(BandTables, EmbeddingTables):
             doc_id, page, start, n, text = now
             if was is None:
                 # a new group leads its own cluster: ``canon`` is NULL (migration 0030)
-                # its canonical's columns as refresh_canonicals writes them, the signature still to be
+                # its canonical's columns as CanonicalTables.refresh writes them, the signature still to be
                 # made (PENDING): the row is written at its size, not grown in place (canonical_rows)
                 key, canonical = keys[doc_id], (PENDING, run_id, n)
                 inserts.append((gid, text, n, key, page, start, None, signed.get(gid), gids[gid], *canonical))
@@ -287,7 +274,7 @@ class ChunkTables(BandTables, EmbeddingTables):
             " AND id != ?2",
             [(canonical_id, gid) for gid, canonical_id in gone],
         )
-        self._drop_bands([gid for gid, _ in gone])
+        self.bands.drop_bands([gid for gid, _ in gone])
         c.executemany(
             "INSERT OR IGNORE INTO dirty(group_id) SELECT b FROM semantic_edges WHERE a=?1"
             " UNION SELECT a FROM semantic_edges WHERE b=?1",
@@ -417,93 +404,4 @@ class ChunkTables(BandTables, EmbeddingTables):
             c.execute("DELETE FROM dirty")
         else:  # a statement per id: one staged DELETE ... IN was slower (478k ids: 1.15 vs 0.77 s)
             c.executemany("DELETE FROM dirty WHERE group_id=?", [(g,) for g in (*ids, *alone)])
-        self.refresh_canonicals(sorted(touched), run_id)
-
-    def refresh_canonicals(
-        self,
-        ids: Sequence[str],
-        run_id: int,
-        pages: Pages = _NO_PAGES,
-        born: Born = _NONE_BORN,
-    ) -> None:
-        """Re-derive each canonical from its sources: representative text, count, signature.
-
-        A canonical that changes gets ``updated_run = run_id``; one deleted and re-made unchanged within
-        the run (its tombstone of this run has the same signature) keeps its last-change run.
-        ``born``: groups just made, with their source rows; such a canonical whose sources are only its
-        own group's (an index-only count says so) is not read back.
-        """
-        c = self.conn
-        sources: dict[str, list[tuple[Any, ...]]] = {}
-        leader_first: set[str] = set()  # canonicals whose first source is their leader group's
-        state = {r[0]: r[1:] for r in self._batched(CANONICAL_STATE, ids)}
-        pending = {cid for cid, row in state.items() if row[0] == PENDING}  # groups just made: none yet
-        for cid in pending:
-            del state[cid]
-        if c.execute("SELECT 1 FROM canonical_rows LIMIT 1").fetchone() is not None:
-            state.update((r[0], r[1:]) for r in self._batched(CANONICAL_ROW_STATE, ids))
-        # A group stored before under the id of a canonical, and gone, may have left members citing
-        # it; they can only if that canonical has a row (a source cites a canonical that exists), so
-        # only then are a born group's sources counted (on a first ingest: hardly ever)
-        own = [cid for cid in ids if cid in born]
-        counted = dict(self._batched(_CANONICAL_COUNTS, [cid for cid in own if cid in state]))
-        for cid in own:
-            if cid not in state or counted.get(cid) == len(born[cid]):
-                sources[cid] = list(born[cid])
-                leader_first.add(cid)
-        read = [cid for cid in ids if cid not in sources]
-        for r in self._batched(_CANONICAL_SOURCES, read):
-            rows_of = sources.setdefault(r[0], [])
-            if not rows_of and r[7] == r[0]:
-                leader_first.add(r[0])
-            rows_of.append(tuple(r[1:7]))
-        # tombstones of this run: (signature, last-change run) of canonicals deleted earlier in it
-        tombs = list(self._batched(_TOMBSTONES, ids))
-        gone = {r[0]: r[2:] for r in tombs if r[1] == run_id}
-        entombed = {r[0] for r in tombs}
-        made = [cid for cid in ids if sources.get(cid)]
-        # a canonical's text is its first source's span: sliced from a page at hand, else, when that
-        # source is its leader group's first, the group's text (the cluster pass refreshes canonicals
-        # with no page at hand: 45k page reads and decompressions for 50k records), else the page's
-        led = [cid for cid in made if cid in leader_first and sources[cid][0][:2] not in pages]
-        texts: dict[str, str] = dict(self._batched("SELECT id, text FROM groups WHERE id IN ({})", led))
-        sliced = [cid for cid in made if cid not in texts]
-        spans = span_texts(c, [sources[cid][0][:4] for cid in sliced], pages)
-        texts.update(zip(sliced, spans, strict=True))
-        # each canonical is deleted, inserted, updated or unchanged: a few statements for the whole batch
-        deleted: list[tuple[Any, ...]] = []
-        inserted: list[tuple[Any, ...]] = []
-        updated: list[tuple[Any, ...]] = []
-        cleared: list[str] = []
-        for cid in ids:
-            rows = sources.get(cid)
-            if not rows:
-                if cid in state:
-                    deleted.append((cid, run_id, *state[cid][:2]))
-                elif cid in pending:
-                    cleared.append(cid)
-                continue
-            text = texts[cid]
-            # a tuple is a JSON list, as a list is; kept in SIGNATURE_BYTES (migrations 0025, 0035)
-            signature = bytes.fromhex(key_hash(json.dumps([text, rows])))[:SIGNATURE_BYTES]
-            old = state[cid][0] if cid in state else None
-            # the text is kept once, in the leader group, when it is the leader's (CANONICAL_TEXT)
-            stored = None if cid in leader_first else text
-            if old is None:
-                was = gone.get(cid)  # re-made unchanged: it keeps its last-change run
-                last = was[1] if was is not None and was[0] == signature and was[1] is not None else run_id
-                inserted.append((cid, stored, len(rows), signature, last))
-            elif old != signature:
-                updated.append((cid, stored, len(rows), signature, run_id))
-            elif state[cid][2] == 0:  # unchanged, in canonical_rows: to its group's row if there is one now
-                updated.append((cid, stored, len(rows), signature, state[cid][1]))
-        c.executemany(
-            "INSERT OR REPLACE INTO tombstones(canonical_id, run_id, signature, updated_run)"
-            " VALUES (?, ?, ?, ?)",
-            deleted,
-        )
-        c.executemany(
-            "DELETE FROM tombstones WHERE canonical_id=?", [(r[0],) for r in inserted if r[0] in entombed]
-        )
-        where = {cid: 1 for cid in pending} | {k: v[2] for k, v in state.items()}
-        put_canonicals(c, inserted + updated, [*(r[0] for r in deleted), *cleared], where)
+        self.canonicals.refresh(sorted(touched), run_id)

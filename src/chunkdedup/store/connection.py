@@ -27,7 +27,6 @@ from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.store import counts
 from chunkdedup.store.band_tables import fold_key, fold_wide_bands, pack_wide_bands
 from chunkdedup.store.checkpointer import WalCheckpointer
-from chunkdedup.store.chunk_tables import ChunkTables
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.migrations import MIGRATIONS
 from chunkdedup.store.pagetext import PageCodec
@@ -58,20 +57,13 @@ PACKED_AFTER_FIRST_INGEST = ("groups", "document_rows", "source_rows")
 #: so the writer's commits rarely copy anything back themselves.
 WRITER_AUTOCHECKPOINT_BYTES = 256 << 20
 
-#: The indexes of groups a first ingest builds after its chunk phase (:meth:`Store.defer_indexes`):
-#: the chunk phase of an index with no groups reads none of them (the cluster pass reads the unsigned
-#: groups through it). The index by cluster is not deferred: it holds only groups another leads (migration
-#: 0030), none while a first ingest's chunk phase writes.
-DEFERRED_INDEXES = ("groups_unsigned",)
-
 #: The oldest SQLite the schema's migrations and reads run on: generated columns (3.31) and
 #: ``ALTER TABLE DROP COLUMN`` (3.35), migrations 0030, 0033, 0034.
 MIN_SQLITE = (3, 35, 0)
-_DEFERRED_INDEXES: MetaKey = "deferred_indexes"
 
-#: The format of the doc_keys rows :meth:`Store.set_many_doc_keys` writes: they also hold each document's
-#: strippable keys (migration 0004). An index whose meta records an older one has every document's keys
-#: recomputed once (``pipeline.refresh_stale_keys``); a new index starts at this one.
+#: The format of the doc_keys rows :meth:`BoilerplateTables.set_many_doc_keys` writes: they also hold each
+#: document's strippable keys (migration 0004). An index whose meta records an older one has every
+#: document's keys recomputed once (``pipeline.refresh_stale_keys``); a new index starts at this one.
 DOC_KEYS_FORMAT = "2"
 
 
@@ -80,16 +72,17 @@ def _now() -> str:
 
 
 class Connection:
-    """An open index file: its connection, lock, transactions and meta. The table families build on it
-    (:class:`~chunkdedup.store.core.Store` holds them all); open one with :meth:`open`."""
+    """An open index file: its connection, lock, transactions and meta, and nothing built on them (the
+    table families are given it: :class:`~chunkdedup.store.core.Store` holds them); open one with
+    :meth:`open`."""
 
     def __init__(self, path: Path, conn: sqlite3.Connection, lock_fd: int | None) -> None:
         self.path = path
         self.conn = conn
-        self.chunks = ChunkTables(conn)
         self._lock_fd = lock_fd
         self._locked = False
-        self._open_run: int | None = None  # begun, not finished: marked 'failed' if the writer leaves
+        #: the run begun and not finished (the runs family sets it): marked 'failed' if the writer leaves
+        self.open_run: int | None = None
         self._has_meta = True  # False while the migrations of a new file have not made `meta` yet
         self._wrote = False  # a write transaction began while this writer held the lock
         self.codec = PageCodec({}, self._read_dict)
@@ -228,7 +221,7 @@ class Connection:
     def _decode(self, value: str | bytes | None) -> str | None:
         return self.codec.decode(value)
 
-    def _keep_dict(self) -> None:
+    def keep_dict(self) -> None:
         """Store the dictionary new page text is compressed with, in the transaction that writes such
         text (a rolled-back transaction that trained it must not leave later frames undecodable)."""
         active = self.codec.active
@@ -296,6 +289,11 @@ class Connection:
             finally:
                 self._locked = False
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    @property
+    def locked(self) -> bool:
+        """Whether this connection holds the index's single-writer lock (:meth:`writer`)."""
+        return self._locked
 
     def keep_counts(self) -> None:
         """Count the tables and store the whole-index counts :meth:`Index.stats` reads, under the
@@ -380,30 +378,6 @@ class Connection:
             self.conn.execute(sql)
         self.delete_meta(key)
 
-    def defer_indexes(self) -> bool:
-        """On an index with no groups yet, drop the indexes of groups that the chunk phase does not
-        read (:data:`DEFERRED_INDEXES`): :meth:`build_deferred_indexes` makes them again, as they
-        were, once all groups are written. Each batch of a first ingest inserts its groups at random
-        places of each of them, so every batch rewrote most of their pages. True when they are
-        deferred (now, or still, by a run that was killed: the next chunk phase builds them). Queries
-        meanwhile read the groups without them (slower, the same rows)."""
-        if self.meta(_DEFERRED_INDEXES) is not None:
-            return True
-        if self.chunks.has_groups():
-            return False
-        with self.transaction():
-            self.drop_keeping_sql("index", DEFERRED_INDEXES, _DEFERRED_INDEXES)
-        return True
-
-    def build_deferred_indexes(self) -> bool:
-        """Make the indexes :meth:`defer_indexes` dropped (one sort of the groups each, one
-        transaction). True when there were any."""
-        if self.meta(_DEFERRED_INDEXES) is None:
-            return False
-        with self.transaction():
-            self.make_again("index", _DEFERRED_INDEXES)
-        return True
-
     def pack_indexes(self) -> None:
         """Write the indexes of the tables a first ingest fills out of key order anew, each packed
         (:data:`PACKED_AFTER_FIRST_INGEST`); :meth:`reclaim` then gives the old pages back."""
@@ -423,7 +397,7 @@ class Connection:
     def _abandon_run(self) -> None:
         """A run that was begun and never finished (an exception left the writer) is marked 'failed',
         so ``runs`` never shows a dead run as 'running'. Best effort: the index may be what broke."""
-        run_id, self._open_run = self._open_run, None
+        run_id, self.open_run = self.open_run, None
         if run_id is None:
             return
         with contextlib.suppress(sqlite3.Error):

@@ -11,8 +11,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chunkdedup.normalize import running_lines
-from chunkdedup.store.batches import document_keys, execute_for_ids, in_lists, insert_rows, rows_for_ids
+from chunkdedup.store.batches import (
+    Tables,
+    document_keys,
+    execute_for_ids,
+    in_lists,
+    insert_rows,
+    rows_for_ids,
+)
 from chunkdedup.store.boilerplate_tables import BoilerplateTables
+from chunkdedup.store.chunk_tables import GroupTables
+from chunkdedup.store.connection import Connection
 from chunkdedup.store.page_spans import texts_back_for_documents
 from chunkdedup.store.schema import (
     CLEAN_TEXT,
@@ -31,9 +40,17 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 
-class DocumentTables(BoilerplateTables):
+class DocumentTables(Tables):
     """The files an index was given, their documents and pages, the documents' contexts, and the chunk
-    phase's write of a batch of documents (:meth:`replace_chunks`)."""
+    phase's write of a batch of documents (:meth:`replace_chunks`). Given the index's connection
+    (``db``: meta, the page codec), the boilerplate family (a document's keys and stripped lines) and the
+    group family (a document's sources)."""
+
+    def __init__(self, db: Connection, boilerplate: BoilerplateTables, groups: GroupTables) -> None:
+        super().__init__(db.conn)
+        self.db = db
+        self.boilerplate = boilerplate
+        self.groups = groups
 
     def file_hash(self, path: str) -> str | None:
         row = self.conn.execute("SELECT content_hash FROM files WHERE path=?", (path,)).fetchone()
@@ -122,9 +139,9 @@ class DocumentTables(BoilerplateTables):
         c = self.conn
         rows = {doc.doc_id: document_row(doc) for doc, _ in items}
         ids = [doc.doc_id for doc, _ in items]
-        changed = self.chunks.docs_with_sources(ids)
+        changed = self.groups.docs_with_sources(ids)
         if changed:
-            self.chunks.replace_sources(changed, (), run_id)
+            self.groups.replace_sources(changed, (), run_id)
         # A chunked document's new version is written over its rows, not deleted and inserted again:
         # a row keeps its place, and the indexes of unchanged columns (the file, the family, the
         # department, the page key) are not written (an edited record dirtied one leaf of each, at
@@ -144,9 +161,9 @@ class DocumentTables(BoilerplateTables):
             "DELETE FROM page_rows WHERE dkey=? AND page NOT IN (SELECT value FROM json_each(?))",
             [(keys[d.doc_id], json.dumps([p.number for p in d.pages])) for d, _ in items if d.doc_id in over],
         )
-        codec = self.codec
+        codec = self.db.codec
         codec.learn(p.text for doc, _ in items for p in doc.pages)  # read only until it is trained
-        self._keep_dict()
+        self.db.keep_dict()
         page_rows = [
             (keys[doc.doc_id], p.number, int(p.has_text_layer), codec.encode(p.text), _links(p))
             for doc, _ in items
@@ -165,7 +182,7 @@ class DocumentTables(BoilerplateTables):
         )
         _put_ocr(c, [doc for doc, _ in items], over, keys)
         _place_documents(c, sorted(keys.values()))
-        self.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
+        self.boilerplate.set_many_doc_keys([(doc.doc_id, keys) for doc, keys in items])
 
     def remove_document(self, doc_id: str, run_id: int) -> int:
         """Remove a document and only its sources; returns how many canonicals it touched."""
@@ -179,9 +196,9 @@ class DocumentTables(BoilerplateTables):
         if not ids:
             return 0
         keys = document_keys(self.conn, ids)  # what their sources, pages and contexts name them by
-        chunked = self.chunks.docs_with_sources(ids)
-        touched = self.chunks.replace_sources(chunked, (), run_id, keys=keys) if chunked else 0
-        self._doc_keys_change(ids)  # their units and keys no longer count
+        chunked = self.groups.docs_with_sources(ids)
+        touched = self.groups.replace_sources(chunked, (), run_id, keys=keys) if chunked else 0
+        self.boilerplate.keys_change(ids)  # their units and keys no longer count
         sql = "SELECT DISTINCT fkey FROM document_rows WHERE doc_id IN ({})"
         files = [r[0] for r in rows_for_ids(self.conn, sql, ids)]
         for table in ("contexts", "page_rows"):
@@ -329,11 +346,11 @@ class DocumentTables(BoilerplateTables):
         """Record that every indexed document is chunked under ``config_hash`` (after a chunk phase
         chunked every document :meth:`docs_to_chunk` gave for it). :meth:`replace_chunks` under
         another config forgets it in the same transaction, so a killed run never leaves it wrong."""
-        self.set_meta(_CHUNKED_CONFIG, config_hash)
+        self.db.set_meta(_CHUNKED_CONFIG, config_hash)
 
     def chunked_under(self, config_hash: str) -> bool:
         """Whether every indexed document is known to be chunked under ``config_hash``."""
-        return self.meta(_CHUNKED_CONFIG) == config_hash
+        return self.db.meta(_CHUNKED_CONFIG) == config_hash
 
     def replace_chunks(
         self,
@@ -347,16 +364,16 @@ class DocumentTables(BoilerplateTables):
         The groups and canonicals their old and new sources touch are re-derived once for the whole
         batch (a transaction's worth of documents), not once per document. ``band_keys``: (group ids,
         their band keys) of a first ingest's batch: a new group is written signed (``signed`` 1)
-        (:meth:`ChunkTables.put_first_bands` writes the band rows).
+        (:meth:`~chunkdedup.store.band_tables.BandTables.put_first_bands` writes the band rows).
         """
         c = self.conn
-        if self.meta(_CHUNKED_CONFIG) not in (None, config_hash):
-            self.delete_meta(_CHUNKED_CONFIG)
+        if self.db.meta(_CHUNKED_CONFIG) not in (None, config_hash):
+            self.db.delete_meta(_CHUNKED_CONFIG)
         # A page stripping left as it was keeps no second copy: clean_text NULL reads as raw_text
         # (CLEAN_TEXT), which on most pages of most corpora is the whole page. strip() returns a page
         # it removed no line from as it was, so a page without stripped lines is such a page.
         changed = {(d.doc_id, s.page) for d in docs for s in d.stripped}
-        self._keep_dict()
+        self.db.keep_dict()
         # a document stripped of nothing (most): all its pages' clean text NULL, a statement per 500
         dkeys = document_keys(c, [d.doc_id for d in docs])
         # a page that reads its words from its group (and a rowless one: no row to set) holds them again
@@ -369,7 +386,7 @@ class DocumentTables(BoilerplateTables):
         c.executemany(
             "UPDATE page_rows SET clean_text = ? WHERE dkey=? AND page=?",
             [
-                (self.codec.encode(p.text) if (d.doc_id, p.number) in changed else None, dkeys[d.doc_id],
+                (self.db.codec.encode(p.text) if (d.doc_id, p.number) in changed else None, dkeys[d.doc_id],
                  p.number)
                 for d in docs
                 if d.stripped
@@ -379,8 +396,8 @@ class DocumentTables(BoilerplateTables):
         pages = {(d.doc_id, p.number): p.text for d in docs for p in d.clean}
         keyed = [k for d in docs for k in d.keyed]
         signed = {g: 1 for ids, _ in band_keys for g in ids}
-        self.chunks.replace_sources([d.doc_id for d in docs], keyed, run_id, pages, signed, dkeys)
-        self._put_stripped(docs)
+        self.groups.replace_sources([d.doc_id for d in docs], keyed, run_id, pages, signed, dkeys)
+        self.boilerplate.put_stripped(docs)
         ids = [d.doc_id for d in docs]
         execute_for_ids(c, "DELETE FROM doc_chrome WHERE doc_id IN ({})", ids)
         execute_for_ids(
@@ -412,7 +429,7 @@ _PATH_KEY = "(SELECT fkey FROM paths WHERE path=?2)"
 #: a document's unit (parameter 4) as ``documents`` keeps it: '' where it is its own (schema.DOC_UNIT)
 _OWN_UNIT = "CASE WHEN ?4 = 'doc:' || ?1 THEN '' ELSE ?4 END"
 
-#: :meth:`Store.put_documents`: a document row (pending chunking), new or written over the old one in
+#: :meth:`DocumentTables.put_documents`: a document row (pending chunking), new or written over the old one in
 #: every column but its key (``dkey``: what its context and source rows name it by)
 _REPLACE_DOCUMENT = (
     "INSERT INTO document_rows(doc_id, fkey, content_hash, unit, metadata, department,"
@@ -463,7 +480,7 @@ def _links(page: Page) -> str | None:
 def _spans(value: str | None) -> tuple[tuple[int, int], ...]:
     return tuple((int(s), int(e)) for s, e in json.loads(value)) if value else ()
 
-#: the staging table of :meth:`Store.put_contexts`
+#: the staging table of :meth:`DocumentTables.put_contexts`
 _CONTEXT_STAGE = ("context_stage", "dkey INTEGER, text TEXT")
 
 #: meta key: the config hash every indexed document is chunked under, when known (set_chunked_config)

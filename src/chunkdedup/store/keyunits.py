@@ -8,8 +8,9 @@ that changed 1% of the documents would pay in full. So:
 - ``key_units`` holds the count of every key counted in at least ``min_units`` units, as of the
   boilerplate settings stamped in meta (:data:`SETTINGS_KEY`); a key below ``min_units`` has no row;
 - while it is stamped, every write that changes a document's counted keys or its unit (its keys are
-  rewritten with it: :meth:`Store.set_many_doc_keys`, :meth:`Store.remove_document`) marks the keys
-  the document held and holds in ``stale_keys``, in the same transaction;
+  rewritten with it: :meth:`BoilerplateTables.set_many_doc_keys`,
+  :meth:`DocumentTables.remove_document`) marks the keys the document held and holds in
+  ``stale_keys``, in the same transaction;
 - :func:`counts` recounts the marked keys only, stores their counts and clears the marks in one
   transaction; under other settings (or none stamped: a new index) it counts every key once.
 

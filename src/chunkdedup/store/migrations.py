@@ -122,7 +122,7 @@ CREATE VIEW pages(doc_id, page, has_text, raw_text, clean_text, ocr_confidence, 
 #: ``pages`` again (migration 0036): a page that is all one chunk, whose group's text is the page's
 #: own words, keeps no copy of them (``raw_text`` NULL, stripping having left it as it was); the view
 #: reads them from the group. The store gives such a page its text back before the group's text
-#: changes or its source goes (``ChunkTables.replace_sources``, ``refresh_groups``).
+#: changes or its source goes (``GroupTables.replace_sources``, ``refresh_groups``).
 PAGES_SHARING_VIEW = f"""
 CREATE VIEW pages(doc_id, page, has_text, raw_text, clean_text, ocr_confidence, links) AS
     SELECT d.doc_id, p.page, p.has_text, COALESCE(p.raw_text, {PAGE_GROUP_TEXT}), p.clean_text,

@@ -202,7 +202,7 @@ class ReviewQueue:
                 " VALUES (?, ?, ?, ?, ?)",
                 (lo, hi, decision, at, by),
             )
-            self.store.chunks.mark_dirty((lo, hi))
+            self.store.groups.mark_dirty((lo, hi))
 
     def forget(self, a: str, b: str) -> None:
         """Drop the decision on the pair ``a``, ``b`` (the guards decide it again at the next ingest).
@@ -215,7 +215,7 @@ class ReviewQueue:
             if refused is not None:
                 raise ValueError(refused)
             c.execute("DELETE FROM overrides WHERE a=? AND b=?", (lo, hi))
-            self.store.chunks.mark_dirty(self._held(lo, hi))
+            self.store.groups.mark_dirty(self._held(lo, hi))
 
     def refusal(self, a: str, b: str, decision: str) -> str | None:
         """Why ``decision`` on ``a`` and ``b`` cannot be kept, in one line; ``None`` when it can."""

@@ -167,7 +167,7 @@ def defer_fts(store: Store) -> bool:
     """
     if store.meta("fts_deferred") is not None:
         return True
-    if store.chunks.has_groups():
+    if store.groups.has_groups():
         return False
     with store.transaction():
         store.drop_keeping_sql("trigger", ROW_TRIGGERS, "deferred_triggers")

@@ -183,7 +183,7 @@ def near_edges_on_ray(
     clock: Callable[[str], AbstractContextManager[None]],
 ) -> NearPass | None:
     """Every verified near edge of the index, ``(a, b)`` with ``a < b`` -> Jaccard, the new ones
-    computed on Ray and kept in the index (:meth:`ChunkTables.keep_near_edges`).
+    computed on Ray and kept in the index (:meth:`BandTables.keep_near_edges`).
 
     Only pairs with a group that is not edged yet are banded and verified (on a new index, every
     pair): the band rows of the buckets such groups fall in, and the texts of the groups in those
@@ -191,13 +191,12 @@ def near_edges_on_ray(
     tally shows a bucket split across blocks (the caller then verifies from the store, as the local
     pass does).
     """
-    tables = store.chunks
     with clock("near: read bands and texts (driver)"):
-        fresh_count = tables.unedged_count()
+        fresh_count = store.bands.unedged_count()
         if fresh_count == 0:
-            return NearPass(tables.near_edges(), 0, 0)
-        everything = fresh_count == tables.group_count()
-        with tables.band_rows(touched_only=not everything) as source:
+            return NearPass(store.bands.near_edges(), 0, 0)
+        everything = fresh_count == store.groups.group_count()
+        with store.bands.band_rows(touched_only=not everything) as source:
             # groups numbered in id order, so a pair a < b of numbers is a pair of ids in order
             if everything:
                 ids, texts = _put_all_texts(ray, store)
@@ -210,7 +209,7 @@ def near_edges_on_ray(
             if not everything:
                 # a fresh group with no band rows here (none in the touched buckets) has no pair to verify
                 fresh = np.unique(
-                    np.fromiter((number[g] for g in tables.unedged_ids() if g in number), dtype=np.int64)
+                    np.fromiter((number[g] for g in store.bands.unedged_ids() if g in number), dtype=np.int64)
                 )
             buckets = source.bucket_count()
     edges: dict[tuple[str, str], float] = {}
@@ -236,8 +235,8 @@ def near_edges_on_ray(
         with clock("near: verify (Ray shuffle)"):
             edges = _verify(pairs, texts, partitions, config, ids)
     with clock("near: keep edges (driver)"), store.transaction():
-        tables.keep_near_edges((a, b, sim) for (a, b), sim in sorted(edges.items()))
-        every = tables.near_edges()
+        store.bands.keep_near_edges((a, b, sim) for (a, b), sim in sorted(edges.items()))
+        every = store.bands.near_edges()
     return NearPass(every, len(ids), verified)
 
 
@@ -287,7 +286,7 @@ def _put_all_texts(ray: ModuleType, store: Store) -> tuple[list[str], Any]:
     by block."""
     ids: list[str] = []
     refs = []
-    for rows in store.chunks.group_text_blocks(_TEXT_ROWS):
+    for rows in store.groups.group_text_blocks(_TEXT_ROWS):
         first = len(ids)
         ids.extend(r[0] for r in rows)
         refs.append(ray.put(_text_rows(first, [r[1] for r in rows])))
@@ -299,7 +298,7 @@ def _put_texts(ray: ModuleType, store: Store, ids: list[str]) -> Any:
     refs = []
     for first in range(0, len(ids), _TEXT_ROWS):
         part = ids[first : first + _TEXT_ROWS]
-        text = store.chunks.group_texts(part)
+        text = store.groups.group_texts(part)
         refs.append(ray.put(_text_rows(first, [text[g] for g in part])))
     return _text_dataset(ray, refs)
 
