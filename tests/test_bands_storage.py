@@ -20,8 +20,7 @@ from conftest import POLICY, POLICY_MANIFEST, stop_at_chunk_write
 
 
 def _neighbours(index: Path) -> dict[str, list[str]]:
-    with Store.open(index) as store:
-        store.bands.band_keyer = NearKeyer(NearConfig())  # what an ingest run gives the store
+    with Store.open(index, keyer=NearKeyer(NearConfig())) as store:  # what an ingest run gives the store
         ids = [r.id for r in Index(store).records()]
         return store.bands.band_neighbour_map(ids)
 
@@ -100,8 +99,7 @@ def test_an_index_with_an_index_of_band_rows_by_group_migrates(policy_index: Pat
 def test_one_scan_of_the_bands_finds_every_groups_neighbours(policy_index: Path) -> None:
     """A first ingest reads all neighbours from one scan of the bands: the lists the per-block joins
     give, for every group that has any."""
-    with Store.open(policy_index) as store:
-        store.bands.band_keyer = NearKeyer(NearConfig())
+    with Store.open(policy_index, keyer=NearKeyer(NearConfig())) as store:
         ids = [r[0] for r in store.conn.execute("SELECT id FROM groups ORDER BY id")]
         joined = {gid: found for gid, found in store.bands.band_neighbour_map(ids).items() if found}
         scanned = store.bands.all_band_neighbours()

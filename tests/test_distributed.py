@@ -176,8 +176,7 @@ def _store_verification(index: Path) -> dict[tuple[str, str], float]:
     near = Config().near
     hasher = MinHasher.from_config(near)
     expected = {}
-    with Store.open(index) as store:
-        store.bands.band_keyer = NearKeyer(near)  # names a group's band rows, as an ingest run's does
+    with Store.open(index, keyer=NearKeyer(near)) as store:  # names a group's band rows, as a run's does
         texts = dict(store.conn.execute("SELECT id, text FROM groups"))
         shingles = {gid: hasher.shingles(exact_key(text)) for gid, text in texts.items()}
         for gid in sorted(texts):

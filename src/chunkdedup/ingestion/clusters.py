@@ -15,7 +15,7 @@ from chunkdedup.dedup.settings import NUMPY_KEYS, near_edge_settings, near_finge
 from chunkdedup.store import Store
 from chunkdedup.store.band_tables import fold_keys
 from chunkdedup.store.review import ReviewQueue
-from chunkdedup.store.vectors import recorded_embedder
+from chunkdedup.store.settings import StoredEmbedder
 
 # The array stack (NumPy, the MinHash and LSH steps, embedders) is imported where a pass has groups
 # to sign, embed or re-cluster: a run that changed nothing checks the settings and leaves, in a
@@ -106,11 +106,12 @@ class NearStats:
 def start_hashing(store: Store, config: NearConfig) -> None:
     """On an index with no groups and no signature settings yet, record ``config``'s: there is nothing
     to re-sign, and the chunk phase's signatures of its new groups are kept for good."""
-    if not config.enabled or store.meta("near_hashing") is not None:
+    if not config.enabled:
         return
-    if not store.groups.has_groups():
+    stamp = store.settings.stamp("near_hashing", near_fingerprints(config)[0])
+    if stamp.stored is None and not store.groups.has_groups():
         with store.transaction():
-            store.set_meta("near_hashing", near_fingerprints(config)[0])
+            store.settings.done(stamp)
 
 
 def update_clusters(
@@ -146,24 +147,23 @@ def update_clusters(
         from chunkdedup.embed import get_embedder
 
         model = embedder or get_embedder(sem.embedder, batch_size=sem.batch_size)
+    recorded = store.settings
     with store.transaction():
-        resigned = store.meta("near_hashing") != hashing  # every signature and edge dropped
-        if resigned:
+        signing = recorded.stamp("near_hashing", hashing)
+        if signing.changed:  # every signature and edge dropped
             store.bands.clear_signatures()
-            store.set_meta("near_hashing", hashing)
+            recorded.done(signing)
+        deciding = recorded.stamp("near_settings", settings)
         semantic = json.dumps([sem.enabled, sem.threshold if sem.enabled else None])
-        if store.meta("near_settings") != settings or store.meta("semantic_settings") != semantic:
+        semantic_deciding = recorded.stamp("semantic_settings", semantic)
+        if deciding.changed or semantic_deciding.changed:
             store.groups.mark_all_dirty()
-            edge_settings = near_edge_settings(near)
-            edges_moved = store.meta("near_edge_settings") != edge_settings
-            stale = store.meta("near_settings") != settings and edges_moved
-            if stale and not resigned:
+            verified = recorded.stamp("near_edge_settings", near_edge_settings(near))
+            if deciding.changed and verified.changed and not signing.changed:
                 store.bands.clear_near_edges()  # kept for the old threshold or bands
-            store.set_meta("near_settings", settings)
-            store.set_meta("near_edge_settings", edge_settings)
-            store.set_meta("semantic_settings", semantic)
             store.embeddings.clear_semantic_edges()  # recomputed below for every vector
-            store.delete_meta("semantic_edges_for")
+            recorded.forget("semantic_edges_for")
+            recorded.done(deciding, verified, semantic_deciding)
         if model is not None:
             _check_embedder(store, model, reembed)
     # each group's exact key, computed once (signing, verification and the guard need it): the
@@ -171,7 +171,7 @@ def update_clusters(
     keys: dict[str, str] = known if isinstance(known, dict) else dict(known or {})
     first = held.take() if held is not None and near.enabled else None
     table = None
-    if first is not None and held is not None and store.meta("near_hashing") == held.hashing:
+    if first is not None and held is not None and not recorded.stamp("near_hashing", held.hashing).changed:
         with store.transaction():  # keys made under other settings are dropped: _sign redoes them
             table = store.bands.put_first_bands(*first)
             if table is None:  # bands were not empty: these go through the stage as any other
@@ -286,13 +286,12 @@ def _table_edges(store: Store, table: BandTable, config: NearConfig, keys: dict[
 
 
 def _check_embedder(store: Store, model: Embedder, reembed: bool) -> None:
-    recorded = recorded_embedder(store)
+    recorded = store.settings.embedder()
     if reembed and recorded is not None:
         store.embeddings.clear_embeddings()
         recorded = None
     if recorded is None:
-        store.set_meta("embedder_name", model.name)
-        store.set_meta("embedder_dim", str(model.dim))
+        store.settings.set_embedder(StoredEmbedder(model.name, model.dim))
     else:
         use = f"use --embedder {recorded.name}"
         recorded.check(model.name, model.dim, index=store.path, spec=model.name, use=use)
@@ -317,7 +316,8 @@ def _embed(
     ids, blobs = store.embeddings.embeddings()
     # after a settings change (no edges recorded for them) every vector's edges are recomputed;
     # otherwise only the new vectors' edges, against all
-    full = store.meta("semantic_edges_for") != str(config.threshold)
+    stamp = store.settings.stamp("semantic_edges_for", str(config.threshold))
+    full = stamp.changed
     position = {gid: i for i, gid in enumerate(ids)}
     queries = list(range(len(ids))) if full else [position[g] for g in new]
     if not queries:
@@ -330,7 +330,7 @@ def _embed(
         store.embeddings.put_semantic_edges(
             (ids[int(a)], ids[int(b)], float(c)) for (a, b), c in zip(pairs, cosines, strict=True)
         )
-        store.set_meta("semantic_edges_for", str(config.threshold))
+        store.settings.done(stamp)
 
 
 def _sign(

@@ -334,13 +334,13 @@ def _run(run: _Run, index: Path, executor: Executor) -> IngestReport:
     tick = opts.progress or (lambda stage, done, total: None)
     clock = StageClock()
     warm = Warmup(opts.kernels)
-    with Store.open(index, create=True) as store, store.writer(opts.lock_timeout):
+    keyer = NearKeyer(cfg.near)  # names a group's band rows from its text
+    with Store.open(index, create=True, keyer=keyer) as store, store.writer(opts.lock_timeout):
         run_id = store.runs.begin_run(
             [str(Path(p).resolve()) for p in run.paths],
             str(Path(opts.manifest).resolve()) if opts.manifest else None,
             cfg.to_dict(),
         )
-        store.bands.band_keyer = NearKeyer(cfg.near)  # names a group's band rows from its text
         if opts.text_engine is not None:
             textindex.set_engine(store, opts.text_engine)
         removed: list[RemovedFile] = []
@@ -592,10 +592,8 @@ def _size(inp: InputFile) -> int:
 def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progress) -> None:
     """Documents chunked under another config get their boilerplate keys recomputed first (every
     document, once, when the index's keys were written in an older format)."""
-    if store.meta("doc_keys_format") != DOC_KEYS_FORMAT:
-        stale = store.documents.doc_ids()
-    else:
-        stale = store.documents.doc_ids(stale_config=fingerprint)
+    stamp = store.settings.stamp("doc_keys_format", DOC_KEYS_FORMAT)
+    stale = store.documents.doc_ids(stale_config=None if stamp.changed else fingerprint)
     for i in range(0, len(stale), STORE_BATCH):
         with store.transaction():
             store.boilerplate.set_many_doc_keys(
@@ -605,9 +603,9 @@ def refresh_stale_keys(store: Store, fingerprint: str, cfg: Config, tick: Progre
                 ]
             )
         tick("boilerplate", min(i + STORE_BATCH, len(stale)), len(stale))
-    if store.meta("doc_keys_format") != DOC_KEYS_FORMAT:
+    if stamp.changed:
         with store.transaction():
-            store.set_meta("doc_keys_format", DOC_KEYS_FORMAT)
+            store.settings.done(stamp)
 
 
 def decide_chrome(store: Store, cfg: Config) -> None:
@@ -648,12 +646,12 @@ def chunk_phase(
     (that pass reads only the groups with a band neighbour); else to the stage.
     ``at_hand``: pages of documents as this run's parse phase stored them (taken from it as they are
     used), not read back. On an index with no groups, the group indexes it does not read are made
-    once at its end (:meth:`Store.defer_indexes`). ``emptied`` collects the documents whose every
+    once at its end (:meth:`GroupTables.defer_indexes`). ``emptied`` collects the documents whose every
     line boilerplate stripping removed (no chunk left). ``warm``: the run's use of the compiled kernels
     (:class:`~chunkdedup.ingestion.warmup.Warmup`). Returns (documents chunked, groups signed)."""
     warm = warm or Warmup()
     held_pages = at_hand if at_hand is not None else {}
-    store.defer_indexes()  # on an index with no groups: built once, below
+    store.groups.defer_indexes()  # on an index with no groups: built once, below
     todo = store.documents.docs_to_chunk(fingerprint)
     logger.debug("chunk: %d documents to chunk", len(todo))
     hashing = near_hashing(cfg.near) if cfg.near.enabled else None
@@ -691,7 +689,7 @@ def chunk_phase(
     held: list[ChunkedBatch] = []
     # band keys are kept only when the index's are made with these settings (else the cluster pass
     # drops them all and signs every group again); a first ingest's are held for the cluster pass
-    keep_bands = hashing is not None and store.meta("near_hashing") == hashing
+    keep_bands = hashing is not None and not store.settings.stamp("near_hashing", hashing).changed
     first = keep_bands and bands is not None and not store.bands.has_bands()
 
     def write() -> None:
@@ -736,7 +734,7 @@ def chunk_phase(
         with store.transaction():
             store.documents.set_chunked_config(fingerprint)  # every document to chunk under it was
     refresh_contexts(store, cfg, run_id, todo)
-    store.build_deferred_indexes()
+    store.groups.build_deferred_indexes()
     return len(todo), signed
 
 
@@ -750,20 +748,19 @@ def refresh_contexts(store: Store, cfg: Config, run_id: int, chunked: Sequence[s
     """Write the context of every document that has none or was chunked in this run (its running
     lines may have changed; ``chunked``: those, when the caller knows them); every document's when the
     context settings changed. Returns how many."""
-    stamp = key_hash(json.dumps([CONTEXT_FORMAT, cfg.to_dict()["retrieval"]], sort_keys=True))
-    if store.meta("context_config") != stamp:
-        todo = store.documents.doc_ids()
-    else:
-        todo = store.documents.docs_without_context(run_id, chunked)
+    wanted = key_hash(json.dumps([CONTEXT_FORMAT, cfg.to_dict()["retrieval"]], sort_keys=True))
+    stamp = store.settings.stamp("context_config", wanted)
+    documents = store.documents
+    todo = documents.doc_ids() if stamp.changed else documents.docs_without_context(run_id, chunked)
     for i in range(0, len(todo), CONTEXT_BATCH):
         sources = store.documents.context_sources(todo[i : i + CONTEXT_BATCH])
         with store.transaction():
             contexts = document_contexts(sources, cfg.retrieval)
             rows = [(s.doc_id, text) for s, text in zip(sources, contexts, strict=True)]
             store.documents.put_contexts(rows)
-    if store.meta("context_config") != stamp:
+    if stamp.changed:
         with store.transaction():
-            store.set_meta("context_config", stamp)
+            store.settings.done(stamp)
     return len(todo)
 
 
@@ -781,7 +778,7 @@ def build_vector_index(
     """
     vectorindex.import_usearch()  # a missing extra says which to install, before the lock is taken
     with Store.open(index) as store, store.writer(lock_timeout):
-        if store.meta("embedder_name") is None:
+        if store.settings.embedder() is None:
             raise ConfigError(
                 f"index {index} has no embeddings: ingest with --embedder first "
                 "(e.g. chunkdedup ingest DOCS --index FILE --embedder minilm)"

@@ -225,7 +225,8 @@ def _similarity(index: Searchable, vectors: VectorRetriever | None, cfg: QueryCo
         return EmbeddingSimilarity(vectors.vectors, lambda: model)
     if not has_embeddings(store):
         return shingles
-    dim = int(store.meta("embedder_dim") or 0)
+    recorded = store.settings.embedder()
+    dim = recorded.dim if recorded is not None else 0
     return EmbeddingSimilarity(
         lambda ids: read_vectors(store, ids, dim), lambda: index_embedder(store), shingles.matrix
     )

@@ -5,10 +5,10 @@ A group's band keys are a function of its exact key and the hashing settings, an
 change while it exists (its id is that key's hash), so they are not kept in its row (migration 0041:
 ``signed`` is 1 once its band rows are written or staged, NULL before). Where the store needs the band
 rows a group has (to drop them with it, to find its band neighbours), it asks the :class:`BandKeyer` the
-run gives it (:attr:`BandTables.band_keyer`): the near tier's own signing of the group's text. A keyer of
-other hashing settings than the index's (a run that changes them, and signs every group again), or none
-(a write outside an ingest run), cannot name the old rows: a drop then clears every signature and band,
-as that run's cluster pass would, and the next cluster pass signs every group again.
+run opens the store with (:attr:`BandTables.keyer`): the near tier's own signing of the group's text.
+A keyer of other hashing settings than the index's (a run that changes them, and signs every group
+again), or none (a write outside an ingest run), cannot name the old rows: a drop then clears every
+signature and band, as that run's cluster pass would, and the next cluster pass signs every group again.
 """
 
 from __future__ import annotations
@@ -213,10 +213,14 @@ class BandRows:
 
 
 class BandTables(Tables):
-    """The band rows and their neighbours, and the kept near edges."""
+    """The band rows and their neighbours, and the kept near edges. ``keyer``: signs a group's text as
+    the near tier does (see the module's notes), given when the store is opened for a run
+    (:meth:`Store.open <chunkdedup.store.core.Store.open>`); ``None`` for a store that names no band rows
+    (a reader, a write outside an ingest run)."""
 
-    #: signs a group's text as the near tier does (see the module's notes); a run sets it
-    band_keyer: BandKeyer | None = None
+    def __init__(self, conn: sqlite3.Connection, keyer: BandKeyer | None = None) -> None:
+        super().__init__(conn)
+        self.keyer = keyer
 
     def _signed_rows(self, groups: Sequence[tuple[str, int, str]]) -> list[tuple[str, int, int]]:
         """The band rows ``(id, gid, band key)`` of signed groups ``(id, gid, text)``."""
@@ -226,14 +230,14 @@ class BandTables(Tables):
         return _own_rows([(i, g) for i, g, _ in groups], keys)
 
     def _keyer(self) -> BandKeyer:
-        if self.band_keyer is None:
-            raise RuntimeError("the store needs a band keyer to name band rows: set Store.bands.band_keyer")
-        return self.band_keyer
+        if self.keyer is None:
+            raise RuntimeError("the store needs a band keyer to name band rows: Store.open(..., keyer=)")
+        return self.keyer
 
     def _keyer_current(self) -> bool:
         """Whether the keyer signs as the index's groups were signed (its hashing settings)."""
         found = self.conn.execute("SELECT value FROM meta WHERE key = 'near_hashing'").fetchone()
-        return self.band_keyer is not None and (found is None or found[0] == self.band_keyer.hashing)
+        return self.keyer is not None and (found is None or found[0] == self.keyer.hashing)
 
     def has_bands(self) -> bool:
         """Whether any band row is stored or staged."""

@@ -18,7 +18,6 @@ group whose existence or order changed is marked ``dirty`` so its cluster is re-
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -33,6 +32,7 @@ from chunkdedup.store.batches import rows_for_ids as rows_for_ids
 from chunkdedup.store.batches import staged_rows as staged_rows
 from chunkdedup.store.canonical_rows import PENDING, keep_canonicals_of
 from chunkdedup.store.canonical_tables import NO_PAGES, Born, CanonicalTables
+from chunkdedup.store.connection import Connection
 from chunkdedup.store.page_spans import (
     Pages,
     share_whole_pages,
@@ -40,7 +40,7 @@ from chunkdedup.store.page_spans import (
     texts_back_for_documents,
     texts_back_for_groups,
 )
-from chunkdedup.store.schema import in_cluster
+from chunkdedup.store.schema import MetaKey, in_cluster
 from chunkdedup.types import Assignment, GroupRow, KeyedChunk
 
 #: Each group's first source (by document, page, offset), its count, and its end.
@@ -81,6 +81,13 @@ _GROUP_COLUMNS = "id, text, n_sources, rep_dkey, rep_page, rep_start, canon, sig
 
 _ID_STAGE = ("id_stage", "id TEXT")
 
+#: The indexes of groups a first ingest builds after its chunk phase (:meth:`GroupTables.defer_indexes`):
+#: the chunk phase of an index with no groups reads none of them (the cluster pass reads the unsigned
+#: groups through it). The index by cluster is not deferred: it holds only groups another leads (migration
+#: 0030), none while a first ingest's chunk phase writes.
+DEFERRED_INDEXES = ("groups_unsigned",)
+_DEFERRED_INDEXES: MetaKey = "deferred_indexes"
+
 
 
 
@@ -99,14 +106,40 @@ def _common(stored: Iterator[str], ids: Sequence[str]) -> list[str]:
 
 
 class GroupTables(Tables):
-    """Reads and writes of sources, groups and variants. Given the band family (a gone group's band rows
-    go with it, its band neighbours become dirty) and the canonical family (each write re-derives the
+    """Reads and writes of sources, groups and variants. Given the index's connection (``db``: meta and
+    transactions, for the indexes a first ingest defers), the band family (a gone group's band rows go
+    with it, its band neighbours become dirty) and the canonical family (each write re-derives the
     canonicals it touched)."""
 
-    def __init__(self, conn: sqlite3.Connection, bands: BandTables, canonicals: CanonicalTables) -> None:
-        super().__init__(conn)
+    def __init__(self, db: Connection, bands: BandTables, canonicals: CanonicalTables) -> None:
+        super().__init__(db.conn)
+        self.db = db
         self.bands = bands
         self.canonicals = canonicals
+
+    def defer_indexes(self) -> bool:
+        """On an index with no groups yet, drop the indexes of groups that the chunk phase does not
+        read (:data:`DEFERRED_INDEXES`): :meth:`build_deferred_indexes` makes them again, as they
+        were, once all groups are written. Each batch of a first ingest inserts its groups at random
+        places of each of them, so every batch rewrote most of their pages. True when they are
+        deferred (now, or still, by a run that was killed: the next chunk phase builds them). Queries
+        meanwhile read the groups without them (slower, the same rows)."""
+        if self.db.meta(_DEFERRED_INDEXES) is not None:
+            return True
+        if self.has_groups():
+            return False
+        with self.db.transaction():
+            self.db.drop_keeping_sql("index", DEFERRED_INDEXES, _DEFERRED_INDEXES)
+        return True
+
+    def build_deferred_indexes(self) -> bool:
+        """Make the indexes :meth:`defer_indexes` dropped (one sort of the groups each, one
+        transaction). True when there were any."""
+        if self.db.meta(_DEFERRED_INDEXES) is None:
+            return False
+        with self.db.transaction():
+            self.db.make_again("index", _DEFERRED_INDEXES)
+        return True
 
     def docs_with_sources(self, doc_ids: Sequence[str]) -> list[str]:
         """Those of ``doc_ids`` that have sources (were chunked before), sorted."""

@@ -17,11 +17,11 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Self
+from typing import Self, TypeVar
 
 from chunkdedup.errors import IndexBusyError, MigrationPendingError, SchemaError
 from chunkdedup.store import counts
@@ -67,6 +67,9 @@ MIN_SQLITE = (3, 35, 0)
 DOC_KEYS_FORMAT = "2"
 
 
+_C = TypeVar("_C", bound="Connection")
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -94,6 +97,18 @@ class Connection:
     @classmethod
     def open(cls, path: str | Path, *, create: bool = False, readonly: bool = False) -> Self:
         """Open (or with ``create=True`` create) an index file and bring its schema up to date."""
+        return cls.open_made(path, cls, create=create, readonly=readonly)
+
+    @staticmethod
+    def open_made(
+        path: str | Path,
+        make: Callable[[Path, sqlite3.Connection, int | None], _C],
+        *,
+        create: bool = False,
+        readonly: bool = False,
+    ) -> _C:
+        """:meth:`open`, the object made by ``make(path, connection, lock)`` (a subclass that takes more
+        than the three gives them here)."""
         p = Path(path)
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise SchemaError(
@@ -130,7 +145,7 @@ class Connection:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-            store = cls(p, conn, None if readonly else os.open(p, os.O_RDONLY))
+            store = make(p, conn, None if readonly else os.open(p, os.O_RDONLY))
             if readonly:
                 store._migrate(readonly)
             else:

@@ -178,8 +178,8 @@ def last_run(store: Store) -> int:
 
 
 def _embedder(store: Store) -> tuple[str, int] | None:
-    name, dim = store.meta("embedder_name"), store.meta("embedder_dim")
-    return None if name is None or dim is None else (name, int(dim))
+    recorded = store.settings.embedder()
+    return None if recorded is None else (recorded.name, recorded.dim)
 
 
 def _current(path: Path) -> str | None:

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from chunkdedup.errors import ConfigError
 from chunkdedup.store.core import Store
+from chunkdedup.store.settings import StoredEmbedder as StoredEmbedder
 
 _BATCH = 500
 _EMBEDDED = "FROM embeddings e JOIN groups g ON g.id = e.group_id"
@@ -28,28 +27,6 @@ class VectorBatch:
 
     keys: tuple[str, ...]
     vectors: tuple[bytes, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class StoredEmbedder:
-    """The embedder whose vectors an index holds: its recorded ``name`` (as
-    :func:`chunkdedup.embed.get_embedder` takes it) and the vectors' dimension."""
-
-    name: str
-    dim: int
-
-    def check(self, name: str, dim: int | None, *, index: Path, spec: str, use: str) -> None:
-        """The one embedder-identity check: an embedder named ``name`` (of ``dim``, when known) may
-        add to or search this index's vectors only if it is the one that made them; else a
-        ConfigError that says ``use`` (the caller's way to take the index's own) or how to re-embed
-        everything with ``spec``."""
-        if name == self.name and (dim is None or dim == self.dim):
-            return
-        shown = name if dim is None else f"{name} (dim {dim})"
-        raise ConfigError(
-            f"index {index} is embedded with {self.name} (dim {self.dim}), not {shown}: {use}, or re-embed "
-            f"everything with chunkdedup ingest ... --index {index} --embedder {spec} --reembed"
-        )
 
 
 def _batch(rows: list[tuple[str, bytes]]) -> VectorBatch:
@@ -68,9 +45,9 @@ def has_embeddings(store: Store) -> bool:
 
 def recorded_embedder(store: Store) -> StoredEmbedder | None:
     """The embedder the index records (every vector it holds is that model's), whether or not it
-    holds a vector yet; ``None`` for an index ingested without one."""
-    name, dim = store.meta("embedder_name"), store.meta("embedder_dim")
-    return None if name is None or dim is None else StoredEmbedder(name, int(dim))
+    holds a vector yet; ``None`` for an index ingested without one (:meth:`SettingsTables.embedder
+    <chunkdedup.store.settings.SettingsTables.embedder>`)."""
+    return store.settings.embedder()
 
 
 def stored_embedder(store: Store) -> StoredEmbedder | None:
