@@ -22,6 +22,7 @@ from chunkdedup import Index, ingest
 from chunkdedup.cli import main
 from chunkdedup.config import Config
 from chunkdedup.errors import ConfigError
+from chunkdedup.store import Store
 from test_readonly_index import _read_only, needs_mount
 
 CHUNKDEDUP = str(Path(sys.executable).with_name("chunkdedup"))
@@ -88,9 +89,13 @@ def test_a_run_killed_by_sigkill_is_marked_failed_by_the_next_writer(tmp_path: P
     killed = subprocess.run([sys.executable, "-c", _KILLED_MID_RUN, str(index)], capture_output=True)
     assert killed.returncode == -signal.SIGKILL
     assert _runs(index) == [("done", True), ("running", False)]  # nothing could mark it
-    with Index.open(index) as ix:  # a reader proves nothing: the run may be alive
+    with Index.open(index) as ix:  # a reader writes nothing; no writer holds the lock: it was killed
         assert ix.stats()["documents"] == 1
+        assert [r.status for r in ix.views.runs(limit=5)] == ["failed", "done"]
     assert _runs(index) == [("done", True), ("running", False)]
+    with Store.open(index) as writer, writer.writer(), Index.open(index) as ix:  # a writer is alive
+        assert [r.status for r in ix.views.runs(limit=5)] == ["running", "done"]
+        assert ix.store.writer_running() and writer.writer_running()
     ingest([docs], index)  # the next writer holds the lock: the killed run is not alive
     assert _runs(index) == [("done", True), ("failed", True), ("done", True)]
 

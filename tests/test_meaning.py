@@ -193,6 +193,9 @@ def test_reasons_are_chosen_by_config() -> None:
     a, b = CLAUSE.format(verb="may", which="first"), CLAUSE.format(verb="may", which="third")
     assert meaning_diff(a, b, ["name"]) is None
     assert meaning_diff(a, b, ["ordinal"]) is not None
+    page, other = "See https://example.com/terms/ABC-2 now.", "See https://example.com/terms/XABC-2 now."
+    assert meaning_diff(page, other, ["name"]) is None  # another page is a reference, not a name
+    assert meaning_diff(page, other, ["reference"]) is not None
     with pytest.raises(ConfigError, match="unknown reasons"):
         NearConfig(meaning=("colour",))
     with pytest.raises(ConfigError, match="is a list"):

@@ -14,7 +14,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from chunkdedup import Index, ingest, remove_documents
-from chunkdedup.store import Store, counts
+from chunkdedup.store import Store, copy_index, counts
 from chunkdedup.web import create_app
 from conftest import POLICY, POLICY_MANIFEST
 
@@ -22,7 +22,7 @@ from conftest import POLICY, POLICY_MANIFEST
 def _copy(index: Path, dst: Path) -> Path:
     """A consistent copy of an index file (SQLite's backup API)."""
     target = dst / index.name
-    Store.copy(index, target)
+    copy_index(index, target)
     return target
 
 
@@ -49,7 +49,7 @@ def _live(index: Path) -> counts.IndexCounts:
 def _live_stats(index: Path) -> dict[str, Any]:
     """``Index.stats`` counted from the tables: on a copy without the stored row."""
     probe = index.with_name("live-" + index.name)
-    Store.copy(index, probe)
+    copy_index(index, probe)
     conn = _raw(probe)
     conn.execute("DELETE FROM meta WHERE key=?", (counts.META_KEY,))
     conn.close()

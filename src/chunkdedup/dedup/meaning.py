@@ -1008,12 +1008,12 @@ def _moved_figures(a: str, b: str, changes: list[_Change]) -> tuple[str, ...]:
     return tuple([f"-{t}" for t in moved_a] + [f"+{t}" for t in moved_b])
 
 
-def _other_site(a: str, b: str) -> MeaningDiff | None:
+def _other_site(a: str, b: str, wanted: frozenset[str]) -> MeaningDiff | None:
     """Where a URL standing where ``a`` and ``b`` differ names a site on one side and not the other,
     each side naming one the other does not: ``name`` with the sites (``-tagged.com``, ``+hi5.com``);
     else where it names another page (:func:`_page_names`): ``reference`` with the words that name it
     (``-example.com/abc``, ``+example.com/xabc``: a path's last part is a compound whose every part
-    counts); else nothing."""
+    counts); else nothing. Only the reasons ``wanted`` are read."""
     if "://" not in a and "://" not in b:
         return None
     start, stop_a, stop_b = _windows(a, b)
@@ -1021,6 +1021,8 @@ def _other_site(a: str, b: str) -> MeaningDiff | None:
         ("name", _sites), ("reference", _page_names),
     )
     for reason, read in readings:
+        if reason not in wanted:
+            continue
         sa, sb = read(a[start:stop_a]), read(b[start:stop_b])
         if _referred(sa, sb):
             words = [f"-{s}" for s in sorted(sa - sb)] + [f"+{s}" for s in sorted(sb - sa)]
@@ -1037,7 +1039,7 @@ def _diff(
         return None
     if not counted and not _counts_matter(a, b, norms):
         return None
-    site = _other_site(a, b) if "name" in wanted else None
+    site = _other_site(a, b, wanted)
     raw_a, raw_b = a, b
     a, b = _text(a), _text(b)
     start, stop_a, stop_b = _windows(a, b)

@@ -71,7 +71,7 @@ from chunkdedup.parse.discover import survey
 from chunkdedup.parse.ocr import AWAITING_OCR, ocr_ready
 from chunkdedup.parse.registry import from_print
 from chunkdedup.parse.slices import sliceable
-from chunkdedup.store import DOC_KEYS_FORMAT, Store, textindex, vectorindex
+from chunkdedup.store import DOC_KEYS_FORMAT, Store, copy_index, textindex, vectorindex
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.store.run_tables import recorded_config_of
 from chunkdedup.text import boilerplate
@@ -285,7 +285,7 @@ def scratch_copy(index: str | Path) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="chunkdedup-dry-") as tmp:
         scratch = Path(tmp) / "dry-run.sqlite"
         if Path(index).exists():
-            Store.copy(Path(index), scratch)
+            copy_index(Path(index), scratch)
         yield scratch
 
 

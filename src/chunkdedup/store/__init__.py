@@ -29,11 +29,11 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chunkdedup.store.core import DOC_KEYS_FORMAT, Store, writer_active
+    from chunkdedup.store.core import DOC_KEYS_FORMAT, Store, copy_index, writer_active
 
 # Imported on first use (PEP 562): the error module (chunkdedup.store.index_errors) is read by the CLI's
 # error handling, and `chunkdedup COMMAND --help` must not load numpy and numba through the core.
-_CORE = frozenset({"DOC_KEYS_FORMAT", "Store", "writer_active"})
+_CORE = frozenset({"DOC_KEYS_FORMAT", "Store", "copy_index", "writer_active"})
 
 
 def __getattr__(name: str) -> Any:
@@ -44,4 +44,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'chunkdedup.store' has no attribute {name!r}")
 
 
-__all__ = ["DOC_KEYS_FORMAT", "Store", "writer_active"]
+__all__ = ["DOC_KEYS_FORMAT", "Store", "copy_index", "writer_active"]

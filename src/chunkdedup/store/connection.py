@@ -83,6 +83,7 @@ class Connection:
         self.path = path
         self.conn = conn
         self._lock_fd = lock_fd
+        self._probe_fd: int | None = None  # a reader's descriptor for writer_running(), kept until close
         self._locked = False
         #: the run begun and not finished (the runs family sets it): marked 'failed' if the writer leaves
         self.open_run: int | None = None
@@ -214,25 +215,6 @@ class Connection:
             with self.transaction():
                 self.set_meta("doc_keys_format", DOC_KEYS_FORMAT)
 
-    @staticmethod
-    def copy(src: Path, dst: Path) -> None:
-        """A consistent copy of an index file (SQLite's backup API), for dry runs. The file is copied as
-        it is, even one that an older chunkdedup wrote: opening the copy migrates the copy."""
-        try:
-            source = sqlite3.connect(read_uri(src), uri=True)
-        except sqlite3.Error as e:
-            raise index_error(src, e) from None
-        try:
-            target = sqlite3.connect(dst)
-            try:
-                source.backup(target)
-            finally:
-                target.close()
-        except SQLITE_FAILURES as e:
-            raise index_error(src, e) from None
-        finally:
-            source.close()
-
     def _decode(self, value: str | bytes | None) -> str | None:
         return self.codec.decode(value)
 
@@ -255,9 +237,10 @@ class Connection:
 
     def close(self) -> None:
         self.conn.close()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # after the connection, so SQLite's own locks are never dropped early
-            self._lock_fd = None
+        for fd in (self._lock_fd, self._probe_fd):
+            if fd is not None:
+                os.close(fd)  # after the connection, so SQLite's own locks are never dropped early
+        self._lock_fd = self._probe_fd = None
 
     def __enter__(self) -> Self:
         return self
@@ -304,6 +287,26 @@ class Connection:
             finally:
                 self._locked = False
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def writer_running(self) -> bool:
+        """Whether a writer (an ingest or a remove, in any process) holds the index's lock now: a run
+        marked 'running' while none does was killed. A reader opens a descriptor of the file for the
+        probe on its first call and keeps it until :meth:`close` (closing one earlier would drop the
+        POSIX locks SQLite holds for this process, as :func:`writer_active` warns)."""
+        if self._locked:
+            return True
+        fd = self._lock_fd if self._lock_fd is not None else self._probe_fd
+        if fd is None:
+            try:
+                fd = self._probe_fd = os.open(self.path, os.O_RDONLY)
+            except OSError:  # the file cannot be probed: say nothing of its runs
+                return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
 
     @property
     def locked(self) -> bool:
@@ -445,6 +448,25 @@ class _BandKeys:
 
     def finalize(self) -> bytes | None:
         return pack_wide_bands(self.keys) if self.keys else None
+
+
+def copy_index(src: Path, dst: Path) -> None:
+    """A consistent copy of an index file (SQLite's backup API), for dry runs. The file is copied as
+    it is, even one that an older chunkdedup wrote: opening the copy migrates the copy."""
+    try:
+        source = sqlite3.connect(read_uri(src), uri=True)
+    except sqlite3.Error as e:
+        raise index_error(src, e) from None
+    try:
+        target = sqlite3.connect(dst)
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+    except SQLITE_FAILURES as e:
+        raise index_error(src, e) from None
+    finally:
+        source.close()
 
 
 def writer_active(path: str | Path) -> bool:

@@ -38,6 +38,7 @@ from chunkdedup.store.connection import DOC_KEYS_FORMAT as DOC_KEYS_FORMAT
 from chunkdedup.store.connection import NEW_FILE_PAGE_BYTES as NEW_FILE_PAGE_BYTES
 from chunkdedup.store.connection import Connection
 from chunkdedup.store.connection import _statements as _statements
+from chunkdedup.store.connection import copy_index as copy_index
 from chunkdedup.store.connection import writer_active as writer_active
 from chunkdedup.store.document_tables import DocumentTables
 from chunkdedup.store.document_tables import document_row as document_row

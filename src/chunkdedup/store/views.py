@@ -42,6 +42,7 @@ class IndexViews:
 
     def __init__(self, store: Store) -> None:
         self.conn = store.conn
+        self._writer_running = store.writer_running
 
     # -- overview -----------------------------------------------------------------------------
     def file_statuses(self) -> tuple[StatusCount, ...]:
@@ -73,10 +74,16 @@ class IndexViews:
         return Slice(tuple(FileProblem(*r) for r in rows), total, limit, offset)
 
     def runs(self, *, limit: int) -> tuple[RunRow, ...]:
+        """The last ``limit`` runs, newest first. A run marked 'running' while no writer holds the index's
+        lock was killed (SIGKILL, a machine that went down): it reads as 'failed', as the next writer
+        marks it."""
         rows = self.conn.execute(
             "SELECT id, started, finished, status FROM runs ORDER BY id DESC LIMIT ?", (limit,)
+        ).fetchall()
+        killed = any(r[3] == "running" for r in rows) and not self._writer_running()
+        return tuple(
+            RunRow(r[0], r[1], r[2], "failed" if killed and r[3] == "running" else r[3]) for r in rows
         )
-        return tuple(RunRow(*r) for r in rows)
 
     # -- documents ----------------------------------------------------------------------------
     _DOC_COLUMNS = "doc_id, file_path, title, n_pages, state, family, department, effective_date, metadata"
