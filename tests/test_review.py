@@ -211,3 +211,30 @@ def test_the_queue_filters_by_document_and_family(policy_index: Path) -> None:
         page = client.get("/review", params={"kind": "variants", "doc": doc}).text
     assert data["family"] == family and data["pairs"]["total"] == kin.total
     assert 'id="review-filter"' in page and "all pairs" in page
+
+
+def test_the_queue_filters_by_similarity_and_words(policy_index: Path) -> None:
+    """A reviewer reads the pairs in a band of similarity, or those whose texts hold some words."""
+    with Store.open(policy_index, readonly=True) as store:
+        queue = ReviewQueue(store)
+        every = queue.pairs("merges", limit=1000).items
+        sims = sorted(p.similarity for p in every)
+        low, high = sims[len(sims) // 4], sims[3 * len(sims) // 4]
+        band = queue.pairs("merges", limit=1000, similarity=(low, high))
+        above = queue.pairs("merges", limit=1000, similarity=(high, None))
+        word = next(w for w in every[0].a_text.split() if len(w) > 6 and w.isalpha() and w.isascii())
+        holding = queue.pairs("merges", limit=1000, text=word.upper())
+    assert 0 < band.total < len(every)
+    assert {(p.a, p.b) for p in band.items} == {(p.a, p.b) for p in every if low <= p.similarity <= high}
+    assert all(p.similarity >= high for p in above.items) and above.total
+    expected = {(p.a, p.b) for p in every if word.lower() in (p.a_text + " " + p.b_text).lower()}
+    assert {(p.a, p.b) for p in holding.items} == expected and (every[0].a, every[0].b) in expected
+    with TestClient(create_app(policy_index), base_url="http://localhost") as client:
+        data = client.get("/review", params={"min": str(low), "max": str(high), "format": "json"}).json()
+        found = client.get("/review", params={"q": word, "format": "json"}).json()
+        refused = client.get("/review", params={"min": "2"})
+        page = client.get("/review", params={"q": "<script>", "min": "0.9"}).text
+    assert data["pairs"]["total"] == band.total and data["min_similarity"] == low
+    assert found["pairs"]["total"] == holding.total and found["q"] == word
+    assert refused.status_code == 400
+    assert "<script>" not in page and "&lt;script&gt;" in page  # the search is shown escaped

@@ -30,6 +30,7 @@ from chunkdedup.cli_support import (
 from chunkdedup.cli_sync import sync_cmd
 from chunkdedup.config import MAX_K, Config
 from chunkdedup.index import Index
+from chunkdedup.types import DOCUMENT_FIELDS
 from chunkdedup.visible import safe_block, safe_text
 
 if TYPE_CHECKING:
@@ -950,8 +951,7 @@ def _unknown_where_keys(ix: Index, where: tuple[str, ...]) -> str | None:
     from chunkdedup.query.where import Filter
 
     keys = {key for key, _ in Filter.parse(list(where)).groups}
-    known = {"doc", "department", "family", "effective_date"}
-    known |= ix.metadata_keys()
+    known = set(DOCUMENT_FIELDS) | ix.metadata_keys()
     missing = sorted(keys - known)
     if not missing:
         return None

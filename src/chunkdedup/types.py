@@ -32,6 +32,8 @@ VersionPolicy = Literal["latest", "label", "all"]
 #: source is cited (else the placing copy's). Either way every cited source whose words differ
 #: carries its own (:attr:`Citation.text`).
 Words = Literal["source", "canonical"]
+#: The filter keys a document has as fields of its own (every other ``--where`` key is a metadata key).
+DOCUMENT_FIELDS = ("doc", "department", "family", "effective_date")
 
 
 class FileStatus(StrEnum):

@@ -19,7 +19,7 @@ from chunkdedup.query.where import Filter
 from chunkdedup.store import Store, reads
 from chunkdedup.store.reads import DocumentFields
 from chunkdedup.store.rows import SourceRow
-from chunkdedup.types import MetaValue
+from chunkdedup.types import DOCUMENT_FIELDS, MetaValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,7 +312,7 @@ class Eligibility:
 #: groups read up front
 MAX_NAMED_DOCUMENTS = 2_000
 #: The fields a document has as columns (every other filter key is a metadata key)
-_COLUMNS = frozenset({"doc", "department", "family", "effective_date"})
+_COLUMNS = frozenset(DOCUMENT_FIELDS)
 
 
 def _fields(r: DocumentFields) -> dict[str, MetaValue]:

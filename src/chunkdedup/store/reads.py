@@ -62,7 +62,8 @@ def _fields(rows: list[Any]) -> list[DocumentFields]:
 
 
 # -- documents ---------------------------------------------------------------------------------------
-#: the document columns a filter can name its documents by (each indexed): key -> column
+#: the document columns a filter can name its documents by (each indexed; of ``types.DOCUMENT_FIELDS``):
+#: key -> column
 NAMING_COLUMNS = {"doc": "doc_id", "family": "family", "department": "department"}
 
 

@@ -256,12 +256,15 @@ class ReviewQueue:
     def pairs(
         self, kind: Kind, *, order: Order = "threshold", reason: str | None = None,
         limit: int = 50, offset: int = 0, doc: str | None = None, family: str | None = None,
+        similarity: tuple[float | None, float | None] = (None, None), text: str | None = None,
     ) -> Slice[PairRow]:
         """One page of the queue: ``merges`` (near and semantic copies with the leader they joined) or
         ``variants`` (pairs a guard kept apart; ``reason`` keeps one reason), nearest the threshold first
         (``order="threshold"``: the lowest similarity) or the largest clusters first (``"size"``).
         ``doc`` keeps the pairs either of whose texts stands in that document, ``family`` those either
-        side of which was first found in a document of that family."""
+        side of which was first found in a document of that family, ``similarity`` those whose
+        similarity lies in ``(low, high)`` (either end ``None``: open; both ends included), ``text``
+        those either of whose texts holds it (case aside for ASCII letters)."""
         if kind not in ("merges", "variants"):
             raise ValueError(f"kind is 'merges' or 'variants', got {kind!r}")
         sql, a, b = (_MERGES, "l", "m") if kind == "merges" else (_VARIANTS, "ga", "gb")
@@ -279,6 +282,17 @@ class ReviewQueue:
         if family:
             where.append("(da.family = ? OR db.family = ?)")
             args += [family, family]
+        low, high = similarity
+        column = "m.similarity" if kind == "merges" else "v.similarity"
+        if low is not None:
+            where.append(f"{column} >= ?")
+            args.append(low)
+        if high is not None:
+            where.append(f"{column} <= ?")
+            args.append(high)
+        if text:
+            where.append(f"(instr(lower({a}.text), lower(?)) > 0 OR instr(lower({b}.text), lower(?)) > 0)")
+            args += [text, text]
         if where:
             sql += " WHERE " + " AND ".join(where)
         total = self.store.conn.execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()[0]

@@ -123,6 +123,8 @@ def chunk_url(canonical_id: str) -> str:
 #: an exact-key group's id (as `show` and the review queue print it)
 _GROUP = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _FORM_BYTES = 4096
+#: the longest text the review queue searches for (a few words)
+_SEARCH_CHARS = 200
 
 
 def key_url(khash: int) -> str:
@@ -348,13 +350,19 @@ class _View:
         reason = request.query_params.get("reason") or None
         doc = request.query_params.get("doc") or None
         family = request.query_params.get("family") or None
+        text = request.query_params.get("q", "").strip()[:_SEARCH_CHARS] or None
         if kind not in ("merges", "variants") or order not in ("threshold", "size"):
             return self.error(request, 400, "Unknown review list",
                               "kind is merges or variants, order is threshold or size")
+        try:
+            similarity = (_similarity(request, "min"), _similarity(request, "max"))
+        except ValueError:
+            return self.error(request, 400, "Unknown review list", "min and max are similarities from 0 to 1")
         return self.page(
             request, "review.html",
             lambda ix: pages.review_page(ix, kind=kind, order=order, reason=reason,  # type: ignore[arg-type]
-                                         limit=limit, offset=offset, doc=doc, family=family),
+                                         limit=limit, offset=offset, doc=doc, family=family,
+                                         similarity=similarity, text=text),
             token=self.token, reasons=pages.REVIEW_REASONS,
             by=request.query_params.get("by", "")[:REVIEWER_CHARS],
         )
@@ -499,6 +507,18 @@ def _int(request: Request, name: str, default: int, lo: int, hi: int) -> int:
     except ValueError:
         return default
     return min(max(value, lo), hi)
+
+
+def _similarity(request: Request, name: str) -> float | None:
+    """A similarity bound of the review queue (``?min=0.8``): ``None`` when not given; ``ValueError``
+    unless a number from 0 to 1."""
+    raw = request.query_params.get(name, "").strip()
+    if not raw:
+        return None
+    value = float(raw)
+    if not 0.0 <= value <= 1.0:  # NaN too
+        raise ValueError(name)
+    return value
 
 
 def _paging(request: Request) -> tuple[int, int]:

@@ -419,22 +419,27 @@ class ReviewPage:
     pairs: Slice[ReviewItem]
     doc: str | None = None
     family: str | None = None
+    similarity: tuple[float | None, float | None] = (None, None)  # the range kept, either end open
+    text: str | None = None  # the words either text holds
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "order": self.order, "reason": self.reason, "doc": self.doc,
-                "family": self.family, "pairs": self.pairs.to_json()}
+                "family": self.family, "min_similarity": self.similarity[0],
+                "max_similarity": self.similarity[1], "q": self.text, "pairs": self.pairs.to_json()}
 
 
 def review_page(
     ix: Index, *, kind: Kind, order: Order, reason: str | None, limit: int, offset: int,
     doc: str | None = None, family: str | None = None,
+    similarity: tuple[float | None, float | None] = (None, None), text: str | None = None,
 ) -> ReviewPage:
     found = ix.review.pairs(
-        kind, order=order, reason=reason, limit=limit, offset=offset, doc=doc, family=family
+        kind, order=order, reason=reason, limit=limit, offset=offset, doc=doc, family=family,
+        similarity=similarity, text=text,
     )
     items = []
     for p in found.items:
         a_words, b_words = word_diff(p.a_text, p.b_text)
         items.append(ReviewItem(p, a_words, b_words))
     listed = Slice(tuple(items), found.total, found.limit, found.offset)
-    return ReviewPage(kind, order, reason, listed, doc, family)
+    return ReviewPage(kind, order, reason, listed, doc, family, similarity, text)
