@@ -238,3 +238,49 @@ def test_the_queue_filters_by_similarity_and_words(policy_index: Path) -> None:
     assert found["pairs"]["total"] == holding.total and found["q"] == word
     assert refused.status_code == 400
     assert "<script>" not in page and "&lt;script&gt;" in page  # the search is shown escaped
+
+
+def test_the_pairs_checked_on_a_page_are_decided_together_or_not_at_all(corpus: Path, tmp_path: Path) -> None:
+    """A bulk decision keeps the decision for every pair checked, in one transaction: a pair the index
+    does not hold refuses the whole form, and nothing is kept; ``clear`` drops them all again."""
+    index = tmp_path / "i.sqlite"
+    ingest([corpus], index)
+    g = groups(index)
+    merge, version = f"{g['a.txt']} {g['c.txt']}", f"{g['a.txt']} {g['b.txt']}"
+    with TestClient(create_app(index), base_url="http://localhost") as client:
+        page = client.get("/review?kind=merges").text
+        assert 'id="bulk"' in page and f'value="{merge}" form="bulk"' in page
+        token = re.search(r'name="token" value="([^"]+)"', page)
+        assert token is not None
+        form = {"token": token.group(1), "back": "/review", "by": "Ana"}
+        ghost = "f" * 25
+        refused = client.post(
+            "/review/decide-checked",
+            data={**form, "decision": "apart", "pair": [merge, f"{g['b.txt']} {ghost}"]},
+        )
+        assert refused.status_code == 400 and "holds no group" in refused.text
+        with Store.open(index, readonly=True) as store:
+            assert ReviewQueue(store).overrides() == ()  # not one of the two was kept
+        kept = client.post(
+            "/review/decide-checked",
+            data={**form, "decision": "merge", "pair": [merge, version]},
+            follow_redirects=False,
+        )
+        assert kept.status_code == 303
+        with Store.open(index, readonly=True) as store:
+            decided = ReviewQueue(store).overrides()
+        assert {(o.a, o.b, o.decision, o.decided_by) for o in decided} == {
+            (*sorted((g["a.txt"], g["c.txt"])), "merge", "Ana"),
+            (*sorted((g["a.txt"], g["b.txt"])), "merge", "Ana"),
+        }
+        none = client.post("/review/decide-checked", data={**form, "decision": "merge"})
+        assert none.status_code == 400
+        cleared = client.post(
+            "/review/decide-checked", data={**form, "decision": "clear", "pair": [merge, version]},
+            follow_redirects=False,
+        )
+        assert cleared.status_code == 303
+    with Store.open(index, readonly=True) as store:
+        assert ReviewQueue(store).overrides() == ()
+    ingest([corpus], index)  # the guards decide again: a and c one canonical, b a version
+    assert _canonicals(index) == [["a.txt", "c.txt"], ["b.txt"]]

@@ -6,6 +6,7 @@ query package (which reads an index through its ``Searchable`` protocol), so nei
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ __all__ = [
     "REVIEWER_CHARS", "CanonicalRow", "Decision", "DocumentRow", "EvaluationReads", "FamilyCounts",
     "FileProblem", "FinishedRun", "Index", "IndexStats", "KeySummary", "Kind", "MergeRow", "Order",
     "Override", "PageText", "PairRow", "RunRow", "Slice", "SlowTextEngine", "SourceRow", "StatusCount",
-    "StrippedRow", "TextEngine", "VariantRow", "keep_decision",
+    "StrippedRow", "TextEngine", "VariantRow", "keep_decision", "keep_decisions",
 ]
 
 
@@ -74,9 +75,17 @@ def keep_decision(
     Example:
         >>> keep_decision("policies.sqlite", "3f2a...", "9c1b...", "apart")  # doctest: +SKIP
     """
+    keep_decisions(path, [(a, b)], decision, by)
+
+
+def keep_decisions(
+    path: str | Path, pairs: Sequence[tuple[str, str]], decision: Decision | None, by: str | None = None
+) -> None:
+    """:func:`keep_decision` for every pair of ``pairs`` (a bulk decision from the review queue), in one
+    transaction: all kept, or none (``ValueError`` naming the first pair refused)."""
     with Store.open(path) as store:
         queue = ReviewQueue(store)
         if decision is None:
-            queue.forget(a, b)
+            queue.forget_all(pairs)
         else:
-            queue.decide(a, b, decision, by)
+            queue.decide_all(pairs, decision, by)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -190,32 +191,46 @@ class ReviewQueue:
         reviewer's name, where given), and mark both dirty (the next ingest re-decides their
         components). ``ValueError`` (and nothing kept) unless ``a`` and ``b`` are two groups the index
         holds, ``decision`` is ``merge`` or ``apart`` and ``by`` is a short line of text."""
-        lo, hi = _pair(a, b)
+        self.decide_all([(a, b)], decision, by)
+
+    def decide_all(self, pairs: Sequence[tuple[str, str]], decision: Decision, by: str | None = None) -> None:
+        """:meth:`decide` for every pair of ``pairs`` (a reviewer's bulk decision), in one transaction:
+        every decision is kept, or none (a ``ValueError`` naming the first pair refused)."""
         by = reviewer(by)
+        at = datetime.now(UTC).isoformat(timespec="seconds")
         with self.store.writer(), self.store.transaction() as c:
-            refused = self.refusal(a, b, decision)
-            if refused is not None:
-                raise ValueError(refused)
-            at = datetime.now(UTC).isoformat(timespec="seconds")
-            c.execute(
+            rows = []
+            for a, b in pairs:
+                refused = self.refusal(a, b, decision)
+                if refused is not None:
+                    raise ValueError(refused)
+                rows.append((*_pair(a, b), decision, at, by))
+            c.executemany(
                 "INSERT OR REPLACE INTO overrides(a, b, decision, decided_at, decided_by)"
                 " VALUES (?, ?, ?, ?, ?)",
-                (lo, hi, decision, at, by),
+                rows,
             )
-            self.store.groups.mark_dirty((lo, hi))
+            self.store.groups.mark_dirty(sorted({g for row in rows for g in row[:2]}))
 
     def forget(self, a: str, b: str) -> None:
         """Drop the decision on the pair ``a``, ``b`` (the guards decide it again at the next ingest).
         A kept decision is dropped even when its groups are gone (stale); with none kept, ``ValueError``
         unless ``a`` and ``b`` are two groups the index holds."""
-        lo, hi = _pair(a, b)
+        self.forget_all([(a, b)])
+
+    def forget_all(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """:meth:`forget` for every pair of ``pairs``, in one transaction: all dropped, or none."""
         with self.store.writer(), self.store.transaction() as c:
-            kept = c.execute("SELECT 1 FROM overrides WHERE a=? AND b=?", (lo, hi)).fetchone()
-            refused = None if kept is not None else self.pair_refusal(a, b)
-            if refused is not None:
-                raise ValueError(refused)
-            c.execute("DELETE FROM overrides WHERE a=? AND b=?", (lo, hi))
-            self.store.groups.mark_dirty(self._held(lo, hi))
+            held: set[str] = set()
+            for a, b in pairs:
+                lo, hi = _pair(a, b)
+                kept = c.execute("SELECT 1 FROM overrides WHERE a=? AND b=?", (lo, hi)).fetchone()
+                refused = None if kept is not None else self.pair_refusal(a, b)
+                if refused is not None:
+                    raise ValueError(refused)
+                c.execute("DELETE FROM overrides WHERE a=? AND b=?", (lo, hi))
+                held.update(self._held(lo, hi))
+            self.store.groups.mark_dirty(sorted(held))
 
     def refusal(self, a: str, b: str, decision: str) -> str | None:
         """Why ``decision`` on ``a`` and ``b`` cannot be kept, in one line; ``None`` when it can."""

@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chunkdedup.errors import ChunkdedupError, IndexBusyError, IndexError_
-from chunkdedup.index import REVIEWER_CHARS, Decision, Index, keep_decision
+from chunkdedup.index import REVIEWER_CHARS, Decision, Index, keep_decisions
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.visible import safe_block
 from chunkdedup.web import pages
@@ -123,6 +123,8 @@ def chunk_url(canonical_id: str) -> str:
 #: an exact-key group's id (as `show` and the review queue print it)
 _GROUP = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _FORM_BYTES = 4096
+#: a bulk decision: the pairs checked on one page of the queue (at most MAX_LIMIT), each "A B"
+_BULK_FORM_BYTES = 64 * 1024
 #: the longest text the review queue searches for (a few words)
 _SEARCH_CHARS = 200
 
@@ -166,6 +168,7 @@ def create_app(
         Route("/query", view.query),
         Route("/review", view.review),
         Route("/review/decide", view.decide, methods=["POST"]),
+        Route("/review/decide-checked", view.decide_checked, methods=["POST"]),
         Route("/report", view.report),
         Route("/report/view", view.report_view),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
@@ -370,11 +373,19 @@ class _View:
     async def decide(self, request: Request) -> Response:
         """A decision from the review queue: ``merge``, ``apart`` or ``clear`` for the groups ``a`` and
         ``b``, kept in the index for the next ingest (the index must be writable here)."""
+        return await self._decide(request, bulk=False)
+
+    async def decide_checked(self, request: Request) -> Response:
+        """A bulk decision from the review queue: ``merge``, ``apart`` or ``clear`` for every pair
+        checked on the page (``pair``: the two group ids, a space between), all kept or none."""
+        return await self._decide(request, bulk=True)
+
+    async def _decide(self, request: Request, *, bulk: bool) -> Response:
         body = await request.body()  # the form's fields, URL-encoded (the browser's default)
-        if len(body) > _FORM_BYTES:
+        if len(body) > (_BULK_FORM_BYTES if bulk else _FORM_BYTES):
             return self.error(request, 413, "Too large", "a decision is a few fields: reload the review page")
         try:
-            form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=8)
+            form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=8 + (MAX_LIMIT if bulk else 0))
         except ValueError:
             return self.error(request, 400, "Not a decision",
                               "a decision is a few fields: reload the review page")
@@ -383,15 +394,22 @@ class _View:
         if not secrets.compare_digest(fields["token"].encode("utf-8"), self.token.encode("utf-8")):
             return self.error(request, 403, "Not accepted",
                               "the form is not this server's: reload the review page")
-        ids = _GROUP.fullmatch(fields["a"]) and _GROUP.fullmatch(fields["b"])
+        if bulk:
+            pairs = [tuple(p.split(" ", 1)) for p in form.get("pair", [])]
+            if not pairs:
+                return self.error(request, 400, "Not a decision", "check the pairs to decide, then decide")
+        else:
+            pairs = [(fields["a"], fields["b"])]
+        ids = all(len(p) == 2 and _GROUP.fullmatch(p[0]) and _GROUP.fullmatch(p[1]) for p in pairs)
         if fields["decision"] not in ("merge", "apart", "clear") or not ids:
             return self.error(request, 400, "Not a decision",
-                              "decision is merge, apart or clear on two group ids")
+                              "decision is merge, apart or clear on pairs of two group ids")
 
         decision: Decision | None = None if fields["decision"] == "clear" else fields["decision"]  # type: ignore[assignment]
+        checked = [(a, b) for a, b in pairs]
 
         def write() -> None:
-            keep_decision(self.index_path, fields["a"], fields["b"], decision, fields["by"] or None)
+            keep_decisions(self.index_path, checked, decision, fields["by"] or None)
 
         try:
             await run_in_threadpool(write)
