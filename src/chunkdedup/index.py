@@ -16,6 +16,7 @@ from chunkdedup.store.index import IndexReader
 from chunkdedup.store.review import REVIEWER_CHARS, Decision, Kind, Order, Override, PairRow, ReviewQueue
 from chunkdedup.store.rows import (
     CanonicalRow,
+    DocumentFacets,
     DocumentRow,
     FamilyCounts,
     FileProblem,
@@ -32,12 +33,14 @@ from chunkdedup.store.rows import (
     TextEngine,
     VariantRow,
 )
+from chunkdedup.store.views import DOCUMENT_SORTS
 from chunkdedup.types import Hit
 
 #: The rows an index is read as (:mod:`chunkdedup.store.rows`), the review queue's and the evaluation's
 #: reads, named here for the faces that read them.
 __all__ = [
-    "REVIEWER_CHARS", "CanonicalRow", "Decision", "DocumentRow", "EvaluationReads", "FamilyCounts",
+    "DOCUMENT_SORTS", "REVIEWER_CHARS", "CanonicalRow", "Decision", "DocumentFacets", "DocumentRow",
+    "EvaluationReads", "FamilyCounts",
     "FileProblem", "FinishedRun", "Index", "IndexStats", "KeySummary", "Kind", "MergeRow", "Order",
     "Override", "PageText", "PairRow", "RunRow", "Slice", "SlowTextEngine", "SourceRow", "StatusCount",
     "StrippedRow", "TextEngine", "VariantRow", "keep_decision", "keep_decisions",

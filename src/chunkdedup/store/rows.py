@@ -80,6 +80,31 @@ class StatusCount(JsonRow):
 
 
 @dataclass(frozen=True, slots=True)
+class FacetCount:
+    """How many documents hold one value of a field (a family, a department)."""
+
+    value: str
+    count: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "count": self.count}
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentFacets:
+    """The documents table's facets: the most common families and departments, with their counts."""
+
+    families: tuple[FacetCount, ...]
+    departments: tuple[FacetCount, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "families": [f.to_json() for f in self.families],
+            "departments": [d.to_json() for d in self.departments],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class FileProblem(JsonRow):
     """An input file that was skipped or failed, with the reason the ingest gave."""
 

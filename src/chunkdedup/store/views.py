@@ -20,7 +20,9 @@ from typing import Any
 from chunkdedup.store.core import Store
 from chunkdedup.store.rows import (
     CanonicalRow,
+    DocumentFacets,
     DocumentRow,
+    FacetCount,
     FileProblem,
     KeySummary,
     MergeRow,
@@ -33,6 +35,16 @@ from chunkdedup.store.rows import (
     VariantRow,
 )
 from chunkdedup.store.schema import CANONICAL_TEXT, CLEAN_TEXT, PENDING_DOCUMENTS, RAW_TEXT, in_clusters
+
+#: the columns the documents table sorts by: a sort's name -> its column of ``documents``
+DOCUMENT_SORTS = {
+    "doc": "doc_id", "title": "title", "pages": "n_pages", "state": "state", "family": "family",
+    "department": "department", "effective": "effective_date",
+}
+
+
+#: a document whose id or title holds the text (parameters 1 and 2: the text twice)
+_HOLDS_TEXT = "(instr(lower(doc_id), lower(?)) > 0 OR instr(lower(COALESCE(title, '')), lower(?)) > 0)"
 
 
 class IndexViews:
@@ -93,19 +105,55 @@ class IndexViews:
         meta = json.loads(r[8]) if r[8] else {}
         return DocumentRow(r[0], r[1], r[2], int(r[3]), r[4], r[5], r[6], r[7], meta)
 
-    def documents(self, *, limit: int = -1, offset: int = 0, state: str | None = None) -> Slice[DocumentRow]:
-        """Documents by id (``state``: only those in it, e.g. ``pending``; ``limit`` -1: all)."""
-        where, args = ("WHERE state = ?", (state,)) if state else ("", ())
-        counted = self._state_counts() if state else {}
+    def documents(
+        self, *, limit: int = -1, offset: int = 0, state: str | None = None, family: str | None = None,
+        department: str | None = None, text: str | None = None, sort: str = "doc", descending: bool = False,
+    ) -> Slice[DocumentRow]:
+        """Documents (``limit`` -1: all), by id or by another column of :data:`DOCUMENT_SORTS` (``sort``;
+        the id breaks ties, those without a value come last; any but the id reads every matching row),
+        ``descending`` or not. Kept:
+        those in ``state`` (e.g. ``pending``), of ``family``, of ``department``, and those whose id or
+        title holds ``text`` (ASCII case aside). ``ValueError`` for an unknown ``sort``."""
+        if sort not in DOCUMENT_SORTS:
+            raise ValueError(f"documents sort by one of {', '.join(DOCUMENT_SORTS)}, not {sort!r}")
+        kept: list[str] = []
+        args: list[object] = []
+        for column, value in (("state", state), ("family", family), ("department", department)):
+            if value:
+                kept.append(f"{column} = ?")
+                args.append(value)
+        if text:
+            kept.append(_HOLDS_TEXT)
+            args += [text, text]
+        where = f"WHERE {' AND '.join(kept)}" if kept else ""
+        counted = self._state_counts() if state and len(kept) == 1 else {}
         if state in counted:
             total = counted[state]
         else:
             total = int(self.conn.execute(f"SELECT COUNT(*) FROM documents {where}", args).fetchone()[0])
+        way = "DESC" if descending else "ASC"
+        column = DOCUMENT_SORTS[sort]
+        # a document without the value last, whichever way the rest is sorted
+        unset = f"COALESCE({column}, '') = ''"
+        order = f"doc_id {way}" if column == "doc_id" else f"{unset}, {column} {way}, doc_id"
         rows = self.conn.execute(
-            f"SELECT {self._DOC_COLUMNS} FROM documents {where} ORDER BY doc_id LIMIT ? OFFSET ?",
+            f"SELECT {self._DOC_COLUMNS} FROM documents {where} ORDER BY {order} LIMIT ? OFFSET ?",
             (*args, limit, offset),
         )
         return Slice(tuple(self._document(r) for r in rows), total, limit, offset)
+
+    def document_facets(self, *, most: int = 20) -> DocumentFacets:
+        """The ``most`` most common families and departments, each with its count of documents (read
+        from their indexes)."""
+        facets = []
+        for column in ("family", "department"):
+            rows = self.conn.execute(
+                f"SELECT {column}, COUNT(*) AS n FROM document_rows WHERE {column} IS NOT NULL"
+                f" GROUP BY {column} ORDER BY n DESC, {column} LIMIT ?",
+                (most,),
+            )
+            facets.append(tuple(FacetCount(r[0], int(r[1])) for r in rows))
+        return DocumentFacets(*facets)
 
     def document(self, doc_id: str) -> DocumentRow | None:
         row = self.conn.execute(f"SELECT {self._DOC_COLUMNS} FROM documents WHERE doc_id=?", (doc_id,))

@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chunkdedup.errors import ChunkdedupError, IndexBusyError, IndexError_
-from chunkdedup.index import REVIEWER_CHARS, Decision, Index, keep_decisions
+from chunkdedup.index import DOCUMENT_SORTS, REVIEWER_CHARS, Decision, Index, keep_decisions
 from chunkdedup.store.index_errors import SQLITE_FAILURES, index_error
 from chunkdedup.visible import safe_block
 from chunkdedup.web import pages
@@ -289,9 +289,19 @@ class _View:
 
     def documents(self, request: Request) -> Response:
         limit, offset = _paging(request)
-        state = request.query_params.get("state") or None
-        return self.page(request, "documents.html",
-                         lambda ix: pages.documents_page(ix, limit=limit, offset=offset, state=state))
+        params = request.query_params
+        state = params.get("state") or None
+        sort = params.get("sort") or "doc"
+        if sort not in DOCUMENT_SORTS:
+            return self.error(request, 400, "Unknown sort", f"sort is one of {', '.join(DOCUMENT_SORTS)}")
+        options = {
+            "family": params.get("family") or None, "department": params.get("department") or None,
+            "text": params.get("q", "").strip()[:_SEARCH_CHARS] or None,
+        }
+        return self.page(request, "documents.html", lambda ix: pages.documents_page(
+            ix, limit=limit, offset=offset, state=state, sort=sort, descending=params.get("desc") == "1",
+            **options,
+        ))
 
     def document(self, request: Request) -> Response:
         doc_id = request.path_params["doc_id"]

@@ -15,6 +15,7 @@ from chunkdedup.config import QueryConfig
 from chunkdedup.errors import ConfigError
 from chunkdedup.index import (
     CanonicalRow,
+    DocumentFacets,
     DocumentRow,
     FileProblem,
     Index,
@@ -131,17 +132,37 @@ def overview_page(
 
 @dataclass(frozen=True, slots=True)
 class DocumentsPage:
-    """``/documents``: every document by id, a page at a time (optionally one state only)."""
+    """``/documents``: the documents a page at a time, sorted by a column (``sort``, ``descending``),
+    kept by state, family, department or words of their id or title, with the facets to pick from."""
 
     state: str | None
     documents: Slice[DocumentRow]
+    facets: DocumentFacets
+    family: str | None = None
+    department: str | None = None
+    text: str | None = None
+    sort: str = "doc"
+    descending: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"state": self.state, "documents": self.documents.to_json()}
+        return {
+            "state": self.state, "family": self.family, "department": self.department, "q": self.text,
+            "sort": self.sort, "descending": self.descending, "facets": self.facets.to_json(),
+            "documents": self.documents.to_json(),
+        }
 
 
-def documents_page(ix: Index, *, limit: int, offset: int, state: str | None) -> DocumentsPage:
-    return DocumentsPage(state, ix.views.documents(limit=limit, offset=offset, state=state))
+def documents_page(
+    ix: Index, *, limit: int, offset: int, state: str | None, family: str | None = None,
+    department: str | None = None, text: str | None = None, sort: str = "doc", descending: bool = False,
+) -> DocumentsPage:
+    found = ix.views.documents(
+        limit=limit, offset=offset, state=state, family=family, department=department, text=text,
+        sort=sort, descending=descending,
+    )
+    return DocumentsPage(
+        state, found, ix.views.document_facets(), family, department, text, sort, descending
+    )
 
 
 @dataclass(frozen=True, slots=True)
