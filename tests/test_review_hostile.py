@@ -99,10 +99,10 @@ def test_a_busy_writer_is_a_409_that_says_to_decide_again(
     from chunkdedup.errors import IndexBusyError
     from chunkdedup.web import app as web_app
 
-    def busy(path: Path, a: str, b: str, decision: str | None, by: str | None = None) -> None:
+    def busy(path: Path, pairs: object, decision: str | None, by: str | None = None) -> None:
         raise IndexBusyError(f"index {path} is being written by another process (waited 30 s)")
 
-    monkeypatch.setattr(web_app, "keep_decision", busy)
+    monkeypatch.setattr(web_app, "keep_decisions", busy)
     g = groups(index)
     with TestClient(create_app(index), base_url="http://localhost", raise_server_exceptions=False) as client:
         status, message = _post(client, g["a.txt"], g["c.txt"], "apart")
