@@ -317,9 +317,8 @@ def _embed(
     # after a settings change (no edges recorded for them) every vector's edges are recomputed;
     # otherwise only the new vectors' edges, against all
     stamp = store.settings.stamp("semantic_edges_for", str(config.threshold))
-    full = stamp.changed
     position = {gid: i for i, gid in enumerate(ids)}
-    queries = list(range(len(ids))) if full else [position[g] for g in new]
+    queries = list(range(len(ids))) if stamp.changed else [position[g] for g in new]
     if not queries:
         return
     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)

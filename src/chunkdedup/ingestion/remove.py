@@ -17,7 +17,6 @@ from chunkdedup.ingestion.executors import LocalExecutor
 from chunkdedup.ingestion.report import RemovalReport
 from chunkdedup.ingestion.sequence import IngestOptions, Progress, ingest_with
 from chunkdedup.store import Store
-from chunkdedup.store.vectors import recorded_embedder
 from chunkdedup.types import FileResult, Page
 
 
@@ -36,7 +35,7 @@ def remove_documents(
     with Store.open(index) as store:
         cfg = store.runs.last_config() or Config()
         _refuse_missing(store, index, doc_ids)
-        recorded = recorded_embedder(store)
+        recorded = store.settings.embedder()
     embedder = None
     if cfg.semantic.enabled and recorded is not None:
         from chunkdedup.embed import get_embedder

@@ -59,7 +59,7 @@ def index_embedder(store: Store, requested: Embedder | str | None = None) -> Emb
     another model. An index ingested with one whose every chunk was stripped holds no vectors: its
     searches find nothing, as its BM25 searches do.
     """
-    recorded = store_vectors.recorded_embedder(store)
+    recorded = store.settings.embedder()
     if recorded is None:
         raise ConfigError(
             f"index {store.path} has no embeddings: vector or hybrid retrieval needs an index ingested "

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from chunkdedup.store.core import Store
 from chunkdedup.store.rows import Slice
-from chunkdedup.store.schema import in_cluster
+from chunkdedup.store.schema import holds, in_cluster
 from chunkdedup.visible import shown
 
 Decision = Literal["merge", "apart"]
@@ -306,7 +306,7 @@ class ReviewQueue:
             where.append(f"{column} <= ?")
             args.append(high)
         if text:
-            where.append(f"(instr(lower({a}.text), lower(?)) > 0 OR instr(lower({b}.text), lower(?)) > 0)")
+            where.append(f"({holds(a + '.text')} OR {holds(b + '.text')})")
             args += [text, text]
         if where:
             sql += " WHERE " + " AND ".join(where)

@@ -66,6 +66,12 @@ _HEX = frozenset("0123456789abcdef")
 SIGNATURE_BYTES = 8
 
 
+def holds(column: str) -> str:
+    """A test that ``column``'s text holds the next parameter, ASCII case aside (``instr`` over
+    ``lower``: no pattern characters to escape, unlike ``LIKE``)."""
+    return f"instr(lower({column}), lower(?)) > 0"
+
+
 def in_clusters(alias: str, count: int, first: int = 1) -> str:
     """SQL true for the groups (the table aliased ``alias``) of the ``count`` clusters bound as the
     numbered parameters from ``?first`` (the list is read twice, so its values are bound once)."""

@@ -43,16 +43,9 @@ def has_embeddings(store: Store) -> bool:
     return name is not None and conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
 
 
-def recorded_embedder(store: Store) -> StoredEmbedder | None:
-    """The embedder the index records (every vector it holds is that model's), whether or not it
-    holds a vector yet; ``None`` for an index ingested without one (:meth:`SettingsTables.embedder
-    <chunkdedup.store.settings.SettingsTables.embedder>`)."""
-    return store.settings.embedder()
-
-
 def stored_embedder(store: Store) -> StoredEmbedder | None:
     """The embedder of the index's stored vectors, or ``None`` when it holds none."""
-    return recorded_embedder(store) if has_embeddings(store) else None
+    return store.settings.embedder() if has_embeddings(store) else None
 
 
 def data_version(store: Store) -> int:

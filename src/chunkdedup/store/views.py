@@ -34,7 +34,14 @@ from chunkdedup.store.rows import (
     StrippedRow,
     VariantRow,
 )
-from chunkdedup.store.schema import CANONICAL_TEXT, CLEAN_TEXT, PENDING_DOCUMENTS, RAW_TEXT, in_clusters
+from chunkdedup.store.schema import (
+    CANONICAL_TEXT,
+    CLEAN_TEXT,
+    PENDING_DOCUMENTS,
+    RAW_TEXT,
+    holds,
+    in_clusters,
+)
 
 #: the columns the documents table sorts by: a sort's name -> its column of ``documents``
 DOCUMENT_SORTS = {
@@ -44,7 +51,8 @@ DOCUMENT_SORTS = {
 
 
 #: a document whose id or title holds the text (parameters 1 and 2: the text twice)
-_HOLDS_TEXT = "(instr(lower(doc_id), lower(?)) > 0 OR instr(lower(COALESCE(title, '')), lower(?)) > 0)"
+_TITLE = "COALESCE(title, '')"
+_HOLDS_TEXT = f"({holds('doc_id')} OR {holds(_TITLE)})"
 
 
 class IndexViews:
@@ -111,9 +119,9 @@ class IndexViews:
     ) -> Slice[DocumentRow]:
         """Documents (``limit`` -1: all), by id or by another column of :data:`DOCUMENT_SORTS` (``sort``;
         the id breaks ties, those without a value come last; any but the id reads every matching row),
-        ``descending`` or not. Kept:
-        those in ``state`` (e.g. ``pending``), of ``family``, of ``department``, and those whose id or
-        title holds ``text`` (ASCII case aside). ``ValueError`` for an unknown ``sort``."""
+        ``descending`` or not. Kept: those in ``state`` (e.g. ``pending``), of ``family``, of
+        ``department``, and those whose id or title holds ``text`` (ASCII case aside). ``ValueError``
+        for an unknown ``sort``."""
         if sort not in DOCUMENT_SORTS:
             raise ValueError(f"documents sort by one of {', '.join(DOCUMENT_SORTS)}, not {sort!r}")
         kept: list[str] = []

@@ -296,7 +296,7 @@ class _View:
             return self.error(request, 400, "Unknown sort", f"sort is one of {', '.join(DOCUMENT_SORTS)}")
         options = {
             "family": params.get("family") or None, "department": params.get("department") or None,
-            "text": params.get("q", "").strip()[:_SEARCH_CHARS] or None,
+            "text": _search(request),
         }
         return self.page(request, "documents.html", lambda ix: pages.documents_page(
             ix, limit=limit, offset=offset, state=state, sort=sort, descending=params.get("desc") == "1",
@@ -363,7 +363,7 @@ class _View:
         reason = request.query_params.get("reason") or None
         doc = request.query_params.get("doc") or None
         family = request.query_params.get("family") or None
-        text = request.query_params.get("q", "").strip()[:_SEARCH_CHARS] or None
+        text = _search(request)
         if kind not in ("merges", "variants") or order not in ("threshold", "size"):
             return self.error(request, 400, "Unknown review list",
                               "kind is merges or variants, order is threshold or size")
@@ -404,22 +404,20 @@ class _View:
         if not secrets.compare_digest(fields["token"].encode("utf-8"), self.token.encode("utf-8")):
             return self.error(request, 403, "Not accepted",
                               "the form is not this server's: reload the review page")
-        if bulk:
-            pairs = [tuple(p.split(" ", 1)) for p in form.get("pair", [])]
+        if bulk:  # "A B": a value without the space reads as A and "", no group id
+            pairs = [(a, b) for a, _, b in (p.partition(" ") for p in form.get("pair", []))]
             if not pairs:
                 return self.error(request, 400, "Not a decision", "check the pairs to decide, then decide")
         else:
             pairs = [(fields["a"], fields["b"])]
-        ids = all(len(p) == 2 and _GROUP.fullmatch(p[0]) and _GROUP.fullmatch(p[1]) for p in pairs)
+        ids = all(_GROUP.fullmatch(a) and _GROUP.fullmatch(b) for a, b in pairs)
         if fields["decision"] not in ("merge", "apart", "clear") or not ids:
             return self.error(request, 400, "Not a decision",
                               "decision is merge, apart or clear on pairs of two group ids")
 
         decision: Decision | None = None if fields["decision"] == "clear" else fields["decision"]  # type: ignore[assignment]
-        checked = [(a, b) for a, b in pairs]
-
         def write() -> None:
-            keep_decisions(self.index_path, checked, decision, fields["by"] or None)
+            keep_decisions(self.index_path, pairs, decision, fields["by"] or None)
 
         try:
             await run_in_threadpool(write)
@@ -535,6 +533,11 @@ def _int(request: Request, name: str, default: int, lo: int, hi: int) -> int:
     except ValueError:
         return default
     return min(max(value, lo), hi)
+
+
+def _search(request: Request) -> str | None:
+    """The words a page searches for (``?q=``), at most :data:`_SEARCH_CHARS`; ``None`` when none."""
+    return request.query_params.get("q", "").strip()[:_SEARCH_CHARS] or None
 
 
 def _similarity(request: Request, name: str) -> float | None:
